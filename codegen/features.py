@@ -1,0 +1,163 @@
+"""The feature table a model is generated from, and its lock file.
+
+A :class:`Features` describes the columns an NVTabular workflow writes: categorical columns in slot order (the order
+NVTabular writes them to ``_metadata.json``, which is the order of HugeCTR's ``slot_size_array``), continuous columns
+and labels, with dtypes and cardinalities taken from the workflow's output schema (never from a formula: NVTabular
+23.8 reserves ids 0-2, see shared/reference/environment.md §4).
+
+The *features lock* is a small JSON file committed beside the spec. ``check``, ``summary`` and ``validate`` read it,
+so they run without the workflow and without importing nvtabular. When the workflow is present its features are
+compared with the lock and a stale lock is reported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import UserError
+
+LOCK_VERSION = 1
+
+# dtype names as numpy spells them; the only ones a HugeCTR Parquet reader accepts for each role.
+CATEGORICAL_DTYPES = ("int32", "int64", "uint32", "uint64")
+NUMERIC_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: str
+    # Categorical columns only: embedding rows needed (= max id + 1, from the schema).
+    cardinality: int | None = None
+    # List (multi-hot) column; ``max_len`` is the largest list length the schema records, if any.
+    multi_hot: bool = False
+    max_len: int | None = None
+
+
+@dataclass(frozen=True)
+class Features:
+    categorical: tuple[Column, ...]
+    continuous: tuple[Column, ...]
+    labels: tuple[Column, ...]
+    # Where the table came from: "workflow", "schema.pbtxt", "schema.json" or "recorded" (typed from a notebook).
+    source_kind: str = "recorded"
+    # Free-form provenance shown in headers and model cards (e.g. "nvtabular 23.08.00").
+    provenance: str = ""
+
+    def column(self, name: str) -> Column | None:
+        for col in (*self.categorical, *self.continuous, *self.labels):
+            if col.name == name:
+                return col
+        return None
+
+    @property
+    def slot_size_array(self) -> list[int]:
+        return [int(c.cardinality or 0) for c in self.categorical]
+
+    # ---- lock file -------------------------------------------------------------------------------------------
+    def to_lock(self) -> dict:
+        def cols(cs: tuple[Column, ...]) -> list[dict]:
+            out = []
+            for c in cs:
+                d = {k: v for k, v in asdict(c).items() if v is not None and v is not False}
+                out.append(d)
+            return out
+
+        return {
+            "ctrgen_features_lock": LOCK_VERSION,
+            "source": self.source_kind,
+            "provenance": self.provenance,
+            "categorical": cols(self.categorical),
+            "continuous": cols(self.continuous),
+            "labels": cols(self.labels),
+        }
+
+    def lock_text(self) -> str:
+        return json.dumps(self.to_lock(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+    def fingerprint(self) -> str:
+        """sha256 of the lock content; goes into generated headers."""
+        return hashlib.sha256(self.lock_text().encode("utf-8")).hexdigest()
+
+    def same_columns(self, other: "Features") -> bool:
+        """True when both describe the same columns (provenance and source kind aside)."""
+        return (self.categorical, self.continuous, self.labels) == (
+            other.categorical, other.continuous, other.labels)
+
+
+def _column_from(d: object, where: str, path: Path) -> Column:
+    if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("dtype"), str):
+        raise UserError.one(path, "each column needs a string 'name' and 'dtype'", field=where,
+                            fix="regenerate the lock with 'ctrgen lock SPEC'")
+    unknown = set(d) - {"name", "dtype", "cardinality", "multi_hot", "max_len"}
+    if unknown:
+        raise UserError.one(path, f"unknown keys {sorted(unknown)}", field=where,
+                            fix="regenerate the lock with 'ctrgen lock SPEC'")
+    card = d.get("cardinality")
+    if card is not None and (not isinstance(card, int) or isinstance(card, bool) or card <= 0):
+        raise UserError.one(path, f"cardinality must be a positive integer, got {card!r}", field=where)
+    max_len = d.get("max_len")
+    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len <= 0):
+        raise UserError.one(path, f"max_len must be a positive integer, got {max_len!r}", field=where)
+    return Column(name=d["name"], dtype=d["dtype"], cardinality=card, multi_hot=bool(d.get("multi_hot", False)),
+                  max_len=max_len)
+
+
+def features_from_lock(data: object, path: Path) -> Features:
+    if not isinstance(data, dict) or data.get("ctrgen_features_lock") != LOCK_VERSION:
+        raise UserError.one(path, f"not a ctrgen features lock (expected \"ctrgen_features_lock\": {LOCK_VERSION})",
+                            fix="regenerate it with 'ctrgen lock SPEC'")
+    groups = {}
+    for key in ("categorical", "continuous", "labels"):
+        items = data.get(key, [])
+        if not isinstance(items, list):
+            raise UserError.one(path, "must be a list", field=key)
+        groups[key] = tuple(_column_from(d, f"{key}[{i}]", path) for i, d in enumerate(items))
+    for i, c in enumerate(groups["categorical"]):
+        if c.cardinality is None:
+            raise UserError.one(path, f"categorical column {c.name!r} has no cardinality", field=f"categorical[{i}]",
+                                fix="regenerate the lock from the workflow with 'ctrgen lock SPEC'")
+    return Features(categorical=groups["categorical"], continuous=groups["continuous"], labels=groups["labels"],
+                    source_kind=str(data.get("source", "recorded")), provenance=str(data.get("provenance", "")))
+
+
+def read_lock(path: Path) -> Features:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError.one(path, "features lock not found",
+                            fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock") from None
+    except OSError as exc:
+        raise UserError.one(path, f"cannot read features lock: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
+    return features_from_lock(data, path)
+
+
+def describe_lock_drift(locked: Features, fresh: Features) -> list[str]:
+    out: list[str] = []
+    for group in ("categorical", "continuous", "labels"):
+        a = {c.name: c for c in getattr(locked, group)}
+        b = {c.name: c for c in getattr(fresh, group)}
+        if [c.name for c in getattr(locked, group)] != [c.name for c in getattr(fresh, group)]:
+            out.append(f"{group}: lock has {list(a)}, workflow has {list(b)}")
+        for name in a.keys() & b.keys():
+            if a[name] != b[name]:
+                out.append(f"{group}.{name}: lock has {_brief(a[name])}, workflow has {_brief(b[name])}")
+    return sorted(out)
+
+
+def _brief(c: Column) -> str:
+    parts = [c.dtype]
+    if c.cardinality is not None:
+        parts.append(f"cardinality {c.cardinality}")
+    if c.multi_hot:
+        parts.append("multi-hot")
+    if c.max_len is not None:
+        parts.append(f"max_len {c.max_len}")
+    return ", ".join(parts)
