@@ -1,0 +1,204 @@
+"""The ``ctrgen`` command. Exit status: 0 ok, 1 drift or defects found, 2 bad input (one line per problem)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import UserError
+
+EPILOG_GENERATE = """\b
+Examples:
+  ctrgen generate specs/movielens.yaml
+  ctrgen generate specs/*.yaml --out generated
+  ctrgen generate specs/movielens.yaml --workflow .demo/movielens/workflow --out .demo/generated
+"""
+
+EPILOG_CHECK = """\b
+Examples:
+  ctrgen check                      # every specs/*.yaml against generated/
+  ctrgen check specs/movielens.yaml
+Use it in CI or pre-commit: it never writes, and exits 1 when generated/ is out of date.
+"""
+
+
+class Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except UserError as exc:
+            click.echo(exc.format(), err=True)
+            ctx.exit(2)
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(__version__, prog_name="ctrgen")
+def main() -> None:
+    """Generate HugeCTR training scripts, graph JSON and Triton repositories from a model spec
+    and a saved NVTabular workflow.
+
+    \b
+    Quick start:
+      ctrgen schema > spec.schema.json        # JSON Schema for editors
+      ctrgen lock specs/movielens.yaml        # record the workflow's features beside the spec
+      ctrgen generate specs/movielens.yaml    # write generated/movielens/
+      ctrgen check                            # CI: fail when generated/ is out of date
+    """
+
+
+def _specs(paths: tuple[Path, ...]) -> list[Path]:
+    if paths:
+        return list(paths)
+    found = sorted(Path("specs").glob("*.yaml"))
+    if not found:
+        raise UserError.one("specs", "no spec given and no specs/*.yaml found", fix="pass a spec path")
+    return found
+
+
+def _out_root(ctx_root: Path, out: Path | None) -> Path:
+    return out if out is not None else ctx_root / "generated"
+
+
+@main.command(epilog=EPILOG_GENERATE)
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="output root (default: generated/ beside specs/)")
+@click.option("--workflow", type=click.Path(path_type=Path),
+              help="read features from this saved workflow instead of the features lock")
+@click.option("--force", is_flag=True, help="overwrite files ctrgen did not generate")
+def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, force: bool) -> None:
+    """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, MANIFEST.json).
+
+    Everything is validated before anything is written; each output folder is written atomically.
+    """
+    from .output import write
+    from .pipeline import open_spec, render_spec
+
+    if workflow is not None and not workflow.exists():
+        raise UserError.one(workflow, "workflow not found", field="--workflow", fix="check the path")
+    rendered = []
+    for path in specs:  # render all first: a bad spec writes nothing at all
+        ctx = open_spec(path)
+        rendered.append((ctx, render_spec(ctx, workflow_override=workflow)))
+    for ctx, r in rendered:
+        folder = _out_root(ctx.root, out) / r.name
+        changed = write(folder, r.files, force=force)
+        state = f"{len(changed)} file(s) updated" if changed else "up to date"
+        click.echo(f"{ctx.display} -> {folder}: {state}")
+
+
+@main.command(epilog=EPILOG_CHECK)
+@click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), help="output root to compare with (default: generated/)")
+def check(specs: tuple[Path, ...], out: Path | None) -> None:
+    """Regenerate in memory and compare with the files on disk; print a unified diff; never write."""
+    from .output import compare
+    from .pipeline import open_spec, render_spec
+
+    dirty = 0
+    for path in _specs(specs):
+        ctx = open_spec(path)
+        r = render_spec(ctx)
+        folder = _out_root(ctx.root, out) / r.name
+        drift = compare(folder, r.files, display=f"generated/{r.name}" if out is None else str(folder))
+        if drift.clean:
+            click.echo(f"ok: {ctx.display}")
+        else:
+            dirty += 1
+            click.echo(drift.report(str(folder)))
+            click.echo(f"drift: {ctx.display} (run 'ctrgen generate {ctx.display}')", err=True)
+    sys.exit(1 if dirty else 0)
+
+
+@main.command()
+@click.argument("spec", type=click.Path(path_type=Path))
+def summary(spec: Path) -> None:
+    """Print the model.summary() table as the spec's target HugeCTR release prints it.
+
+    \b
+    Example:
+      ctrgen summary specs/movielens_genres.yaml
+    """
+    from .pipeline import build, load_features, open_spec
+    from .render.summary import render_summary
+
+    ctx = open_spec(spec)
+    features, _ = load_features(ctx)
+    click.echo(render_summary(build(ctx, features)), nl=False)
+
+
+@main.command()
+def schema() -> None:
+    """Print the spec's JSON Schema (for editor completion and validation).
+
+    \b
+    Example (VS Code YAML extension):
+      ctrgen schema > .vscode/ctrgen.schema.json
+    """
+    from .spec.model import Spec
+
+    click.echo(json.dumps(Spec.model_json_schema(), indent=2, sort_keys=True))
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--workflow", type=click.Path(path_type=Path), help="workflow to read (default: the spec's workflow:)")
+@click.option("--check", "check_only", is_flag=True, help="only report whether the lock is stale (exit 1 if so)")
+def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> None:
+    """Write the features lock beside each spec from its NVTabular workflow or dataset schema.
+
+    \b
+    Examples:
+      ctrgen lock specs/movielens.yaml
+      ctrgen lock specs/movielens.yaml --workflow /data/movielens/workflow
+      ctrgen lock --check specs/*.yaml
+    """
+    from .features import describe_lock_drift, read_lock
+    from .pipeline import open_spec, read_workflow_features
+
+    stale = 0
+    for path in specs:
+        ctx = open_spec(path)
+        source = workflow or ctx.workflow_path
+        if source is None:
+            raise UserError.one(path, "the spec names no workflow", field="workflow",
+                                fix="set workflow: in the spec or pass --workflow")
+        if not source.exists():
+            raise UserError.one(path, f"workflow {str(source)!r} not found", field="workflow",
+                                fix="run the ETL first (make demo builds the embedded one) or fix the path")
+        fresh = read_workflow_features(ctx, source)
+        if check_only:
+            if not ctx.lock_path.exists():
+                click.echo(f"missing: {ctx.lock_path}")
+                stale += 1
+                continue
+            drift = describe_lock_drift(read_lock(ctx.lock_path), fresh)
+            click.echo(f"{'stale' if drift else 'ok'}: {ctx.lock_path}" + "".join(f"\n  {d}" for d in drift))
+            stale += bool(drift)
+            continue
+        ctx.lock_path.write_text(fresh.lock_text(), encoding="utf-8")
+        click.echo(f"wrote {ctx.lock_path}")
+    sys.exit(1 if stale else 0)
+
+
+def _attach_optional_commands() -> None:
+    """Commands whose modules may be absent in a partial install are attached only when importable."""
+    try:
+        from .triton.cli_validate import validate_command
+        main.add_command(validate_command, "validate")
+    except ImportError:
+        pass
+    try:
+        from .demo.cli import demo_command
+        main.add_command(demo_command, "demo")
+    except ImportError:
+        pass
+
+
+_attach_optional_commands()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

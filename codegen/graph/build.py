@@ -1,0 +1,516 @@
+"""spec + features + release profile -> TrainingJob (the validated intermediate graph).
+
+All derived numbers are computed here (slot_size_array, leading_dim, dense_dim, slot_num, nnz_per_slot,
+i64_input_key, max_vocabulary_size_global) and every HugeCTR construction check runs here, before any file is
+written; failures name the spec field (with its line) and the layer.
+"""
+
+from __future__ import annotations
+
+
+from ..errors import Problem, UserError
+from ..features import CATEGORICAL_DTYPES, Column, Features
+from ..hugectr import versions as V
+from ..spec.load import LoadedSpec
+from ..spec.model import ExplicitGraph, Spec
+from .ir import Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
+from .presets import RawLayer, expand_preset
+from .shapes import LOSS_LAYERS, LayerCheckError, Shape, fmt_shape, infer
+
+# DenseLayer keywords whose values are HugeCTR enums, with the enum type.
+ENUM_PARAMS = {
+    "gamma_init_type": "Initializer_t", "beta_init_type": "Initializer_t", "weight_init_type": "Initializer_t",
+    "bias_init_type": "Initializer_t", "regularizer_type": "Regularizer_t", "pos_type": "FcPosition_t",
+    "act_type": "Activation_t",
+}
+ENUM_MEMBERS = {
+    "Initializer_t": ("Default", "Uniform", "XavierNorm", "XavierUniform", "Zero"),
+    "Regularizer_t": ("L1", "L2"),
+    "FcPosition_t": ("Non", "Head", "Body", "Tail", "Isolated"),
+    "Activation_t": ("Relu", "Non"),
+}
+INT_LIST_PARAMS = {"selected_slots", "indices", "weight_dims", "num_outputs", "index", "shape"}
+FLOAT_PARAMS = {"factor", "eps", "dropout_rate", "elu_alpha", "lambda"}
+
+# The order model.py passes CreateSolver arguments in (the notebooks' order first, then HugeCTR's declaration order).
+SOLVER_ORDER = ("model_name", "seed", "vvgpu", "batchsize", "batchsize_eval", "max_eval_batches", "lr",
+                "warmup_steps", "decay_start", "decay_steps", "decay_power", "end_lr", "i64_input_key",
+                "use_mixed_precision", "scaler", "enable_tf32_compute", "use_cuda_graph", "repeat_dataset")
+
+
+class Builder:
+    def __init__(self, loaded: LoadedSpec, features: Features, lock_path: str):
+        self.loaded = loaded
+        self.spec: Spec = loaded.spec
+        self.features = features
+        self.lock_path = lock_path
+        self.problems: list[Problem] = []
+        prof = V.profile(self.spec.hugectr_version)
+        if prof is None:
+            raise loaded.error(("hugectr_version",),
+                               f"unsupported HugeCTR release {self.spec.hugectr_version!r}",
+                               fix="use one of " + ", ".join(repr(v) for v in V.SUPPORTED))
+        self.profile: V.Profile = prof
+
+    # ---- problem reporting --------------------------------------------------------------------------------------
+    def fail(self, loc: tuple, message: str, fix: str = "") -> None:
+        line, col = self.loaded.where(*loc)
+        field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in loc).replace(".[", "[")
+        self.problems.append(Problem(str(self.loaded.path), message, field, line, col, fix))
+
+    def raise_if_failed(self) -> None:
+        if self.problems:
+            raise UserError(self.problems)
+
+    # ---- features -----------------------------------------------------------------------------------------------
+    def _select(self, names: list[str] | None, default: tuple[Column, ...], role: str) -> tuple[Column, ...]:
+        if names is None:
+            return default
+        out = []
+        for i, n in enumerate(names):
+            col = self.features.column(n)
+            if col is None:
+                known = [c.name for c in (*self.features.categorical, *self.features.continuous, *self.features.labels)]
+                self.fail(("features", role, i), f"column {n!r} is not in the workflow's output",
+                          fix=f"use one of {known} (from {self.lock_path})")
+            else:
+                out.append(col)
+        return tuple(out)
+
+    def columns(self) -> tuple[tuple[Column, ...], tuple[Column, ...], tuple[Column, ...]]:
+        f = self.spec.features
+        cats = self._select(f.categorical, self.features.categorical, "categorical")
+        conts = self._select(f.continuous, self.features.continuous, "continuous")
+        labels = self._select(f.label, self.features.labels, "label")
+        for i, c in enumerate(cats):
+            if c.cardinality is None:
+                self.fail(("features", "categorical", i), f"column {c.name!r} has no cardinality in the workflow schema",
+                          fix="Categorify it in the workflow")
+        if not labels:
+            self.fail(("features", "label"), "the workflow tags no target column",
+                      fix="name the label column under features.label")
+        if not cats:
+            self.fail(("features", "categorical"), "no categorical columns", fix="list them under features.categorical")
+        return cats, conts, labels
+
+    # ---- build --------------------------------------------------------------------------------------------------
+    def build(self) -> TrainingJob:
+        s, p = self.spec, self.profile
+        cats, conts, labels = self.columns()
+        self.raise_if_failed()
+
+        if len(labels) > 1 and not p.has("multi_label"):
+            self.fail(("features", "label"), f"{len(labels)} labels, but HugeCTR {p.name} takes a single label",
+                      fix=f"use one label, or target {V.BEHAVIOUR['multi_label'].describe()}")
+
+        dtypes = {c.dtype for c in cats}
+        bad = [c.name for c in cats if c.dtype not in CATEGORICAL_DTYPES]
+        if bad:
+            self.fail(("features", "categorical"), f"columns {bad} are not integer ids",
+                      fix="Categorify them in the workflow")
+        i64 = bool(dtypes & {"int64", "uint64"})
+        if len({d in ("int64", "uint64") for d in dtypes}) > 1:
+            self.fail(("features", "categorical"), f"categorical columns mix 32- and 64-bit ids ({sorted(dtypes)})",
+                      fix="cast them to one width in the workflow's to_parquet(dtypes=...)")
+        if s.solver.i64_input_key is not None and s.solver.i64_input_key != i64:
+            self.fail(("solver", "i64_input_key"),
+                      f"is {s.solver.i64_input_key}, but the categorical columns are {sorted(dtypes)}",
+                      fix=f"remove it (ctrgen derives {i64}) or change the workflow's dtypes")
+
+        gpu_count = sum(len(node) for node in s.solver.vvgpu)
+        if gpu_count == 0:
+            self.fail(("solver", "vvgpu"), "no GPU listed", fix="e.g. vvgpu: [[0]]")
+        elif s.solver.batchsize % gpu_count:
+            self.fail(("solver", "batchsize"),
+                      f'{s.solver.batchsize} is not divisible by the {gpu_count} GPUs in vvgpu '
+                      f'(HugeCTR: "0 != batch_size%total_gpu_count")',
+                      fix=f"use a multiple of {gpu_count}")
+        self._check_solver()
+
+        sparse = self._sparse_inputs(cats)
+        optimizer = self._optimizer()
+        self.raise_if_failed()
+        embeddings = self._embeddings(sparse, optimizer, gpu_count)
+        self.raise_if_failed()
+
+        label_names = tuple([s.input.label_name] if len(labels) == 1 else [c.name for c in labels])
+        graph_inputs: dict[str, Shape] = {name: Shape((1,)) for name in label_names}
+        graph_inputs[s.input.dense_name] = Shape((len(conts),))
+        for e in embeddings:
+            graph_inputs[e.name] = e.shape
+        for si in sparse:
+            graph_inputs[si.name] = Shape((si.slot_num,))
+        if len(set(graph_inputs)) != len(label_names) + 1 + len(embeddings) + len(sparse):
+            self.fail(("input",), "label, dense, sparse input and embedding names must all differ")
+        self.raise_if_failed()
+
+        raw = self._raw_layers(embeddings, len(conts), label_names)
+        self.raise_if_failed()
+        layers = self._infer(raw, graph_inputs)
+        self.raise_if_failed()
+        analysed = self._graph_analysis(layers, graph_inputs)
+        self.raise_if_failed()
+
+        graph = Graph(label_names=label_names, label_dims=tuple(1 for _ in label_names),
+                      dense_name=s.input.dense_name, dense_dim=len(conts), sparse=tuple(sparse),
+                      embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed))
+        return TrainingJob(
+            name=s.name, hugectr_version=p.name, solver=self._solver_args(i64), optimizer=optimizer,
+            reader=self._reader_args(cats), graph=graph, fit=self._fit_args(),
+            graph_json=s.training.graph_json or f"{s.name}.json",
+            graph_to_json_before_fit=s.training.graph_to_json_before_fit, gpu_count=gpu_count,
+            batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
+            model_name=s.name if s.solver.model_name else "")
+
+    # ---- solver ---------------------------------------------------------------------------------------------------
+    def _check_solver(self) -> None:
+        s, p = self.spec.solver, self.profile
+        if s.use_mixed_precision and s.enable_tf32_compute:
+            self.fail(("solver", "enable_tf32_compute"),
+                      '"use_mixed_precision and enable_tf32_compute cannot be true at the same time"',
+                      fix="drop one of them")
+        if s.use_mixed_precision and p.release < (4, 0):
+            scaler = s.scaler if s.scaler is not None else 1.0
+            if scaler not in (128, 256, 512, 1024):
+                self.fail(("solver", "scaler"),
+                          f'HugeCTR {p.name} requires a mixed-precision scaler of 128/256/512/1024, got {scaler:g} '
+                          '("Scaler of mixed precision training should be either 128/256/512/1024")',
+                          fix="set solver.scaler: 1024")
+        if s.model_name and not p.has("model_name"):
+            self.fail(("solver", "model_name"), V.BEHAVIOUR["model_name"].describe().join(
+                ("CreateSolver(model_name=...) needs ", f"; the target is {p.name}")), fix="remove it")
+        t = self.spec.training
+        if s.repeat_dataset and t.num_epochs is not None:
+            self.fail(("training", "num_epochs"), "num_epochs needs epoch mode (solver.repeat_dataset: false)",
+                      fix="use training.max_iter, or set solver.repeat_dataset: false")
+        if not s.repeat_dataset and not t.num_epochs:
+            self.fail(("training", "num_epochs"), '"Require num_epochs>0 under epoch mode" (repeat_dataset is false)',
+                      fix="set training.num_epochs")
+        if s.repeat_dataset and not t.max_iter:
+            self.fail(("training", "max_iter"), '"Require max_iter>0 under non-epoch mode"', fix="set training.max_iter")
+
+    def _solver_args(self, i64: bool) -> tuple:
+        s = self.spec.solver
+        values: dict[str, object] = {
+            "vvgpu": s.vvgpu, "batchsize": s.batchsize, "batchsize_eval": s.batchsize_eval,
+            "max_eval_batches": s.max_eval_batches, "i64_input_key": i64,
+            "use_mixed_precision": s.use_mixed_precision, "repeat_dataset": s.repeat_dataset,
+        }
+        optional = {"seed": s.seed, "lr": s.lr, "warmup_steps": s.warmup_steps, "decay_start": s.decay_start,
+                    "decay_steps": s.decay_steps, "decay_power": s.decay_power, "end_lr": s.end_lr,
+                    "scaler": s.scaler, "enable_tf32_compute": s.enable_tf32_compute,
+                    "use_cuda_graph": s.use_cuda_graph}
+        values.update({k: v for k, v in optional.items() if v is not None})
+        if s.model_name:
+            values["model_name"] = self.spec.name
+        return tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
+
+    # ---- reader ---------------------------------------------------------------------------------------------------
+    def _reader_args(self, cats: tuple[Column, ...]) -> tuple:
+        d = self.spec.data
+        fmt = {"parquet": "Parquet", "norm": "Norm", "raw": "Raw"}[d.format]
+        args: list[tuple[str, object]] = [
+            ("data_reader_type", Enum("DataReaderType_t", fmt)),
+            ("source", list(d.train)),
+            ("eval_source", d.eval),
+            ("check_type", Enum("Check_t", "Non" if d.format == "parquet" else "Sum")),
+        ]
+        if d.format == "parquet":
+            # The reader adds per-slot offsets from these (hugectr.md §1.2); order = slot order.
+            args.append(("slot_size_array", [int(c.cardinality or 0) for c in cats]))
+        if d.num_workers is not None:
+            args.append(("num_workers", d.num_workers))
+        return tuple(args)
+
+    # ---- optimizer ------------------------------------------------------------------------------------------------
+    def _optimizer(self) -> Optimizer:
+        o, p = self.spec.optimizer, self.profile
+        msg = p.missing(V.OPTIMIZERS, o.type, "optimizer")
+        if msg:
+            self.fail(("optimizer", "type"), msg, fix="choose another optimizer or target a newer release")
+        hparams: list[tuple[str, object]] = []
+        if o.update_type is not None:
+            hparams.append(("update_type", Enum("Update_t", o.update_type)))
+        for name in ("beta", "lambda1", "lambda2", "beta1", "beta2", "epsilon", "initial_accu_value",
+                     "momentum_factor", "atomic_update"):
+            value = getattr(o, name)
+            if value is None:
+                continue
+            if not p.has_arg("CreateOptimizer", name):
+                self.fail(("optimizer", name), p.missing(V.ARGS["CreateOptimizer"], name, "CreateOptimizer argument")
+                          or "", fix="remove it")
+            hparams.append((name, value))
+        defaults = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "initial_accu_value": 0.0, "momentum_factor": 0.0,
+                    "atomic_update": True, "beta": 0.0, "lambda1": 0.0, "lambda2": 0.0}
+        values = {**defaults, **{k: v for k, v in hparams if k != "update_type"}}
+        return Optimizer(type=o.type, update_type=o.update_type or "Global", hparams=tuple(hparams), values=values)
+
+    # ---- sparse inputs and embeddings -----------------------------------------------------------------------------
+    def _sparse_inputs(self, cats: tuple[Column, ...]) -> list[SparseInput]:
+        out: list[SparseInput] = []
+        specs = self.spec.input.sparse
+        pos = 0
+        names = [c.name for c in cats]
+        for i, si in enumerate(specs):
+            if si.columns is None:
+                if len(specs) > 1:
+                    self.fail(("input", "sparse", i, "columns"),
+                              "with several sparse inputs each must list its columns",
+                              fix=f"split {names} into contiguous runs")
+                    continue
+                cols = list(cats)
+            else:
+                cols = []
+                for j, n in enumerate(si.columns):
+                    col = next((c for c in cats if c.name == n), None)
+                    if col is None:
+                        self.fail(("input", "sparse", i, "columns", j), f"{n!r} is not a categorical column",
+                                  fix=f"use one of {names}")
+                    else:
+                        cols.append(col)
+            got = [c.name for c in cols]
+            want = names[pos:pos + len(cols)]
+            if got != want and cols:
+                self.fail(("input", "sparse", i, "columns"),
+                          f"{got} is not the next run of slots {want}: HugeCTR assigns slots to sparse inputs in the "
+                          "data's column order", fix=f"reorder to follow the slot order {names}")
+            pos += len(cols)
+            nnz = self._nnz(i, si.nnz_per_slot, cols)
+            out.append(SparseInput(
+                name=si.name, columns=tuple(c.name for c in cols),
+                cardinalities=tuple(int(c.cardinality or 0) for c in cols), nnz_per_slot=nnz,
+                is_fixed_length=si.is_fixed_length,
+                nnz_arg=nnz[0] if len(set(nnz)) == 1 else nnz, multi_hot=tuple(c.multi_hot for c in cols)))
+        if pos != len(cats) and not self.problems:
+            self.fail(("input", "sparse"), f"the sparse inputs cover {pos} of {len(cats)} categorical columns",
+                      fix=f"assign every column of {names} to a sparse input")
+        if len({s.name for s in out}) != len(out):
+            self.fail(("input", "sparse"), "sparse input names must be unique")
+        return out
+
+    def _nnz(self, i: int, given, cols: list[Column]) -> tuple[int, ...]:
+        if isinstance(given, list):
+            if len(given) != len(cols):
+                self.fail(("input", "sparse", i, "nnz_per_slot"),
+                          f'{len(given)} values for {len(cols)} slots (HugeCTR: "slot num != nnz_per_slot.size().")',
+                          fix="give one value per column, or a single int")
+                return tuple(1 for _ in cols)
+            values = list(given)
+        elif isinstance(given, int):
+            values = [given] * len(cols)
+        else:
+            values = []
+            for c in cols:
+                if c.multi_hot and c.max_len is None:
+                    self.fail(("input", "sparse", i, "nnz_per_slot"),
+                              f"column {c.name!r} is multi-hot and its schema records no maximum length",
+                              fix="set nnz_per_slot to the longest list the data holds")
+                values.append(c.max_len or 1 if c.multi_hot else 1)
+        for c, v in zip(cols, values):
+            if c.multi_hot and c.max_len is not None and v < c.max_len:
+                self.fail(("input", "sparse", i, "nnz_per_slot"),
+                          f"{v} is less than the longest {c.name!r} list ({c.max_len}) in the workflow schema",
+                          fix=f"use at least {c.max_len}")
+        return tuple(values)
+
+    def _embeddings(self, sparse: list[SparseInput], optimizer: Optimizer, gpu_count: int) -> list[Embedding]:
+        p = self.profile
+        by_name = {s.name: s for s in sparse}
+        out = []
+        for i, e in enumerate(self.spec.embeddings):
+            loc = ("embeddings", i)
+            si = by_name.get(e.input)
+            if si is None:
+                self.fail((*loc, "input"), f'{e.input!r} is not a sparse input (HugeCTR: "Cannot find bottom")',
+                          fix=f"use one of {sorted(by_name)}")
+                continue
+            ws = e.workspace_size_per_gpu_in_mb
+            if ws is None and not p.has("workspace_optional"):
+                self.fail((*loc, "workspace_size_per_gpu_in_mb"), f"required by HugeCTR {p.name}",
+                          fix="set it (MB of embedding table per GPU)")
+            if (ws is None or ws == 0) and not e.slot_size_array:
+                if p.has("workspace_optional"):
+                    self.fail((*loc, "workspace_size_per_gpu_in_mb"),
+                              '"need workspace_size_per_gpu_in_mb or slot_size_array"',
+                              fix="set workspace_size_per_gpu_in_mb, or slot_size_array: true")
+            if e.embedding_type == "LocalizedSlotSparseEmbeddingOneHot":
+                if self.spec.data.format != "raw" or not e.slot_size_array:
+                    self.fail((*loc, "embedding_type"),
+                              "LocalizedSlotSparseEmbeddingOneHot needs the Raw reader and slot_size_array",
+                              fix="use LocalizedSlotSparseEmbeddingHash for Parquet data")
+            if e.embedding_type == "HybridSparseEmbedding":
+                self.fail((*loc, "embedding_type"),
+                          '"Raw async reader and hybrid embedding must come together"; ctrgen does not generate '
+                          "RawAsync readers", fix="use DistributedSlotSparseEmbeddingHash")
+            if e.embedding_vec_size % 32:
+                pass  # HugeCTR only warns (hugectr.md §2.10)
+            vocab = 0
+            if ws:
+                vocab = V.max_vocabulary_size_per_gpu(p, ws, e.embedding_vec_size, optimizer.type,
+                                                      optimizer.update_type) * gpu_count
+            out.append(Embedding(
+                name=e.name, bottom=e.input, embedding_type=e.embedding_type, vec_size=e.embedding_vec_size,
+                combiner=e.combiner, workspace_mb=ws,
+                slot_size_array=si.cardinalities if e.slot_size_array else None,
+                explicit_optimizer=e.optimizer == "model", optimizer=optimizer,
+                max_vocabulary_size_global=vocab, slot_num=si.slot_num))
+        if len({e.name for e in out}) != len(out):
+            self.fail(("embeddings",), "embedding names must be unique")
+        return out
+
+    # ---- dense layers -----------------------------------------------------------------------------------------------
+    def _raw_layers(self, embeddings: list[Embedding], dense_dim: int, labels: tuple[str, ...]) -> list[RawLayer]:
+        m = self.spec.model
+        if isinstance(m, ExplicitGraph):
+            out = []
+            for i, l in enumerate(m.layers):
+                extra = dict(l.model_extra or {})
+                bottoms = (l.bottom,) if isinstance(l.bottom, str) else tuple(l.bottom)
+                tops = (l.top,) if isinstance(l.top, str) else tuple(l.top)
+                out.append(RawLayer(l.type, bottoms, tops, extra, ("model", "layers", i)))
+            return out
+        return expand_preset(m, embeddings, dense_dim, labels, self.spec.input.dense_name)
+
+    def _params(self, raw: RawLayer) -> tuple:
+        p = self.profile
+        out = []
+        for name, value in raw.params.items():
+            loc = (*raw.origin, name) if raw.origin[:2] == ("model", "layers") else raw.origin
+            msg = p.missing(V.DENSE_LAYER_ARGS, name, "DenseLayer argument")
+            if msg:
+                self.fail(loc, f"layer {raw.tops[0]!r}: {msg}", fix="remove it or check its spelling")
+                continue
+            if name in ENUM_PARAMS:
+                enum = ENUM_PARAMS[name]
+                if value not in ENUM_MEMBERS[enum]:
+                    self.fail(loc, f"layer {raw.tops[0]!r}: {value!r} is not a {enum} member",
+                              fix=f"use one of {list(ENUM_MEMBERS[enum])}")
+                    continue
+                value = Enum(enum, value)
+            elif name == "ranges":
+                value = [tuple(int(x) for x in r) for r in value]
+            elif name in FLOAT_PARAMS:
+                value = float(value)
+            out.append((name, value))
+        order = list(V.DENSE_LAYER_DEFAULTS)
+        return tuple(sorted(out, key=lambda kv: order.index(kv[0])))
+
+    def _infer(self, raws: list[RawLayer], inputs: dict[str, Shape]) -> list[Layer]:
+        p, s = self.profile, self.spec
+        shapes = dict(inputs)
+        layers = []
+        for raw in raws:
+            where = raw.origin
+            name = raw.tops[0] if raw.tops else "?"
+            msg = p.missing(V.LAYERS, raw.type, "layer type")
+            if msg:
+                self.fail((*where, "type") if where[:2] == ("model", "layers") else where, f"layer {name!r}: {msg}",
+                          fix="use a layer type the target release has")
+                continue
+            if s.solver.use_mixed_precision and raw.type not in V.MIXED_PRECISION_LAYERS:
+                self.fail(where, f'layer {name!r}: "Mixed precision not supported for: {raw.type}"',
+                          fix="remove the layer or disable mixed precision")
+            if not s.solver.use_mixed_precision and raw.type in V.SINGLE_PRECISION_EXCLUDED:
+                self.fail(where, f'layer {name!r}: "Single precision not supported for: {raw.type}" '
+                                 '("FusedInnerProduct support half only")',
+                          fix="use InnerProduct + ReLU, or enable mixed precision")
+            params = self._params(raw)
+            bad = False
+            for b in raw.bottoms:
+                if b not in shapes:
+                    self.fail(where, f'layer {name!r}: "{b}, bottom tensor name does not exists"',
+                              fix=f"use a tensor defined earlier: {sorted(shapes)}")
+                    bad = True
+            for t in raw.tops:
+                if t in shapes:
+                    self.fail(where, f'layer {name!r}: "{t}, top tensor name already exists"',
+                              fix="give every layer output a new name")
+                    bad = True
+                if t in raw.bottoms:
+                    self.fail(where, f'layer {name!r}: "bottom and top include a same layer name"')
+                    bad = True
+            if bad:
+                continue
+            ins = [shapes[b] for b in raw.bottoms]
+            try:
+                outs = infer(raw.type, dict(params), ins, len(raw.tops))
+            except LayerCheckError as exc:
+                inputs_desc = ", ".join(f"{b} {fmt_shape(shapes[b])}" for b in raw.bottoms)
+                self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc}")
+                continue
+            if len(outs) != len(raw.tops):
+                outs = outs[:1] * len(raw.tops)
+            shapes.update(zip(raw.tops, outs))
+            layers.append(Layer(type=raw.type, bottoms=raw.bottoms, tops=raw.tops, params=params,
+                                out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin))
+        if layers and layers[-1].type not in LOSS_LAYERS and not self.problems:
+            self.fail(("model",), "the last layer must be a loss (e.g. BinaryCrossEntropyLoss)")
+        if len(layers) < 2 and not self.problems:
+            self.fail(("model",), '"The model should include input and at least two layers"')
+        return layers
+
+    def _graph_analysis(self, layers: list[Layer], inputs: dict[str, Shape]) -> list[Layer]:
+        """HugeCTR's graph_analysis() (hugectr.md §2.7): auto Slice layers for tensors used by several layers."""
+        p = self.profile
+        uses: dict[str, int] = {}
+        for layer in layers:
+            for b in layer.bottoms:
+                uses[b] = uses.get(b, 0) + 1
+        shapes = dict(inputs)
+        for layer in layers:
+            shapes.update(zip(layer.tops, layer.out_shapes))
+        for tensor, n in sorted(uses.items()):
+            if n > 5:
+                self.fail(("model",), f'tensor {tensor!r} feeds {n} layers: "The graph should not include more than '
+                                      '5-way branches"', fix="add Slice layers to split it")
+        multi = {t for t, n in uses.items() if n > 1}
+        if not multi:
+            return list(layers)
+        if not p.has("auto_slice"):
+            names = sorted(multi)
+            self.fail(("model",), f"tensors {names} feed several layers; HugeCTR {p.name} has no automatic Slice "
+                                  f"insertion ({V.BEHAVIOUR['auto_slice'].describe()} has)",
+                      fix="split each with an explicit Slice layer")
+            return list(layers)
+        out: list[Layer] = []
+        emitted: set[str] = set()
+        next_index: dict[str, int] = {}
+        for layer in layers:
+            new_bottoms = []
+            for b in layer.bottoms:
+                if b not in multi:
+                    new_bottoms.append(b)
+                    continue
+                if b not in emitted:
+                    shape = shapes[b]
+                    width = shape.dims[-1] if p.has("auto_slice_last_dim") else shape.dims[0]
+                    n = uses[b]
+                    tops = tuple(f"{b}_slice{k}" for k in range(n))
+                    out_shape = Shape((*shape.dims[:-1], width), shape.rows)
+                    out.append(Layer(type="Slice", bottoms=(b,), tops=tops, params=(("ranges", [(0, width)] * n),),
+                                     out_shapes=(out_shape,) * n, in_shapes=(shape,), auto=True))
+                    emitted.add(b)
+                k = next_index.get(b, 0)
+                next_index[b] = k + 1
+                new_bottoms.append(f"{b}_slice{k}")
+            out.append(Layer(type=layer.type, bottoms=tuple(new_bottoms), tops=layer.tops, params=layer.params,
+                             out_shapes=layer.out_shapes,
+                             in_shapes=layer.in_shapes, origin=layer.origin))
+        return out
+
+    # ---- fit ------------------------------------------------------------------------------------------------------
+    def _fit_args(self) -> tuple:
+        t = self.spec.training
+        args: list[tuple[str, object]] = []
+        if not self.spec.solver.repeat_dataset:
+            args.append(("num_epochs", t.num_epochs))
+        else:
+            args.append(("max_iter", t.max_iter))
+        args += [("display", t.display), ("eval_interval", t.eval_interval), ("snapshot", t.snapshot)]
+        if t.snapshot_prefix:
+            args.append(("snapshot_prefix", t.snapshot_prefix))
+        return tuple(args)
+
+
+def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> TrainingJob:
+    return Builder(loaded, features, lock_path).build()

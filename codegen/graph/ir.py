@@ -1,0 +1,125 @@
+"""The intermediate graph: every HugeCTR object a model.py creates, with derived numbers and output shapes.
+
+Renderers (model.py, graph JSON, summary, Triton, PyTorch) read only this; none of them looks at the spec again.
+Values are plain Python values; enum members are :class:`Enum` so each renderer spells them its own way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .shapes import Shape
+
+
+@dataclass(frozen=True)
+class Enum:
+    """A HugeCTR enum member, e.g. Enum("Optimizer_t", "Adam") -> hugectr.Optimizer_t.Adam."""
+
+    type: str
+    member: str
+
+
+Args = tuple[tuple[str, object], ...]  # ordered keyword arguments of one API call
+
+
+@dataclass(frozen=True)
+class SparseInput:
+    name: str
+    columns: tuple[str, ...]
+    cardinalities: tuple[int, ...]
+    nnz_per_slot: tuple[int, ...]     # one per slot, as HugeCTR stores it (hugectr.md §1.4)
+    is_fixed_length: bool
+    nnz_arg: int | tuple[int, ...]    # what model.py passes (an int when all slots agree)
+    multi_hot: tuple[bool, ...] = ()
+
+    @property
+    def slot_num(self) -> int:
+        return len(self.columns)
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    type: str
+    update_type: str
+    hparams: Args                     # the CreateOptimizer keywords the spec set (beyond optimizer_type)
+    values: dict = field(default_factory=dict, compare=False)  # effective values incl. HugeCTR defaults
+
+
+@dataclass(frozen=True)
+class Embedding:
+    name: str                         # sparse_embedding_name = the JSON "top" = the HPS table name
+    bottom: str
+    embedding_type: str
+    vec_size: int
+    combiner: str
+    workspace_mb: int | None
+    slot_size_array: tuple[int, ...] | None
+    explicit_optimizer: bool          # model.py passes optimizer=optimizer
+    optimizer: Optimizer
+    max_vocabulary_size_global: int
+    slot_num: int
+
+    @property
+    def shape(self) -> Shape:
+        return Shape((self.slot_num, self.vec_size))
+
+
+@dataclass(frozen=True)
+class Layer:
+    type: str
+    bottoms: tuple[str, ...]
+    tops: tuple[str, ...]
+    params: Args                      # DenseLayer keywords other than layer_type/bottom_names/top_names
+    out_shapes: tuple[Shape, ...]
+    in_shapes: tuple[Shape, ...]
+    auto: bool = False                # inserted by HugeCTR's graph_analysis(), not by model.py
+    origin: tuple = ()                # spec location, for error messages
+
+    def param(self, name: str, default: object = None) -> object:
+        for k, v in self.params:
+            if k == name:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class Graph:
+    label_names: tuple[str, ...]
+    label_dims: tuple[int, ...]
+    dense_name: str
+    dense_dim: int
+    sparse: tuple[SparseInput, ...]
+    embeddings: tuple[Embedding, ...]
+    layers: tuple[Layer, ...]         # as model.py adds them
+    analysed: tuple[Layer, ...]       # after graph_analysis(): what the JSON and summary show
+
+    def tensor_shapes(self) -> dict[str, Shape]:
+        shapes = {name: Shape((dim,)) for name, dim in zip(self.label_names, self.label_dims)}
+        shapes[self.dense_name] = Shape((self.dense_dim,))
+        for s in self.sparse:
+            shapes[s.name] = Shape((s.slot_num,))
+        for e in self.embeddings:
+            shapes[e.name] = e.shape
+        for layer in self.analysed:
+            shapes.update(zip(layer.tops, layer.out_shapes))
+        return shapes
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """Everything model.py does, in call order."""
+
+    name: str
+    hugectr_version: str
+    solver: Args
+    optimizer: Optimizer
+    reader: Args
+    graph: Graph
+    fit: Args
+    graph_json: str
+    graph_to_json_before_fit: bool
+    gpu_count: int
+    batchsize: int
+    mixed_precision: bool
+    i64_input_key: bool
+    model_name: str                   # "" unless CreateSolver(model_name=...) is passed

@@ -1,0 +1,55 @@
+"""Python literals for generated code. Every user-provided value reaches model.py through here, never raw.
+
+Strings are emitted as Python string literals (double-quoted like the notebooks when that needs no escaping),
+identifiers used as code (enum members) are validated, and non-finite floats are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from ..graph.ir import Enum
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def py_str(s: str) -> str:
+    r = repr(s)
+    if r[0] == "'" and '"' not in s:
+        # repr() used single quotes and escaped nothing quote-related: the same body is valid between double quotes.
+        r = '"' + r[1:-1] + '"'
+    return r
+
+
+def ident(name: str) -> str:
+    if not _IDENT.match(name):
+        raise ValueError(f"not an identifier: {name!r}")
+    return name
+
+
+def py(value: object) -> str:
+    if isinstance(value, Enum):
+        return f"hugectr.{ident(value.type)}.{ident(value.member)}"
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"non-finite float {value!r} cannot be written")
+        return repr(value)
+    if isinstance(value, str):
+        return py_str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(py(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        return "(" + ", ".join(py(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py(k)}: {py(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"cannot write {type(value).__name__} as a Python literal")
+
+
+def kwargs(args) -> list[tuple[str, str]]:
+    """Ordered keyword arguments -> [(name, literal)], names validated."""
+    return [(ident(k), py(v)) for k, v in args]

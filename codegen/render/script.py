@@ -1,0 +1,75 @@
+"""TrainingJob -> the standalone HugeCTR model.py (templates/hugectr/model.py.j2), in the notebooks' style."""
+
+from __future__ import annotations
+
+from ..graph.ir import Enum, TrainingJob
+from ..graph.shapes import fmt_shape
+from .env import render
+from .literals import ident, kwargs, py, py_str
+
+
+def _layer_comment(layer) -> str:
+    if layer.type == "Reshape" and layer.param("leading_dim") is not None and layer.in_shapes:
+        src = layer.in_shapes[0]
+        if len(src.dims) == 2:
+            return f"leading_dim = {src.dims[0]} slots x {src.dims[1]} (embedding_vec_size)"
+    return ""
+
+
+def render_model_py(job: TrainingJob, header: str) -> str:
+    g = job.graph
+    optimizer_args = [("optimizer_type", Enum("Optimizer_t", job.optimizer.type)), *job.optimizer.hparams]
+    sparse = [{
+        "name": py_str(s.name), "nnz": py(s.nnz_arg if isinstance(s.nnz_arg, int) else list(s.nnz_arg)),
+        "fixed": py(s.is_fixed_length), "slot_num": py(s.slot_num),
+        "comment": f"slots: {py(list(s.columns))}",
+    } for s in g.sparse]
+    if len(g.label_names) == 1:
+        input_args = [("label_dim", g.label_dims[0]), ("label_name", g.label_names[0])]
+    else:
+        input_args = [("label_dims", list(g.label_dims)), ("label_names", list(g.label_names))]
+    input_args += [("dense_dim", g.dense_dim), ("dense_name", g.dense_name)]
+
+    embeddings = []
+    for e in g.embeddings:
+        args = [("embedding_type", Enum("Embedding_t", e.embedding_type))]
+        if e.workspace_mb is not None:
+            args.append(("workspace_size_per_gpu_in_mb", e.workspace_mb))
+        args += [("embedding_vec_size", e.vec_size), ("combiner", e.combiner), ("sparse_embedding_name", e.name),
+                 ("bottom_name", e.bottom)]
+        if e.slot_size_array:
+            args.append(("slot_size_array", list(e.slot_size_array)))
+        embeddings.append(kwargs(args))
+        if e.explicit_optimizer:
+            embeddings[-1].append(("optimizer", ident("optimizer")))  # the variable, not a literal
+
+    layers = []
+    for layer in g.layers:
+        args = [("layer_type", Enum("Layer_t", layer.type)), ("bottom_names", list(layer.bottoms)),
+                ("top_names", list(layer.tops)), *layer.params]
+        layers.append({"args": kwargs(args), "comment": _layer_comment(layer)})
+
+    reader_comments = []
+    slot_cols = [c for s in g.sparse for c in s.columns]
+    if any(k == "slot_size_array" for k, _ in job.reader):
+        reader_comments.append(f"slot_size_array: cardinalities of {py(slot_cols)} from the features lock")
+
+    return render(
+        "hugectr/model.py.j2",
+        header=header,
+        version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
+        solver=kwargs(job.solver),
+        optimizer=kwargs(optimizer_args),
+        optimizer_inline="optimizer = hugectr.CreateOptimizer("
+                         + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
+        reader=kwargs(job.reader),
+        reader_comments=reader_comments,
+        input=kwargs(input_args),
+        sparse=sparse,
+        embeddings=embeddings,
+        layers=layers,
+        fit=kwargs(job.fit),
+        graph_json=py_str(job.graph_json),
+        graph_to_json_before_fit=job.graph_to_json_before_fit,
+        shapes={k: fmt_shape(v) for k, v in g.tensor_shapes().items()},
+    )
