@@ -201,4 +201,4 @@ def _attach_optional_commands() -> None:
 _attach_optional_commands()
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    main(prog_name="ctrgen")

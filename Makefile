@@ -1,0 +1,37 @@
+# The two commands of the README: `make demo` and `make test`. Both create .venv from the pins first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ctrgen-installed
+# The Triton server binary (2.51) and its python backend come from this wheel, installed without its dependencies
+# (they conflict with the NVTabular pins; see shared reference environment.md §8.2).
+PYTRITON := nvidia-pytriton==0.7.0
+
+.PHONY: demo test check regen venv clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements/constraints.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "ctrgen needs Python 3.11 (NVTabular 23.8 pins)"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check 'pip==25.2'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[nvt,triton,test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps '$(PYTRITON)'
+	@touch $@
+
+demo: $(STAMP)
+	$(BIN)/ctrgen demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+check: $(STAMP)
+	$(BIN)/ctrgen check
+
+# Regenerate every committed output (generated/ and the test goldens); review the diff before committing.
+regen: $(STAMP)
+	$(BIN)/ctrgen generate specs/*.yaml
+	$(BIN)/python -m pytest tests --update-goldens -q
+
+clean:
+	rm -rf $(VENV) .demo
