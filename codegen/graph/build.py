@@ -86,7 +86,7 @@ class Builder:
             if c.cardinality is None:
                 self.fail(("features", "categorical", i), f"column {c.name!r} has no cardinality in the workflow schema",
                           fix="Categorify it in the workflow")
-        if not labels:
+        if not labels and f.label is None:
             self.fail(("features", "label"), "the workflow tags no target column",
                       fix="name the label column under features.label")
         if not cats:
@@ -129,9 +129,7 @@ class Builder:
 
         sparse = self._sparse_inputs(cats)
         optimizer = self._optimizer()
-        self.raise_if_failed()
         embeddings = self._embeddings(sparse, optimizer, gpu_count)
-        self.raise_if_failed()
 
         label_names = tuple([s.input.label_name] if len(labels) == 1 else [c.name for c in labels])
         graph_inputs: dict[str, Shape] = {name: Shape((1,)) for name in label_names}
@@ -142,10 +140,10 @@ class Builder:
             graph_inputs[si.name] = Shape((si.slot_num,))
         if len(set(graph_inputs)) != len(label_names) + 1 + len(embeddings) + len(sparse):
             self.fail(("input",), "label, dense, sparse input and embedding names must all differ")
-        self.raise_if_failed()
+        if len(embeddings) != len(self.spec.embeddings):
+            self.raise_if_failed()  # the dense graph cannot be checked without its embeddings
 
         raw = self._raw_layers(embeddings, len(conts), label_names)
-        self.raise_if_failed()
         layers = self._infer(raw, graph_inputs)
         self.raise_if_failed()
         analysed = self._graph_analysis(layers, graph_inputs)
@@ -399,13 +397,18 @@ class Builder:
         p, s = self.profile, self.spec
         shapes = dict(inputs)
         layers = []
+        poisoned: set[str] = set()  # tops of layers that failed: their consumers are not reported again
         for raw in raws:
             where = raw.origin
             name = raw.tops[0] if raw.tops else "?"
+            if poisoned & set(raw.bottoms):
+                poisoned.update(raw.tops)
+                continue
             msg = p.missing(V.LAYERS, raw.type, "layer type")
             if msg:
                 self.fail((*where, "type") if where[:2] == ("model", "layers") else where, f"layer {name!r}: {msg}",
                           fix="use a layer type the target release has")
+                poisoned.update(raw.tops)
                 continue
             if s.solver.use_mixed_precision and raw.type not in V.MIXED_PRECISION_LAYERS:
                 self.fail(where, f'layer {name!r}: "Mixed precision not supported for: {raw.type}"',
@@ -430,6 +433,7 @@ class Builder:
                     self.fail(where, f'layer {name!r}: "bottom and top include a same layer name"')
                     bad = True
             if bad:
+                poisoned.update(raw.tops)
                 continue
             ins = [shapes[b] for b in raw.bottoms]
             try:
@@ -437,6 +441,7 @@ class Builder:
             except LayerCheckError as exc:
                 inputs_desc = ", ".join(f"{b} {fmt_shape(shapes[b])}" for b in raw.bottoms)
                 self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc}")
+                poisoned.update(raw.tops)
                 continue
             if len(outs) != len(raw.tops):
                 outs = outs[:1] * len(raw.tops)
