@@ -64,3 +64,26 @@ def dcn_spec(version: str, gpus: list[int] | None = None) -> dict:
         ]},
         "training": {"max_iter": 1500, "display": 1000, "eval_interval": 100, "snapshot": 1000000},
     }
+
+
+def criteo_lock(wide: int = 0, slots: int = 26, dense: int = 13) -> dict:
+    """A Criteo-shaped table: `wide` crossed columns first (slot order), then C1..C<slots>, I1..I<dense>."""
+    cats = [{"name": f"W{i}", "dtype": "int64", "cardinality": 5000 + i} for i in range(1, wide + 1)]
+    cats += [{"name": f"C{i}", "dtype": "int64", "cardinality": 1000 + i} for i in range(1, slots + 1)]
+    return {"ctrgen_features_lock": 1, "source": "recorded", "provenance": "test", "categorical": cats,
+            "continuous": [{"name": f"I{i}", "dtype": "float32"} for i in range(1, dense + 1)],
+            "labels": [{"name": "label", "dtype": "float32"}]}
+
+
+def preset_spec(preset: dict, version: str = "23.06", *, vec: int = 16, batch: int = 16384, gpus=(0,),
+                sparse=None, embeddings=None, data_format: str = "parquet", mixed_precision: bool = False) -> dict:
+    return {
+        "version": 1, "name": preset["preset"], "hugectr_version": version,
+        "data": {"format": data_format, "train": ["/data/train/_file_list.txt"], "eval": "/data/valid/_file_list.txt"},
+        "solver": {"vvgpu": [list(gpus)], "batchsize": batch, "batchsize_eval": batch,
+                   "use_mixed_precision": mixed_precision, **({"scaler": 1024} if mixed_precision else {})},
+        "input": {"sparse": sparse or [{"name": "data1", "nnz_per_slot": 2}]},
+        "embeddings": embeddings or [{"name": "sparse_embedding1", "input": "data1",
+                                      "workspace_size_per_gpu_in_mb": 69, "embedding_vec_size": vec}],
+        "model": preset,
+    }

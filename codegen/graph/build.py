@@ -14,7 +14,7 @@ from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .ir import Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
-from .presets import RawLayer, expand_preset
+from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, fmt_shape, infer
 
 # DenseLayer keywords whose values are HugeCTR enums, with the enum type.
@@ -367,7 +367,12 @@ class Builder:
                 tops = (l.top,) if isinstance(l.top, str) else tuple(l.top)
                 out.append(RawLayer(l.type, bottoms, tops, extra, ("model", "layers", i)))
             return out
-        return expand_preset(m, embeddings, dense_dim, labels, self.spec.input.dense_name)
+        try:
+            return expand_preset(m, embeddings, dense_dim, labels, self.spec.input.dense_name, self.profile)
+        except PresetError as exc:
+            loc = tuple(int(p) if p.isdigit() else p for p in exc.field.replace("[", ".").replace("]", "").split("."))
+            self.fail(loc, exc.message, fix=exc.fix)
+            return []
 
     def _params(self, raw: RawLayer) -> tuple:
         p = self.profile

@@ -118,6 +118,43 @@ class MLPPreset(Strict):
     dropout: Prob | None = Field(None, description="Dropout rate after each hidden ReLU (none by default)")
 
 
+class WDLPreset(Strict):
+    """Wide & Deep (HugeCTR samples/wdl): wide embedding (vec 1) summed, deep embedding + dense through an MLP."""
+
+    preset: Literal["wdl"]
+    wide: Ident = Field(..., description="name of the wide embedding (embedding_vec_size 1)")
+    deep: Ident = Field(..., description="name of the deep embedding")
+    units: list[PosInt] = Field(default_factory=lambda: [1024, 1024])
+    dropout: Prob | None = 0.5
+
+
+class DCNPreset(Strict):
+    """Deep & Cross (HugeCTR samples/dcn): MultiCross beside an MLP over [embeddings, dense]."""
+
+    preset: Literal["dcn"]
+    cross_layers: PosInt = 6
+    projection_dim: PosInt | None = Field(None, description="DCNv2 low-rank projection (HugeCTR >= 4.3)")
+    units: list[PosInt] = Field(default_factory=lambda: [1024, 1024])
+    dropout: Prob | None = 0.5
+
+
+class DLRMPreset(Strict):
+    """DLRM (HugeCTR samples/dlrm): bottom MLP on dense, Interaction with the embeddings, top MLP."""
+
+    preset: Literal["dlrm"]
+    bottom_units: list[PosInt] = Field(default_factory=lambda: [512, 256, 128],
+                                       description="bottom MLP; the last width must equal embedding_vec_size")
+    top_units: list[PosInt] = Field(default_factory=lambda: [1024, 1024, 512, 256])
+
+
+class DeepFMPreset(Strict):
+    """DeepFM (HugeCTR samples/deepfm, seed 004): embedding of vec k+1 = k factors + a first-order weight."""
+
+    preset: Literal["deepfm"]
+    units: list[PosInt] = Field(default_factory=lambda: [400, 400, 400])
+    dropout: Prob | None = 0.5
+
+
 class LayerSpec(BaseModel):
     """One explicit HugeCTR DenseLayer; parameters are DenseLayer's argument names."""
 
@@ -132,7 +169,8 @@ class ExplicitGraph(Strict):
     layers: list[LayerSpec] = Field(..., min_length=1)
 
 
-ModelSpec = Annotated[Union[MLPPreset, ExplicitGraph], Field(discriminator="preset")]
+ModelSpec = Annotated[Union[MLPPreset, WDLPreset, DCNPreset, DLRMPreset, DeepFMPreset, ExplicitGraph],
+                     Field(discriminator="preset")]
 
 
 class TrainingSpec(Strict):
