@@ -131,6 +131,26 @@ def summary(spec: Path) -> None:
 
 
 @main.command()
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True)
+def graph(spec: Path, fmt: str) -> None:
+    """Draw the model graph (after HugeCTR's automatic Slice insertion) as Mermaid or Graphviz DOT.
+
+    \b
+    Examples:
+      ctrgen graph specs/movielens.yaml                    # paste into Markdown as a ```mermaid block
+      ctrgen graph specs/movielens.yaml --format dot | dot -Tsvg > movielens.svg
+    """
+    from .pipeline import build, load_features, open_spec
+    from .render.diagram import render_dot, render_mermaid
+
+    ctx = open_spec(spec)
+    features, _ = load_features(ctx)
+    job = build(ctx, features)
+    click.echo(render_mermaid(job) if fmt == "mermaid" else render_dot(job), nl=False)
+
+
+@main.command()
 def schema() -> None:
     """Print the spec's JSON Schema (for editor completion and validation).
 

@@ -17,6 +17,7 @@ from .errors import UserError
 from .features import Features, describe_lock_drift, read_lock
 from .graph.build import build_job
 from .graph.ir import TrainingJob
+from .render.card import render_model_card
 from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
@@ -130,6 +131,9 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
     files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
     files[PurePosixPath("summary.txt")] = render_summary(job)
+    files[PurePosixPath("README.md")] = render_model_card(
+        job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
+        preset=ctx.spec.model.preset)
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
     return Rendered(name=job.name, files=files, job=job, digest=digest)
 

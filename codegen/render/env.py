@@ -27,8 +27,8 @@ def environment() -> jinja2.Environment:
     )
 
 
-def render(name: str, **context) -> str:
-    return environment().get_template(name).render(**context)
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context)
 
 
 @lru_cache(maxsize=1)

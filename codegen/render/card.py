@@ -1,0 +1,45 @@
+"""generated/<name>/README.md: a model card for reviewers (inputs, graph, summary, provenance)."""
+
+from __future__ import annotations
+
+from .. import __version__
+from ..features import Features
+from ..graph.ir import TrainingJob
+from .diagram import render_mermaid
+from .env import render
+from .summary import render_summary
+
+PRESET_LINES = {
+    "mlp": "An MLP over the embeddings (NVIDIA's MovieLens notebooks)",
+    "wdl": "Wide & Deep (HugeCTR samples/wdl)",
+    "dcn": "Deep & Cross Network (HugeCTR samples/dcn)",
+    "dlrm": "DLRM (HugeCTR samples/dlrm)",
+    "deepfm": "DeepFM (HugeCTR samples/deepfm)",
+    "layers": "An explicit layer graph",
+}
+
+
+def md_cell(text: object) -> str:
+    """A value safe inside a Markdown table cell: code-quoted, no pipes, backticks or line breaks."""
+    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
+    s = " ".join(s.split())
+    return f"`{s}`" if s else ""
+
+
+def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: str, digest: str,
+                      preset: str) -> str:
+    g = job.graph
+    slots, n = [], 0
+    for s in g.sparse:
+        for col, card, multi in zip(s.columns, s.cardinalities, s.multi_hot or (False,) * s.slot_num):
+            slots.append({"slot": n, "column": md_cell(col), "cardinality": card, "multi_hot": "yes" if multi else "",
+                          "input": md_cell(s.name)})
+            n += 1
+    dense_cols = [c.name for c in features.continuous]
+    return render(
+        "model_card.md.j2", name=job.name, spec=spec, lock=lock, digest16=digest[:16], version=job.hugectr_version,
+        tool_version=__version__, preset_line=PRESET_LINES.get(preset, preset), provenance=md_cell(
+            features.provenance or features.source_kind), gpus=job.gpu_count, batch=job.batchsize,
+        mixed=job.mixed_precision, slots=slots, dense_dim=g.dense_dim,
+        dense_columns=", ".join(md_cell(c) for c in dense_cols[:8]) + (", ..." if len(dense_cols) > 8 else ""),
+        label=", ".join(md_cell(x) for x in g.label_names), mermaid=render_mermaid(job), summary=render_summary(job))
