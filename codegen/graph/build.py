@@ -516,7 +516,9 @@ class Builder:
             args.append(("num_epochs", t.num_epochs))
         else:
             args.append(("max_iter", t.max_iter))
-        args += [("display", t.display), ("eval_interval", t.eval_interval), ("snapshot", t.snapshot)]
+        args += [("display", t.display), ("eval_interval", t.eval_interval)]
+        if t.snapshot is not None:
+            args.append(("snapshot", t.snapshot))
         if t.snapshot_prefix:
             args.append(("snapshot_prefix", t.snapshot_prefix))
         return tuple(args)

@@ -101,12 +101,13 @@ def _wdl(c: Ctx) -> None:
         raise PresetError("model.wide", f"the wide embedding {wide.name!r} has embedding_vec_size {wide.vec_size}",
                           fix="set its embedding_vec_size to 1 (a linear model over the wide slots)")
     c.reshape_flat(deep, "reshape1")
-    c.reshape_flat(wide, "reshape2")
-    c.add("ReduceSum", "reshape2", "wide_redn", axis=1)
+    wide_out = c.reshape_flat(wide, "reshape2")
+    if wide.slot_num > 1:  # one wide slot is already one number per sample (seed 003); several are summed
+        wide_out = c.add("ReduceSum", "reshape2", "wide_redn", axis=1)
     x = c.add("Concat", ["reshape1", c.dense_name], "concat1") if c.dense_dim else "reshape1"
     x, i = c.mlp(x, s.units, s.dropout)
     c.add("InnerProduct", x, f"fc{i}", num_output=1)
-    c.add("Add", [f"fc{i}", "wide_redn"], "add1")
+    c.add("Add", [f"fc{i}", wide_out], "add1")
     c.loss("add1")
 
 

@@ -178,7 +178,7 @@ class TrainingSpec(Strict):
     num_epochs: NonNegInt | None = None
     display: PosInt = 200
     eval_interval: PosInt = 1000
-    snapshot: NonNegInt = 10000
+    snapshot: NonNegInt | None = Field(None, description="snapshot interval (omitted: HugeCTR's default 10000)")
     snapshot_prefix: str = ""
     graph_json: str | None = Field(None, description="where model.py writes the graph JSON (default <name>.json)")
     graph_to_json_before_fit: bool = False
