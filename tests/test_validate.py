@@ -130,6 +130,13 @@ def edit_ps(repo: Path, fn) -> None:
     path.write_text(json.dumps(data, indent=4))
 
 
+def edit_graph(repo: Path, fn) -> None:
+    path = repo / "movielens" / "1" / "movielens.json"
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True))
+
+
 def set_param(key: str, value: str):
     def fn(cfg):
         cfg.parameters[key].string_value = value
@@ -203,6 +210,9 @@ MUTATIONS = {
     "config_vs_network_file": (lambda r: (shutil.copy(r / GRAPH, r / "movielens/1/other.json"),
                                           edit_config(r, set_param("config", "movielens/1/other.json"))),
                                {(CFG, "config")}),
+    # R2: the graph on its own
+    "slot_size_array_length": (lambda r: edit_graph(r, lambda g: g["layers"][1]["sparse_embedding_hparam"].update(
+        slot_size_array=[51])), {(GRAPH, "slot_size_array")}),
     # triton.md §5, R6: key width
     "long_type_false": (lambda r: edit_config(r, set_param("embeddingkey_long_type", "false")),
                         {(CFG, "embeddingkey_long_type"), (PS, "supportlonglong")}),
@@ -228,6 +238,31 @@ def test_mutation_is_reported(repo, name):
     assert errors_of(findings) == expected, render_findings(findings)
     for f in findings:
         assert f.message and f.fix, f.format()
+
+
+MALFORMED = {
+    "ps_models_not_a_list": (lambda r: edit_ps(r, lambda d: d.update(models={"model": "movielens"})),
+                             {(PS, "models"), (CFG, "name")}),
+    "ps_sparse_files_string": (lambda r: edit_ps(r, lambda d: d["models"][0].update(sparse_files="a.model")),
+                               {(PS, "sparse_files")}),
+    "ps_devices_strings": (lambda r: edit_ps(r, lambda d: d["models"][0].update(deployed_device_list=["gpu0"])),
+                           {(PS, "deployed_device_list")}),
+    "ps_top_level_list": (lambda r: (r / "ps.json").write_text("[]"), {(PS, "syntax")}),
+    "graph_without_layers": (lambda r: (r / GRAPH).write_text('{"model_name": "x"}'), {(GRAPH, "layers")}),
+    "graph_bottom_unknown": (lambda r: edit_graph(r, lambda g: g["layers"][1].update(bottom="data9")),
+                             {(GRAPH, "bottom")}),
+    "graph_nnz_list_too_short": (lambda r: edit_graph(r, lambda g: g["layers"][0]["sparse"][0].update(
+        nnz_per_slot=[1])), {(GRAPH, "nnz_per_slot")}),
+    "no_inputs": (lambda r: edit_config(r, lambda c: c.ClearField("input")), {(CFG, "input")}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_malformed_files_are_findings_not_crashes(repo, name):
+    mutate, expected = MALFORMED[name]
+    mutate(repo)
+    findings = validate_repository(repo)
+    assert errors_of(findings) == expected, render_findings(findings)
 
 
 def test_parse_error_has_line_and_col(repo):

@@ -40,8 +40,8 @@ def _parse_root_map(ctx: click.Context, param: click.Parameter, values: tuple[st
     return out
 
 
-@click.command("validate", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
-                                                           "max_content_width": 110})
+@click.command("validate", epilog=EPILOG, short_help="Lint a Triton repository of HugeCTR models.",
+               context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--ps", "ps", type=click.Path(path_type=Path),
               help="the ps.json the server gets (default: every ps.json under PATH)")

@@ -97,41 +97,56 @@ def _int(value: object, field: str, minimum: int = 0) -> int:
     return value
 
 
+def _obj(value: object, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise GraphError(field, f"expected an object, got {json.dumps(value)}")
+    return value
+
+
+def _str(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise GraphError(field, f"expected a name, got {json.dumps(value)}")
+    return value
+
+
 def load_graph(path: Path) -> Graph:
     """Parse the graph JSON; raises GraphError(field, message) when it is not a graph_to_json graph."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise GraphError("syntax", f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except UnicodeDecodeError:
+        raise GraphError("syntax", "not UTF-8 text") from None
     layers = data.get("layers") if isinstance(data, dict) else None
     if not isinstance(layers, list) or not layers or not isinstance(layers[0], dict):
         raise GraphError("layers", "no \"layers\" list: not a graph written by Model.graph_to_json")
     data_layer = layers[0]
     if data_layer.get("type") != "Data":
         raise GraphError("layers", f"layer 0 must be the Data layer, got type {json.dumps(data_layer.get('type'))}")
-    dense = data_layer.get("dense") or {}
-    dense_dim = _int(dense.get("dense_dim"), "dense_dim") if isinstance(dense, dict) else 0
-    label = data_layer.get("label") or {}
-    label_dim_raw = label.get("label_dim") if isinstance(label, dict) else None
+    dense_dim = _int(_obj(data_layer.get("dense"), "dense").get("dense_dim"), "dense_dim")
+    label_dim_raw = _obj(data_layer.get("label"), "label").get("label_dim")
     if isinstance(label_dim_raw, list):  # several labels (v3.5+): one label_dim per label
         label_dim = sum(_int(v, "label_dim", 1) for v in label_dim_raw)
     else:
         label_dim = _int(label_dim_raw, "label_dim", 1)
 
+    raw_sparse = data_layer.get("sparse", [])
+    if not isinstance(raw_sparse, list):
+        raise GraphError("sparse", f"expected a list of sparse inputs, got {json.dumps(raw_sparse)}")
     sparse: list[SparseInput] = []
     offset = 0
-    for i, s in enumerate(data_layer.get("sparse") or []):
-        if not isinstance(s, dict) or not isinstance(s.get("top"), str):
-            raise GraphError("sparse", f"sparse input {i} has no \"top\" name")
+    for s in raw_sparse:
+        s = _obj(s, "sparse")
+        top = _str(s.get("top"), "top")
         slot_num = _int(s.get("slot_num"), "slot_num", 1)
         nnz = s.get("nnz_per_slot")
         if isinstance(nnz, list):
             nnz_t = tuple(_int(v, "nnz_per_slot", 1) for v in nnz)
             if len(nnz_t) != slot_num:
-                raise GraphError("nnz_per_slot", f"{s['top']}: {len(nnz_t)} values for slot_num {slot_num}")
+                raise GraphError("nnz_per_slot", f"{top}: {len(nnz_t)} values for slot_num {slot_num}")
         else:
             nnz_t = (_int(nnz, "nnz_per_slot", 1),) * slot_num
-        sparse.append(SparseInput(s["top"], slot_num, nnz_t, bool(s.get("is_fixed_length", False)), offset))
+        sparse.append(SparseInput(top, slot_num, nnz_t, s.get("is_fixed_length") is True, offset))
         offset += slot_num
 
     inputs = {s.top: s for s in sparse}
@@ -140,14 +155,16 @@ def load_graph(path: Path) -> Graph:
         hparam = layer.get("sparse_embedding_hparam") if isinstance(layer, dict) else None
         if not isinstance(hparam, dict):
             continue
-        bottom, top = layer.get("bottom"), layer.get("top")
-        if bottom not in inputs:
+        top, bottom = _str(layer.get("top"), "top"), layer.get("bottom")
+        if not isinstance(bottom, str) or bottom not in inputs:
             raise GraphError("bottom", f"embedding {json.dumps(top)} reads {json.dumps(bottom)}, "
                                        f"which is not a sparse input of the Data layer ({', '.join(inputs)})")
         ssa = hparam.get("slot_size_array")
+        if ssa is not None and not isinstance(ssa, list):
+            raise GraphError("slot_size_array", f"{top}: expected a list, got {json.dumps(ssa)}")
         tables.append(Table(
-            index=len(tables), top=str(top), bottom=bottom, type=str(layer.get("type")),
+            index=len(tables), top=top, bottom=bottom, type=str(layer.get("type")),
             vec_size=_int(hparam.get("embedding_vec_size"), "embedding_vec_size", 1),
-            slot_size_array=tuple(_int(v, "slot_size_array") for v in ssa) if isinstance(ssa, list) else None,
+            slot_size_array=tuple(_int(v, "slot_size_array", 1) for v in ssa) if ssa is not None else None,
             input=inputs[bottom]))
     return Graph(path=path, dense_dim=dense_dim, label_dim=label_dim, sparse=tuple(sparse), tables=tuple(tables))

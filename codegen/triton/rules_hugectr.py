@@ -7,10 +7,11 @@ The per-table lists of ps.json are in rules_pstables.py, the weight files in rul
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from .context import Context
-from .findings import WARNING
+from .findings import ERROR, WARNING
 from .graphjson import Graph, GraphError, load_graph
 from .modelconfig import ConfigFile, dtype_name, kind_name
 from .psentry import PsEntry
@@ -273,7 +274,7 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
             found.append(("config", r))
     if ps is not None and isinstance(ps.raw("network_file"), str):
         r = resolve_named(ctx, "network_file", ps.raw("network_file"),
-                           [cfg.repo_root, ctx.root, ps.file.path.parent], ps=ps)
+                          [cfg.repo_root, ctx.root, ps.file.path.parent], ps=ps)
         if r is not None:
             found.append(("network_file", r))
     if len(found) == 2 and found[0][1].resolve() != found[1][1].resolve():
@@ -294,10 +295,11 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
     return None
 
 
-def resolve_named(ctx: Context, field: str, given: str, bases, *, cfg: ConfigFile | None = None,
-                  ps: PsEntry | None = None):
-    """Resolve a path a file names; report it when missing. Returns the local path when it exists."""
-    def add(message: str, fix: str, severity: str = "error") -> None:
+def resolve_named(ctx: Context, field: str, given: str, bases: list[Path], *, cfg: ConfigFile | None = None,
+                  ps: PsEntry | None = None) -> Path | None:
+    """Resolve a path that config.pbtxt (cfg) or ps.json (ps) names; report it when it is empty, missing or cannot
+    be checked here. Returns the local path when it exists."""
+    def add(message: str, fix: str, severity: str = ERROR) -> None:
         if cfg is not None:
             cfg_add(ctx, cfg, field, message, fix, param=True, severity=severity, actual=given)
         else:
@@ -309,11 +311,11 @@ def resolve_named(ctx: Context, field: str, given: str, bases, *, cfg: ConfigFil
     r = ctx.resolver.resolve(given, bases)
     if r.unmapped:
         add(f"{show(given)} is an absolute path that is not on this machine; it was not checked",
-            f"pass --root-map /{given.split('/')[1]}=<local folder> to check it",
-            WARNING)
+            f"pass --root-map /{given.split('/')[1]}=<local folder> to check it", WARNING)
         return None
     if not r.exists:
         add(f"{show(given)} not found (looked for {r.path})",
+            "fix the path or --root-map (triton.md §4, R17)" if PurePosixPath(given).is_absolute() else
             "fix the path: relative paths are read from the repository root (triton.md §5, R17)")
         return None
     return r.path

@@ -28,7 +28,7 @@ from .rules_ensemble import check_ensemble
 from .rules_files import check_model_files
 from .rules_hugectr import (check_against_ps, check_counts, check_instances, check_key_buffers, check_key_width,
                             check_tensors, key_evidence, locate_graph, read_params, truth_of)
-from .rules_lock import check_graph_against_lock
+from .rules_graph import check_graph, check_graph_against_lock
 from .rules_nvt import check_preprocessor, is_hugectr_preprocessor
 from .rules_pstables import check_table_lists
 
@@ -55,7 +55,7 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
         raise UserError.one(path, f"no {CONFIG_NAME} under this folder",
                             fix="pass a Triton model repository (<repo>/<model>/config.pbtxt)")
     configs = [c for c in (_load_config(ctx, p) for p in config_paths) if c is not None]
-    ps_files = _load_ps_files(ctx, path, ps)
+    ps_files, ps_unreadable = _load_ps_files(ctx, path, ps)
 
     models: dict[Path, dict[str, ConfigFile]] = {}
     for cfg in configs:
@@ -65,7 +65,7 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
     graphs: dict[Path, Graph | None] = {}
     served: set[tuple[Path, int]] = set()
     for cfg in (c for c in configs if c.config.backend == HUGECTR_BACKEND):
-        entry = _ps_entry(ctx, cfg, ps_files)
+        entry = _ps_entry(ctx, cfg, ps_files, ps_unreadable)
         if entry is not None:
             served.add((entry.file.path, entry.model.index))
         graphs[cfg.path] = _check_hugectr_model(ctx, cfg, entry)
@@ -82,11 +82,12 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
         if is_hugectr_preprocessor(cfg) and cfg.path not in checked:
             check_preprocessor(ctx, cfg, None, None)
 
-    if ctx.lock is not None:
-        seen: set[Path] = set()
-        for graph in graphs.values():
-            if graph is not None and graph.path.resolve() not in seen:
-                seen.add(graph.path.resolve())
+    seen: set[Path] = set()
+    for graph in graphs.values():
+        if graph is not None and graph.path.resolve() not in seen:
+            seen.add(graph.path.resolve())
+            check_graph(ctx, graph)
+            if ctx.lock is not None:
                 check_graph_against_lock(ctx, graph, ctx.lock)
     return sort_findings(ctx.findings)
 
@@ -129,7 +130,8 @@ def _load_config(ctx: Context, path: Path) -> ConfigFile | None:
     return None
 
 
-def _load_ps_files(ctx: Context, root: Path, given: Path | None) -> list[PsFile]:
+def _load_ps_files(ctx: Context, root: Path, given: Path | None) -> tuple[list[PsFile], bool]:
+    """The ps.json files that parse, and whether some other ps.json did not (already reported)."""
     if given is not None:
         paths = [Path(given)]
     else:
@@ -137,17 +139,19 @@ def _load_ps_files(ctx: Context, root: Path, given: Path | None) -> list[PsFile]
         beside = root.parent / PS_NAME  # PATH is one model folder: ps.json usually sits in its repository
         if (root / CONFIG_NAME).is_file() and beside.is_file():
             paths.append(beside)
-    loaded = []
+    loaded, unreadable = [], False
     for p in paths:
         try:
             ps = load_ps(p)
         except PsParseError as exc:
             ctx.add(p, "syntax", exc.message, "fix the JSON", line=exc.line, col=exc.col)
+            unreadable = True
             continue
         except OSError as exc:
             if given is not None:
                 raise UserError.one(p, f"cannot read: {exc.strerror}", field="--ps") from None
             ctx.add(p, "syntax", f"cannot read: {exc.strerror}")
+            unreadable = True
             continue
         models = ps.data.get("models")
         if not isinstance(models, list):
@@ -160,10 +164,10 @@ def _load_ps_files(ctx: Context, root: Path, given: Path | None) -> list[PsFile]
                     ctx.add(p, "model", f"models[{i}] has no \"model\" name (triton.md §4)",
                             "name the Triton model it configures")
         loaded.append(ps)
-    return loaded
+    return loaded, unreadable
 
 
-def _ps_entry(ctx: Context, cfg: ConfigFile, ps_files: list[PsFile]) -> PsEntry | None:
+def _ps_entry(ctx: Context, cfg: ConfigFile, ps_files: list[PsFile], ps_unreadable: bool) -> PsEntry | None:
     """The models[] entry for cfg: matched by name (triton.md §2.1), preferring a ps.json in its repository."""
     candidates: list[PsModel] = [m for ps in ps_files for m in ps.models if m.name == cfg.name]
     if not candidates:
@@ -173,7 +177,7 @@ def _ps_entry(ctx: Context, cfg: ConfigFile, ps_files: list[PsFile]) -> PsEntry 
                     f"{', '.join(ctx.show_path(ps.path) for ps in ps_files)} ({show(names)}): the backend looks the "
                     "model up by name (triton.md §2.1, R17)", "use the same name in config.pbtxt and ps.json",
                     line=cfg.line_of_field("name"), actual=cfg.name, expected=names)
-        else:
+        elif not ps_unreadable:
             ctx.add(cfg.path, "ps.json", f"no ps.json under {ctx.root} for hugectr model "
                     f"{show(cfg.name)}: the backend reads one through --backend-config=hugectr,ps=<file> "
                     "(triton.md §4.1, R12)", "write ps.json beside the models, or pass it with --ps")

@@ -1,6 +1,7 @@
-"""The graph JSON against the features lock (triton.md §7 R1, R2, R10, R21): one slot per categorical column in lock
-order, ``slot_size_array`` = the workflow's cardinalities in that order, ``dense_dim`` = continuous columns,
-``label_dim`` = labels, and multi-hot slots wide enough for the longest list the schema records."""
+"""The training side: the graph JSON on its own (``slot_size_array`` has one entry per slot of its input, R2) and
+against the features lock (triton.md §7 R1, R2, R10, R21): one slot per categorical column in lock order,
+``slot_size_array`` = the workflow's cardinalities in that order, ``dense_dim`` = continuous columns, ``label_dim`` =
+labels, and multi-hot slots wide enough for the longest list the schema records."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ from .graphjson import Graph
 from .psjson import brief
 
 REGENERATE = "regenerate the model from the spec and the features lock ('ctrgen generate'); never hand-type slot sizes"
+
+
+def check_graph(ctx: Context, graph: Graph) -> None:
+    for t in graph.tables:
+        if t.slot_size_array is not None and len(t.slot_size_array) != t.input.slot_num:
+            ctx.add(graph.path, "slot_size_array", f"{t.top}: {len(t.slot_size_array)} entries for the "
+                    f"{t.input.slot_num} slots of {t.bottom} (R2; hugectr.md §1.5)", REGENERATE,
+                    actual=list(t.slot_size_array))
 
 
 def check_graph_against_lock(ctx: Context, graph: Graph, lock: Features) -> None:
@@ -26,7 +35,7 @@ def check_graph_against_lock(ctx: Context, graph: Graph, lock: Features) -> None
                 continue
             first, n = t.input.slot_offset, t.input.slot_num
             want = [c.cardinality for c in cats[first:first + n]]
-            if list(t.slot_size_array) != want:
+            if len(t.slot_size_array) == n and list(t.slot_size_array) != want:
                 ctx.add(graph.path, "slot_size_array", f"{t.top}: {brief(list(t.slot_size_array))} != the "
                         f"cardinalities {brief(want)} of {names[first:first + n]} in {where} (R1: the workflow's "
                         "cardinalities in slot order; serving offsets use the same list)", REGENERATE,
