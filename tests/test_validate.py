@@ -186,6 +186,8 @@ MUTATIONS = {
                          {(CFG, "instance_group.gpus")}),
     "max_batch_size": (lambda r: edit_ps(r, lambda d: d["models"][0].update(max_batch_size=32)),
                        {(CFG, "max_batch_size")}),
+    "name_vs_folder": (lambda r: (edit_config(r, lambda c: setattr(c, "name", "ml")),
+                                  edit_ps(r, lambda d: d["models"][0].update(model="ml"))), {(CFG, "name")}),
     "name_not_in_ps": (lambda r: edit_ps(r, lambda d: d["models"][0].update(model="other")), {(CFG, "name")}),
     "gpucache": (lambda r: edit_config(r, set_param("gpucache", "false")), {(CFG, "gpucache")}),
     "gpucacheper": (lambda r: edit_config(r, set_param("gpucacheper", "0.8")), {(CFG, "gpucacheper")}),
@@ -459,6 +461,16 @@ def test_root_map(repo, tmp_path):
     assert validate_repository(repo, root_map={"/model": repo}) == []
     wrong = validate_repository(repo, root_map={"/model": tmp_path})
     assert errors_of(wrong) == {(CFG, "config"), (PS, "network_file"), (PS, "dense_file"), (PS, "sparse_files")}
+
+
+def test_root_map_longest_prefix_wins(tmp_path):
+    from codegen.triton.paths import PathResolver
+    (tmp_path / "b" / "x").mkdir(parents=True)
+    resolver = PathResolver(tmp_path, {"/model": tmp_path / "a", "/model/sub/": tmp_path / "b"})
+    r = resolver.resolve("/model/sub/x", [tmp_path])
+    assert (r.path, r.exists) == (tmp_path / "b" / "x", True)
+    assert resolver.resolve("/model/y", [tmp_path]).path == tmp_path / "a" / "y"
+    assert resolver.resolve("/modelx/y", [tmp_path]).unmapped
 
 
 # ---- CLI --------------------------------------------------------------------------------------------------------

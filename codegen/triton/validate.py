@@ -199,8 +199,8 @@ def _check_unserved(ctx: Context, ps_files: list[PsFile], served: set[tuple[Path
 def _check_common(ctx: Context, cfg: ConfigFile) -> None:
     folder = cfg.model_dir.name
     if cfg.config.name and cfg.config.name != folder:
-        ctx.add(cfg.path, "name", f"{show(cfg.config.name)} != its folder name {show(folder)}: Triton requires them "
-                "equal",
+        ctx.add(cfg.path, "name", f"{show(cfg.config.name)} != its folder name {show(folder)}: Triton requires a set name "
+                "to match the model folder",
                 f"rename the folder or set name: \"{folder}\"", line=cfg.line_of_field("name"),
                 actual=cfg.config.name, expected=folder)
     if not any(p.is_dir() and p.name.isdigit() for p in cfg.model_dir.iterdir()):
