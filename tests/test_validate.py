@@ -172,7 +172,8 @@ def set_instance(**fields):
 
 MUTATIONS = {
     # triton.md §2.1: config.pbtxt on its own
-    "rowindex_fp32": (lambda r: edit_config(r, set_dtype("ROWINDEX", mc.TYPE_FP32)), {(CFG, "input.ROWINDEX.data_type")}),
+    "rowindex_fp32": (lambda r: edit_config(r, set_dtype("ROWINDEX", mc.TYPE_FP32)),
+                      {(CFG, "input.ROWINDEX.data_type")}),
     "extra_input": (lambda r: edit_config(r, lambda c: c.input.add(name="X", data_type=mc.TYPE_FP32, dims=[-1])),
                     {(CFG, "input")}),
     "des_dims": (lambda r: edit_config(r, lambda c: c.input[0].dims.__setitem__(0, 1)), {(CFG, "input.DES.dims")}),
@@ -218,8 +219,10 @@ MUTATIONS = {
     # triton.md §5, R6: key width
     "long_type_false": (lambda r: edit_config(r, set_param("embeddingkey_long_type", "false")),
                         {(CFG, "embeddingkey_long_type"), (PS, "supportlonglong")}),
-    "catcolumn_uint32": (lambda r: edit_config(r, set_dtype("CATCOLUMN", mc.TYPE_UINT32)), {(CFG, "embeddingkey_long_type")}),
-    "catcolumn_int32": (lambda r: edit_config(r, set_dtype("CATCOLUMN", mc.TYPE_INT32)), {(CFG, "input.CATCOLUMN.data_type")}),
+    "catcolumn_uint32": (lambda r: edit_config(r, set_dtype("CATCOLUMN", mc.TYPE_UINT32)),
+                         {(CFG, "embeddingkey_long_type")}),
+    "catcolumn_int32": (lambda r: edit_config(r, set_dtype("CATCOLUMN", mc.TYPE_INT32)),
+                        {(CFG, "input.CATCOLUMN.data_type")}),
     # hugectr.md §5: files
     "dense_missing": (lambda r: (r / "movielens/1/_dense_1900.model").unlink(), {(PS, "dense_file")}),
     "emb_vector_of_other_width": (lambda r: (r / "movielens/1/0_sparse_1900.model/emb_vector").write_bytes(

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..features import Features
 from .findings import ERROR, Finding
+from .modelconfig import ConfigFile
 from .paths import PathResolver
 
 
@@ -29,6 +30,13 @@ class Context:
         self.findings.append(Finding(file=self.show_path(file), field=field_name, message=message, fix=fix,
                                      severity=severity, line=line, col=col,
                                      actual=_jsonable(actual), expected=_jsonable(expected)))
+
+    def add_cfg(self, cfg: ConfigFile, field_name: str, message: str, fix: str = "", *, param: bool = False,
+                line: int | None = None, **kw: Any) -> None:
+        """A finding on a config.pbtxt, at the line of the parameter (``param``) or of the top-level field."""
+        if line is None:
+            line = cfg.line_of_param(field_name) if param else cfg.line_of_field(field_name.split(".")[0])
+        self.add(cfg.path, field_name, message, fix, line=line, **kw)
 
 
 def _jsonable(value: Any) -> Any:

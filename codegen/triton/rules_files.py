@@ -13,7 +13,8 @@ from .graphjson import Graph
 from .modelconfig import ConfigFile
 from .psentry import PsEntry
 from .psjson import show
-from .rules_hugectr import Params, cfg_add, resolve_named
+from .params import Params
+from .training_side import resolve_named
 
 SPARSE_PARTS = ("key", "emb_vector")
 SPARSE_INDEX = re.compile(r"(\d+)_sparse_\d+\.model$")
@@ -42,7 +43,7 @@ def _add(ctx: Context, cfg: ConfigFile, ps: PsEntry | None, field: str, message:
     if ps is not None:
         ps.add(field, message, fix, **kw)
     else:
-        cfg_add(ctx, cfg, field, message, fix, param=True, **kw)
+        ctx.add_cfg(cfg, field, message, fix, param=True, **kw)
 
 
 def _dense(ctx: Context, cfg: ConfigFile, ps: PsEntry | None, field: str, given: str, bases: list[Path]) -> None:

@@ -10,7 +10,7 @@ from .findings import ERROR, WARNING
 from .graphjson import Graph, Table
 from .psentry import PsEntry
 from .psjson import BadValue, as_float, as_int, as_list, brief, show
-from .rules_hugectr import KeyEvidence
+from .rules_keys import KeyEvidence
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,13 @@ from .psentry import PsEntry
 from .psjson import PS_NAME, PsFile, PsModel, PsParseError, find_ps_files, load_ps, show
 from .rules_ensemble import check_ensemble
 from .rules_files import check_model_files
-from .rules_hugectr import (check_against_ps, check_counts, check_instances, check_key_buffers, check_key_width,
-                            check_tensors, key_evidence, locate_graph, read_params, truth_of)
+from .params import read_params
+from .rules_hugectr import check_against_ps, check_counts, check_instances, check_tensors
+from .rules_keys import check_key_buffers, check_key_width, key_evidence
 from .rules_graph import check_graph, check_graph_against_lock
 from .rules_nvt import check_preprocessor, is_hugectr_preprocessor
 from .rules_pstables import check_table_lists
+from .training_side import locate_graph, truth_of
 
 CONFIG_NAME = "config.pbtxt"
 HUGECTR_BACKEND = "hugectr"
@@ -199,8 +201,8 @@ def _check_unserved(ctx: Context, ps_files: list[PsFile], served: set[tuple[Path
 def _check_common(ctx: Context, cfg: ConfigFile) -> None:
     folder = cfg.model_dir.name
     if cfg.config.name and cfg.config.name != folder:
-        ctx.add(cfg.path, "name", f"{show(cfg.config.name)} != its folder name {show(folder)}: Triton requires a set name "
-                "to match the model folder",
+        ctx.add(cfg.path, "name", f"{show(cfg.config.name)} != its folder name {show(folder)}: Triton requires a "
+                "name that is set to match the model folder",
                 f"rename the folder or set name: \"{folder}\"", line=cfg.line_of_field("name"),
                 actual=cfg.config.name, expected=folder)
     if not any(p.is_dir() and p.name.isdigit() for p in cfg.model_dir.iterdir()):
