@@ -466,6 +466,20 @@ def test_root_map(repo, tmp_path):
     assert errors_of(wrong) == {(CFG, "config"), (PS, "network_file"), (PS, "dense_file"), (PS, "sparse_files")}
 
 
+def test_repository_below_path(repo, tmp_path):
+    """ctrgen's layout: generated/<name>/{<name>.json, model.py, triton/{<name>, <name>_nvt, <name>_ens, ps.json}}."""
+    gen = tmp_path / "generated" / "movielens"
+    gen.mkdir(parents=True)
+    add_ensemble(repo)
+    shutil.move(repo, gen / "triton")
+    (gen / "model.py").write_text("# training script\n")
+    make_absolute(gen / "triton")
+    assert errors_of(validate_repository(gen)) == set()
+    assert validate_repository(gen, root_map={"/model": gen / "triton"}) == []
+    nested = validate_repository(gen, root_map={"/model": gen})  # wrong root: files are under triton/
+    assert (("triton/ps.json", "network_file")) in errors_of(nested)
+
+
 def test_root_map_longest_prefix_wins(tmp_path):
     from codegen.triton.paths import PathResolver
     (tmp_path / "b" / "x").mkdir(parents=True)
