@@ -204,13 +204,10 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
     sys.exit(1 if stale else 0)
 
 
-def _attach_optional_commands() -> None:
-    """Commands whose modules may be absent in a partial install are attached only when importable."""
-    try:
-        from .triton.cli_validate import validate_command
-        main.add_command(validate_command, "validate")
-    except ImportError:
-        pass
+def _attach_commands() -> None:
+    """Commands that live in their own packages (imported here so that `ctrgen --help` lists them)."""
+    from .triton.cli_validate import validate_command
+    main.add_command(validate_command, "validate")
     try:
         from .demo.cli import demo_command
         main.add_command(demo_command, "demo")
@@ -218,7 +215,7 @@ def _attach_optional_commands() -> None:
         pass
 
 
-_attach_optional_commands()
+_attach_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name="ctrgen")
