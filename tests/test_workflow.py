@@ -20,6 +20,7 @@ from demo_data import built_demo
 
 REPO = Path(__file__).resolve().parents[1]
 CRITEO_CATS = [f"C{i}" for i in range(1, 27)]
+CRITEO_SLOTS = ["C1_C2", *CRITEO_CATS]   # the demo's combo-encoded C1 x C2 column (WDL's wide input) comes first
 CRITEO_CONTS = [f"I{i}" for i in range(1, 14)]
 
 
@@ -62,7 +63,12 @@ def read(path: Path, dataset: str, **kw):
 def test_cardinality_is_uniques_plus_three(demo, dataset, source):
     feats = read(sources(demo, dataset)[source], dataset)
     expected = {name: n + 3 for name, n in raw_uniques(demo, dataset).items()}   # environment.md §4
-    assert {c.name: c.cardinality for c in feats.categorical} == expected
+    got = {c.name: c.cardinality for c in feats.categorical}
+    if dataset == "criteo":
+        # The combo-encoded cross: one id per distinct (C1, C2) pair of the training data, nulls included.
+        train = pd.read_parquet(demo[dataset]["raw"] / "train.parquet")
+        expected["C1_C2"] = len(train[["C1", "C2"]].drop_duplicates()) + 3
+    assert got == expected
     assert feats.slot_size_array == [expected[c.name] for c in feats.categorical]
 
 
@@ -80,7 +86,7 @@ def test_cardinality_bounds_the_encoded_ids(demo, dataset):
 def test_slot_order_follows_metadata_json(demo):
     for dataset, expected in (("movielens", ["userId", "movieId"]),
                               ("movielens_genres", ["userId", "movieId", "genres"]),
-                              ("criteo", CRITEO_CATS)):
+                              ("criteo", CRITEO_SLOTS)):
         meta = json.loads((demo[dataset]["train"] / "_metadata.json").read_text())
         assert [c["col_name"] for c in meta["cats"]] == expected
         for source, path in sources(demo, dataset).items():
@@ -192,9 +198,9 @@ def test_explicit_roles_override_tags(demo):
     assert [c.name for c in f.categorical] == ["C3", "C1"]    # a workflow has no _metadata.json: the list decides
     assert [c.name for c in f.continuous] == ["I2"]
     f = read_features(wf, continuous=[])
-    assert f.continuous == () and len(f.categorical) == 26
+    assert f.continuous == () and len(f.categorical) == 27
     # On a dataset, a list equal to _metadata.json's is accepted.
-    assert read_features(demo["criteo"]["train"], categorical=CRITEO_CATS).categorical == \
+    assert read_features(demo["criteo"]["train"], categorical=CRITEO_SLOTS).categorical == \
         read_features(demo["criteo"]["train"]).categorical
 
 

@@ -15,7 +15,8 @@ noise. ``oracle_auc_valid`` in ``truth.json`` is the AUC of the true logit on th
 ``baseline_auc_valid`` that of logistic regression on one-hot C* and standardised log I* (metrics.py). With the
 default sizes: oracle ≈ 0.87-0.89, baseline ≈ 0.80-0.83 (measured values are in ``truth.json``).
 
-:func:`run_etl` is Merlin's ``examples/scaling-criteo/02-ETL-with-NVTabular``: Categorify the C columns,
+:func:`run_etl` is Merlin's ``examples/scaling-criteo/02-ETL-with-NVTabular``: Categorify the C columns (plus one
+combo-encoded cross column ``C1_C2`` first in slot order, the wide input of Wide&Deep),
 ``FillMissing >> Clip(min_value=0) >> Normalize(out_dtype="float32")`` for the I columns, the label tagged
 ``binary_classification``/``target`` with AddMetadata; ``to_parquet`` with int64 categories and float32 continuous
 columns and label (the notebook stores the label as int32 for HugeCTR; float32 matches the MovieLens notebooks).
@@ -35,6 +36,10 @@ from .metrics import SparseDesign, logistic_baseline_auc, roc_auc, suggested_min
 
 CONTINUOUS = [f"I{i}" for i in range(1, 14)]
 CATEGORICAL = [f"C{i}" for i in range(1, 27)]
+# The wide part of Wide&Deep reads crossed columns (HugeCTR's WDL notebooks cross C1 x C2 and C3 x C4); the planted
+# second-order term is exactly C1 x C2, so one cross is what a wide model can learn here.
+CROSSED = [["C1", "C2"]]
+CROSSED_NAMES = ["_".join(pair) for pair in CROSSED]   # Categorify(encode_type="combo") names its output "C1_C2"
 LABELS = ["label"]
 BIAS = -1.3
 INFORMATIVE_CATS = ("C1", "C2", "C3", "C5", "C8", "C11", "C14", "C20")
@@ -147,13 +152,16 @@ def run_etl(raw_dir: Path, out_dir: Path, *, seed: int, step: Callable[[str], No
     from merlin.schema import Tags   # after nvtabular: importing merlin first prints its dtype-mapping warnings
     ops = nvt.ops
     cat_features = CATEGORICAL >> ops.Categorify()
+    # Combo encoding gives each (C1, C2) pair seen in training its own id. (HashedCross is no use on the CPU:
+    # NVTabular 23.8 hashes pandas series with their index, so equal pairs on different rows get different buckets.)
+    cross_features = CROSSED >> ops.Categorify(encode_type="combo")
     cont_features = CONTINUOUS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.Normalize(out_dtype="float32")
     # The notebook writes str(Tags.BINARY_CLASSIFICATION), which on Python 3.11 is "Tags.BINARY_CLASSIFICATION";
     # the tag's value is what it means.
     label_features = LABELS >> ops.AddMetadata(tags=[Tags.BINARY_CLASSIFICATION.value, "target"])
-    workflow = nvt.Workflow(cat_features + cont_features + label_features)
-    dtypes = {**{c: np.int64 for c in CATEGORICAL}, **{c: np.float32 for c in CONTINUOUS},
+    workflow = nvt.Workflow(cross_features + cat_features + cont_features + label_features)
+    dtypes = {**{c: np.int64 for c in CROSSED_NAMES + CATEGORICAL}, **{c: np.float32 for c in CONTINUOUS},
               **{c: np.float32 for c in LABELS}}
     return etl.fit_transform_save(workflow, raw_dir / "train.parquet", raw_dir / "valid.parquet", out_dir,
-                                  cats=CATEGORICAL, conts=CONTINUOUS, labels=LABELS, dtypes=dtypes, seed=seed,
+                                  cats=CROSSED_NAMES + CATEGORICAL, conts=CONTINUOUS, labels=LABELS, dtypes=dtypes, seed=seed,
                                   step=step)
