@@ -134,8 +134,9 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
         click.echo(f"{name}: {folder}/ (spec {spec_dir / (name + '.yaml')}, data {root / dataset})")
         for inp in job.graph.sparse:
             click.echo(f"  {inp.name}: slot cardinalities from the ETL {list(inp.cardinalities)}")
-        for c in changes[:3]:
-            click.echo(f"  vs the committed lock: {c}")
+        if changes:
+            click.echo(f"  ({len(changes)} column(s) differ from the committed {name} lock, which records the real "
+                       "dataset's numbers; the demo copy has its own lock)")
     truth_lines = []
     for dataset in DATASETS:
         truth = paths[dataset]["truth"]

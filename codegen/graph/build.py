@@ -251,12 +251,13 @@ class Builder:
         names = [c.name for c in cats]
         for i, si in enumerate(specs):
             if si.columns is None:
-                if len(specs) > 1:
+                # Omitted on the last input: the slots the inputs before it left (all of them for a single input).
+                if i != len(specs) - 1:
                     self.fail(("input", "sparse", i, "columns"),
-                              "with several sparse inputs each must list its columns",
+                              "only the last sparse input may omit its columns (it takes the remaining slots)",
                               fix=f"split {names} into contiguous runs")
                     continue
-                cols = list(cats)
+                cols = list(cats[pos:])
             else:
                 cols = []
                 for j, n in enumerate(si.columns):

@@ -80,7 +80,8 @@ class OptimizerSpec(Strict):
 class SparseInputSpec(Strict):
     name: Ident = "data1"
     columns: list[str] | None = Field(
-        None, description="categorical columns of this input, a contiguous run in slot order (default: all)")
+        None, description="categorical columns of this input, a contiguous run in slot order "
+                          "(default on the last input: the remaining slots)")
     nnz_per_slot: PosInt | list[PosInt] | None = Field(
         None, description="max keys per slot (default 1 for one-hot columns; multi-hot columns need it)")
     is_fixed_length: bool = False
