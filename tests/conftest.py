@@ -25,6 +25,8 @@ def update_goldens(request) -> bool:
 
 def run_ctrgen(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the real console entry point in a subprocess (exit codes, stderr and no-traceback are part of the contract)."""
-    full_env = {**os.environ, **(env or {})}
+    # The checkout under test comes first on the path (several checkouts may share one editable install).
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run([sys.executable, "-m", "codegen", *args], cwd=cwd or REPO, env=full_env,
                           capture_output=True, text=True, timeout=300)

@@ -6,11 +6,17 @@ from __future__ import annotations
 import hashlib
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 import jinja2
 
 
 def _templates_root():
+    # A source checkout renders its own templates/ (also when several checkouts share one editable install);
+    # an installed wheel has them as the codegen.templates package.
+    checkout = Path(__file__).resolve().parents[2] / "templates"
+    if (checkout / "hugectr").is_dir():
+        return checkout
     return resources.files("codegen.templates")
 
 
