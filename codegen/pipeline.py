@@ -20,7 +20,7 @@ from .graph.ir import TrainingJob
 from .render.card import render_model_card
 from .render.env import templates_digest
 from .render.graph_json import render_graph_json
-from .render.script import render_model_py
+from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
 from .spec.load import LoadedSpec, load_spec
 
@@ -127,8 +127,13 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     job = build(ctx, features)
     digest = inputs_digest(ctx.loaded.text, lock_text)
     files: dict[PurePosixPath, str] = {}
+    what = "continuous-training script (fit per incremental pass)" if job.continuous else "training script"
     files[PurePosixPath("model.py")] = render_model_py(
-        job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
+        job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} {what} for model {job.name!r}."))
+    if job.continuous is not None and job.continuous.low_level:
+        files[PurePosixPath("model_low_level.py")] = render_low_level_py(
+            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} continuous training of model "
+                                            f"{job.name!r} with the low-level API (train/eval loop)."))
     files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
     files[PurePosixPath("summary.txt")] = render_summary(job)
     files[PurePosixPath("README.md")] = render_model_card(

@@ -13,6 +13,7 @@ from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
+from .continuous import build_continuous
 from .ir import Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, fmt_shape, infer
@@ -130,6 +131,7 @@ class Builder:
         sparse = self._sparse_inputs(cats)
         optimizer = self._optimizer()
         embeddings = self._embeddings(sparse, optimizer, gpu_count)
+        continuous = build_continuous(self, len(s.embeddings), len(s.solver.vvgpu))
 
         label_names = tuple([s.input.label_name] if len(labels) == 1 else [c.name for c in labels])
         graph_inputs: dict[str, Shape] = {name: Shape((1,)) for name in label_names}
@@ -154,11 +156,11 @@ class Builder:
                       embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed))
         return TrainingJob(
             name=s.name, hugectr_version=p.name, solver=self._solver_args(i64), optimizer=optimizer,
-            reader=self._reader_args(cats), graph=graph, fit=self._fit_args(),
+            reader=self._reader_args(cats, continuous), graph=graph, fit=self._fit_args(),
             graph_json=s.training.graph_json or f"{s.name}.json",
             graph_to_json_before_fit=s.training.graph_to_json_before_fit, gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
-            model_name=s.name if s.solver.model_name else "")
+            model_name=s.name if s.solver.model_name else "", continuous=continuous)
 
     # ---- solver ---------------------------------------------------------------------------------------------------
     def _check_solver(self) -> None:
@@ -204,12 +206,17 @@ class Builder:
         return tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
 
     # ---- reader ---------------------------------------------------------------------------------------------------
-    def _reader_args(self, cats: tuple[Column, ...]) -> tuple:
+    def _reader_args(self, cats: tuple[Column, ...], continuous=None) -> tuple:
         d = self.spec.data
         fmt = {"parquet": "Parquet", "norm": "Norm", "raw": "Raw"}[d.format]
         args: list[tuple[str, object]] = [
             ("data_reader_type", Enum("DataReaderType_t", fmt)),
             ("source", list(d.train)),
+        ]
+        if continuous is not None and continuous.passes:
+            # The first pass's keysets: the cache loads them before the first fit (hugectr.md §1.8).
+            args.append(("keyset", list(continuous.passes[0].keyset)))
+        args += [
             ("eval_source", d.eval),
             ("check_type", Enum("Check_t", "Non" if d.format == "parquet" else "Sum")),
         ]

@@ -106,6 +106,37 @@ class Graph:
 
 
 @dataclass(frozen=True)
+class DataPass:
+    """One incremental pass of continuous training: file lists with their keyset files, and the eval list."""
+
+    source: tuple[str, ...]
+    keyset: tuple[str, ...]
+    eval_source: str
+
+
+@dataclass(frozen=True)
+class ContinuousTraining:
+    """The embedding cache a continuous-training script creates, and the passes it trains (seed 003)."""
+
+    cache: str                        # "mos" (CreateMOS) or "etc" (CreateETC)
+    ps_types: tuple[str, ...]         # etc: "Staged"/"Cached" per embedding; mos: one of "host_memory"/"ssd"
+    sparse_models: tuple[str, ...]    # one per embedding, in add() order
+    train_from_scratch: bool
+    dense_model: str | None
+    local_paths: tuple[str, ...]      # etc with cached tables: one per node
+    hmem_cache: Args | None           # CreateHMemCache keywords, when a table is cached
+    passes: tuple[DataPass, ...]
+    save_prefix: str
+    incremental_model: bool
+    low_level: bool
+    first_batch_flag: bool            # train(is_first_batch) / eval(is_first_batch) exist (3.3 up to 23.06)
+    num_epochs: int
+    display: int
+    eval_interval: int
+    max_eval_batches: int
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     """Everything model.py does, in call order."""
 
@@ -123,3 +154,4 @@ class TrainingJob:
     mixed_precision: bool
     i64_input_key: bool
     model_name: str                   # "" unless CreateSolver(model_name=...) is passed
+    continuous: ContinuousTraining | None = None

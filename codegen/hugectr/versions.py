@@ -54,6 +54,21 @@ BEHAVIOUR: dict[str, Span] = {
     "summary_row_rules": _s((3, 3)),         # model.summary() separates rows with '-' rules
 }
 
+# ---- Continuous training: the embedding cache and the low-level loop (hugectr.md §1.8, §1.9) ----------------------
+CONTINUOUS: dict[str, Span] = {
+    "CreateMOS": _s((3, 1), (3, 3)),                   # model oversubscriber; Model(..., mos) (mos_params)
+    "get_model_oversubscriber": _s((3, 1), (3, 3)),
+    "CreateETC": _s((3, 3), (23, 12)),                 # embedding training cache; deprecated 23.09, removed 23.12
+    "CreateHMemCache": _s((3, 3), (23, 12)),
+    "TrainPSType_t": _s((3, 3), (23, 12)),             # Staged / Cached
+    "get_embedding_training_cache": _s((3, 3), (23, 12)),
+    "set_source_keyset": _s((3, 1), (23, 12)),         # Model.set_source(source, keyset, eval_source)
+    "get_incremental_model": _s((3, 1), (23, 12)),
+    "train_is_first_batch": _s((3, 3), (23, 6)),       # train(is_first_batch=True) / eval(is_first_batch=True)
+}
+# Either cache: what a spec's continuous_training section needs at all.
+CONTINUOUS_ANY = Span(CONTINUOUS["CreateMOS"].since, CONTINUOUS["CreateETC"].until)
+
 # ---- Layer_t members (hugectr.md §1.6) ------------------------------------------------------------------------
 LAYERS: dict[str, Span] = {name: ALL for name in (
     "BatchNorm BinaryCrossEntropyLoss Reshape Concat CrossEntropyLoss Dropout ElementwiseMultiply ELU InnerProduct "
@@ -157,6 +172,9 @@ class Profile:
 
     def has_optimizer(self, opt: str) -> bool:
         return OPTIMIZERS[opt].covers(self.release)
+
+    def has_api(self, name: str) -> bool:
+        return CONTINUOUS[name].covers(self.release)
 
     def has_arg(self, func: str, arg: str) -> bool:
         span = ARGS[func].get(arg)

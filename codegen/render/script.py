@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..graph.ir import Enum, TrainingJob
 from ..graph.shapes import fmt_shape
 from .env import render
+from .continuous import cache_context, continuous_context
 from .literals import ident, kwargs, py, py_str
 
 
@@ -16,9 +17,32 @@ def _layer_comment(layer) -> str:
     return ""
 
 
-def render_model_py(job: TrainingJob, header: str) -> str:
+def setup_context(job: TrainingJob) -> dict:
+    """What templates/hugectr/_setup.j2 needs: solver, optimizer, reader and the embedding cache."""
     g = job.graph
     optimizer_args = [("optimizer_type", Enum("Optimizer_t", job.optimizer.type)), *job.optimizer.hparams]
+    reader_comments = []
+    slot_cols = [c for s in g.sparse for c in s.columns]
+    if any(k == "slot_size_array" for k, _ in job.reader):
+        reader_comments.append(f"slot_size_array: cardinalities of {py(slot_cols)} from the features lock")
+    cache = cache_context(job)
+    return dict(
+        version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
+        solver=kwargs(job.solver),
+        optimizer=kwargs(optimizer_args),
+        optimizer_inline="optimizer = hugectr.CreateOptimizer("
+                         + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
+        reader=kwargs(job.reader),
+        reader_comments=reader_comments,
+        cache=cache,
+        model_args="solver, reader, optimizer" + (f", {cache['kind']}" if cache else ""),
+        graph_json=py_str(job.graph_json),
+        continuous=continuous_context(job),
+    )
+
+
+def render_model_py(job: TrainingJob, header: str) -> str:
+    g = job.graph
     sparse = [{
         "name": py_str(s.name), "nnz": py(s.nnz_arg if isinstance(s.nnz_arg, int) else list(s.nnz_arg)),
         "fixed": py(s.is_fixed_length), "slot_num": py(s.slot_num),
@@ -49,27 +73,20 @@ def render_model_py(job: TrainingJob, header: str) -> str:
                 ("top_names", list(layer.tops)), *layer.params]
         layers.append({"args": kwargs(args), "comment": _layer_comment(layer)})
 
-    reader_comments = []
-    slot_cols = [c for s in g.sparse for c in s.columns]
-    if any(k == "slot_size_array" for k, _ in job.reader):
-        reader_comments.append(f"slot_size_array: cardinalities of {py(slot_cols)} from the features lock")
-
     return render(
         "hugectr/model.py.j2",
         header=header,
-        version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
-        solver=kwargs(job.solver),
-        optimizer=kwargs(optimizer_args),
-        optimizer_inline="optimizer = hugectr.CreateOptimizer("
-                         + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
-        reader=kwargs(job.reader),
-        reader_comments=reader_comments,
+        **setup_context(job),
         input=kwargs(input_args),
         sparse=sparse,
         embeddings=embeddings,
         layers=layers,
         fit=kwargs(job.fit),
-        graph_json=py_str(job.graph_json),
         graph_to_json_before_fit=job.graph_to_json_before_fit,
         shapes={k: fmt_shape(v) for k, v in g.tensor_shapes().items()},
     )
+
+
+def render_low_level_py(job: TrainingJob, header: str) -> str:
+    """The low-level continuous-training loop of seed 003 (templates/hugectr/model_low_level.py.j2)."""
+    return render("hugectr/model_low_level.py.j2", header=header, **setup_context(job))

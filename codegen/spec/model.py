@@ -191,6 +191,52 @@ class TrainingSpec(Strict):
         return self
 
 
+# ---- continuous training (seed 003) --------------------------------------------------------------------------
+
+PSKind = Literal["host_memory", "ssd", "staged", "cached"]
+
+
+class HMemCacheSpec(Strict):
+    """CreateHMemCache(num_blocks, target_hit_rate, max_num_evict): the host-memory cache of 'cached' tables."""
+
+    num_blocks: PosInt = 1
+    target_hit_rate: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.5
+    max_num_evict: NonNegInt = 0
+
+
+class PassSpec(Strict):
+    """One incremental pass: train on these file lists (one keyset file each), evaluate on eval_source."""
+
+    source: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, description="training file lists of this pass (the first pass defaults to data.train)")
+    keyset: list[Annotated[str, Field(min_length=1)]] = Field(
+        ..., min_length=1, description="one keyset file per source, in the same order ('ctrgen keysets' writes them)")
+    eval_source: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="evaluation file list (default: the previous pass's, data.eval for the first)")
+
+
+class ContinuousTrainingSpec(Strict):
+    """Incremental training with HugeCTR's embedding cache: CreateMOS (3.2) or CreateETC (3.3 up to 23.09)."""
+
+    ps: PSKind | list[PSKind] = Field(
+        ..., description="parameter server: host_memory / ssd (CreateMOS, HugeCTR 3.2) or staged / cached "
+                         "(CreateETC, one per embedding or one for all)")
+    sparse_models: list[Annotated[str, Field(min_length=1)]] = Field(
+        ..., min_length=1, description="one sparse model folder per embedding, in embeddings order")
+    train_from_scratch: bool = Field(
+        True, description="false: continue from existing sparse_models (and dense_model when given)")
+    dense_model: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="dense weights to load before training (only when train_from_scratch is false)")
+    local_paths: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, description="CreateETC local_paths for cached tables: one per node of solver.vvgpu")
+    hmem_cache: HMemCacheSpec | None = Field(None, description="CreateHMemCache settings for cached tables")
+    passes: list[PassSpec] = Field(..., min_length=1, description="incremental dataset passes, in order")
+    save_prefix: Annotated[str, Field(min_length=1)] = Field(
+        ..., description="save_params_to_files prefix after the last pass")
+    incremental_model: bool = Field(True, description="call get_incremental_model() after the last pass")
+    low_level: bool = Field(True, description="also render model_low_level.py (the low-level training loop)")
+
+
 class Spec(Strict):
     """A ctrgen model spec (version 1)."""
 
@@ -209,3 +255,6 @@ class Spec(Strict):
     embeddings: list[EmbeddingSpec] = Field(default_factory=lambda: [EmbeddingSpec()], min_length=1)
     model: ModelSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
+    continuous_training: ContinuousTrainingSpec | None = Field(
+        None, description="incremental passes with the embedding training cache (renders model.py with fit per "
+                          "pass and model_low_level.py)")

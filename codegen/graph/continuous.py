@@ -1,0 +1,153 @@
+"""The spec's ``continuous_training:`` section -> :class:`ContinuousTraining`, with the checks HugeCTR makes when the
+model is constructed with an embedding cache (hugectr.md §1.8, §4.1), reported before anything is generated.
+
+Which cache a release has is a row of ``versions.CONTINUOUS``: CreateMOS (model oversubscriber, HugeCTR 3.1-3.2)
+takes one parameter-server kind for all tables (``use_host_memory_ps``); CreateETC (embedding training cache,
+3.3 up to 23.12) takes one ``TrainPSType_t`` per table. The table-count and local-path rules are those of
+``ParameterServerManager`` (NVIDIA-Merlin/HugeCTR
+``HugeCTR/src/embedding_training_cache/parameter_server_manager.cpp``): "Must specify the PS type for each embedding
+table", one sparse model file per table, and with a Cached table "Num of local_paths (N) != Num of MPI ranks (M)".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..hugectr import versions as V
+from ..spec.model import HMemCacheSpec
+from .ir import ContinuousTraining, DataPass
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .build import Builder
+
+MOS_KINDS = ("host_memory", "ssd")
+ETC_KINDS = {"staged": "Staged", "cached": "Cached"}
+LOC = ("continuous_training",)
+
+EPOCH_MODE = ('"The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"')
+
+
+def _loc(*parts) -> tuple:
+    return (*LOC, *parts)
+
+
+def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousTraining | None:
+    """None when the spec has no continuous_training section; problems go to ``b.fail``."""
+    spec = b.spec
+    ct = spec.continuous_training
+    if ct is None:
+        return None
+    p = b.profile
+    if not V.CONTINUOUS_ANY.covers(p.release):
+        b.fail(LOC, f"continuous training (CreateMOS / CreateETC) is not in HugeCTR {p.name}; it exists in "
+                    f"{V.CONTINUOUS_ANY.describe()}", fix="target one of those releases or remove the section")
+        return None
+    cache = "mos" if p.has_api("CreateMOS") else "etc"
+
+    # ---- epoch mode (hugectr.md §4.1) ---------------------------------------------------------------------------
+    if spec.solver.repeat_dataset:
+        b.fail(("solver", "repeat_dataset"), f"continuous training needs epoch mode: {EPOCH_MODE}",
+               fix="set solver.repeat_dataset: false and training.num_epochs")
+
+    # ---- parameter servers --------------------------------------------------------------------------------------
+    kinds = [ct.ps] * (1 if cache == "mos" else n_embeddings) if isinstance(ct.ps, str) else list(ct.ps)
+    ps_types: list[str] = []
+    if cache == "mos":
+        wrong = sorted({k for k in kinds if k not in MOS_KINDS})
+        if wrong:
+            b.fail(_loc("ps"), f"{wrong} are CreateETC parameter servers ({V.CONTINUOUS['CreateETC'].describe()}); "
+                               f"HugeCTR {p.name} has CreateMOS ({V.CONTINUOUS['CreateMOS'].describe()}), "
+                               "which takes host_memory or ssd",
+                   fix="use ps: host_memory (or ssd), or target HugeCTR 3.3 or later")
+        elif len(set(kinds)) > 1:
+            b.fail(_loc("ps"), f"CreateMOS takes one parameter server for all tables (use_host_memory_ps), "
+                               f"got {kinds}", fix="use a single kind: host_memory or ssd")
+        else:
+            ps_types = [kinds[0]]
+    else:
+        wrong = sorted({k for k in kinds if k not in ETC_KINDS})
+        if wrong:
+            b.fail(_loc("ps"), f"{wrong} are CreateMOS parameter servers ({V.CONTINUOUS['CreateMOS'].describe()}); "
+                               f"HugeCTR {p.name} has CreateETC ({V.CONTINUOUS['CreateETC'].describe()}), which "
+                               "takes staged (whole table in host memory) or cached (SSD behind a host-memory cache)",
+                   fix="use ps: staged or ps: cached (one per embedding)")
+        elif len(kinds) != n_embeddings:
+            b.fail(_loc("ps"), f'{len(kinds)} parameter servers for {n_embeddings} embeddings (HugeCTR: "Must '
+                               'specify the PS type for each embedding table")',
+                   fix="give one kind per embedding, or a single kind for all")
+        else:
+            ps_types = [ETC_KINDS[k] for k in kinds]
+
+    if len(ct.sparse_models) != n_embeddings:
+        b.fail(_loc("sparse_models"), f"{len(ct.sparse_models)} sparse models for {n_embeddings} embeddings "
+                                      '(HugeCTR: "embedding_params.size() != sparse_embedding_files.size()")',
+               fix="list one sparse model folder per embedding, in embeddings order")
+    if len(set(ct.sparse_models)) != len(ct.sparse_models):
+        b.fail(_loc("sparse_models"), "two embeddings share a sparse model folder", fix="give each its own folder")
+
+    cached = "Cached" in ps_types
+    local_paths: list[str] = []
+    hmem = None
+    if cache == "mos":
+        for name in ("local_paths", "hmem_cache"):
+            if getattr(ct, name) is not None:
+                b.fail(_loc(name), f"CreateMOS has no {name} (CreateETC has, "
+                                   f"{V.CONTINUOUS['CreateETC'].describe()})", fix="remove it")
+    else:
+        if not cached:
+            for name in ("local_paths", "hmem_cache"):
+                if getattr(ct, name) is not None:
+                    b.fail(_loc(name), "only cached tables use it, and no table is cached",
+                           fix="remove it, or use ps: cached for a table")
+        else:
+            local_paths = list(ct.local_paths) if ct.local_paths is not None else ["./"] * nodes
+            if len(local_paths) != nodes:
+                b.fail(_loc("local_paths"), f'{len(local_paths)} local paths for {nodes} node(s) in solver.vvgpu '
+                                            f'(HugeCTR: "Num of local_paths ({len(local_paths)}) != Num of MPI '
+                                            f'ranks ({nodes})")', fix="give one local path per node")
+            h = ct.hmem_cache or HMemCacheSpec()
+            hmem = (("num_blocks", h.num_blocks), ("target_hit_rate", float(h.target_hit_rate)),
+                    ("max_num_evict", h.max_num_evict))
+
+    if ct.dense_model is not None and ct.train_from_scratch:
+        b.fail(_loc("dense_model"), "a dense model is loaded only when continuing from existing models",
+               fix="set train_from_scratch: false, or remove dense_model")
+
+    # ---- passes: one keyset per source (hugectr.md §1.8, §4.1) ------------------------------------------------
+    passes: list[DataPass] = []
+    eval_source = spec.data.eval
+    for i, ps in enumerate(ct.passes):
+        loc = _loc("passes", i)
+        if i == 0:
+            if ps.source is not None and list(ps.source) != list(spec.data.train):
+                b.fail((*loc, "source"), f"the first pass trains on the reader's source {list(spec.data.train)} "
+                                         "(data.train)", fix="omit source in the first pass, or make it data.train")
+            source = list(spec.data.train)
+            if ps.eval_source is not None and ps.eval_source != spec.data.eval:
+                b.fail((*loc, "eval_source"), f"the first pass evaluates on the reader's eval_source "
+                                              f"{spec.data.eval!r} (data.eval)",
+                       fix="omit eval_source in the first pass, or make it data.eval")
+            text = ('"The number of keyset files must equal that of training data source when using embedding '
+                    'training cache"')
+        else:
+            if ps.source is None:
+                b.fail((*loc, "source"), "field required (passes after the first switch files with set_source)",
+                       fix="list this pass's training file lists")
+                continue
+            source = list(ps.source)
+            text = '"The number of training data sources should equal that of the keyset files"'
+        if len(ps.keyset) != len(source):
+            b.fail((*loc, "keyset"), f"{len(ps.keyset)} keyset files for {len(source)} training sources "
+                                     f"(HugeCTR: {text})",
+                   fix="give one keyset per source, in the same order ('ctrgen keysets' writes them)")
+        eval_source = ps.eval_source or eval_source
+        passes.append(DataPass(source=tuple(source), keyset=tuple(ps.keyset), eval_source=eval_source))
+
+    t = spec.training
+    return ContinuousTraining(
+        cache=cache, ps_types=tuple(ps_types), sparse_models=tuple(ct.sparse_models),
+        train_from_scratch=ct.train_from_scratch, dense_model=ct.dense_model, local_paths=tuple(local_paths),
+        hmem_cache=hmem, passes=tuple(passes), save_prefix=ct.save_prefix, incremental_model=ct.incremental_model,
+        low_level=ct.low_level, first_batch_flag=p.has_api("train_is_first_batch"),
+        num_epochs=t.num_epochs or 0, display=t.display, eval_interval=t.eval_interval,
+        max_eval_batches=spec.solver.max_eval_batches)
