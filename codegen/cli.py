@@ -210,6 +210,8 @@ def _attach_commands() -> None:
     main.add_command(validate_command, "validate")
     from .demo.cli import demo_command
     main.add_command(demo_command, "demo")
+    from .keysets.cli import keysets_command
+    main.add_command(keysets_command, "keysets")
 
 
 _attach_commands()
