@@ -82,9 +82,10 @@ def _keys(source: Source, exp: Expectations, schema: Path | None, advance) -> tu
         for f in source.files:
             keys, found = parquet_keys(f, layout)
             if width is not None and found != width:
-                raise UserError.one(f, f"the key columns hold {found} ids, but the keys are {width} "
-                                       f"({exp.key_origin}; HugeCTR: \"Parquet col type is not consistent with "
-                                       "solver.i64_input_key\")", field=",".join(layout.columns),
+                raise UserError.one(f, f"column {layout.columns[0]!r} (like every key column here) holds {found} "
+                                       f"ids, but the keys are {width} ({exp.key_origin}; HugeCTR: \"Parquet col "
+                                       "type is not consistent with solver.i64_input_key\")",
+                                    field=layout.columns[0],
                                     fix="write the ids with the width the model uses (to_parquet dtypes=...)")
             width = found
             parts.append(keys)
@@ -98,6 +99,29 @@ def _keys(source: Source, exp: Expectations, schema: Path | None, advance) -> tu
         parts.append(keys)
         advance(f)
     return np.concatenate(parts), exp.key_type
+
+
+class _Bar:
+    """Progress over the bytes read: a one-line bar on a terminal, nothing in logs (the summary lines follow)."""
+
+    def __init__(self, total: int, *, enabled: bool, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.total, self.done = max(total, 1), 0
+        self.on = enabled and self.stream.isatty()
+
+    def advance(self, nbytes: int, label: str) -> None:
+        self.done += nbytes
+        if self.on:
+            width = 24
+            filled = width * min(self.done, self.total) // self.total
+            pct = 100 * min(self.done, self.total) // self.total
+            self.stream.write(f"\r\033[K[{'#' * filled}{'.' * (width - filled)}] {pct:3d}% reading keys: {label}")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.on:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 @click.command(epilog=EPILOG)
@@ -151,12 +175,12 @@ def keysets_command(sources: tuple[Path, ...], spec: Path | None, key_type: str 
 
     opened = [(open_source(s, exp.fmt), out) for s, out in pairs]   # every source is checked before any work
     total = sum(f.stat().st_size for src, _ in opened for f in src.files)
-    with click.progressbar(length=total, label="reading keys", file=sys.stderr,
-                           hidden=quiet or not sys.stderr.isatty()) as bar:
-        results = []
-        for src, out in opened:
-            keys, width = _keys(src, exp, schema, lambda f: bar.update(f.stat().st_size))
-            results.append((src, out, to_keyset(keys, width, where=str(src.path)), width))
+    bar = _Bar(total, enabled=not quiet)
+    results = []
+    for src, out in opened:
+        keys, width = _keys(src, exp, schema, lambda f: bar.advance(f.stat().st_size, f.name))
+        results.append((src, out, to_keyset(keys, width, where=str(src.path)), width))
+    bar.close()
     for src, out, keys, width in results:   # write only when every source was read
         write_keyset(out, keys)
         click.echo(f"wrote {out}: {keys.size} keys ({width}) from {src.path} ({len(src.files)} file(s), {src.fmt})")

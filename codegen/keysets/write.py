@@ -23,8 +23,8 @@ def to_keyset(keys: np.ndarray, key_type: str, *, where: str) -> np.ndarray:
         bad = int(keys[0]) if keys[0] < lo else int(keys[-1])
         raise UserError.one(where, f"key {bad} does not fit a {key_type} keyset "
                                    f"({'negative ids are not keys' if bad < 0 else 'too large for 32 bits'})",
-                            fix="use 64-bit ids (i64_input_key) or check the ids" if bad >= 0 else
-                                "check the data: HugeCTR keys are non-negative")
+                            fix=("use 64-bit ids (i64_input_key) or check the ids" if bad >= 0 else
+                                 "check the data: HugeCTR keys are non-negative"))
     return keys.astype(KEY_DTYPES[key_type])
 
 
@@ -35,6 +35,9 @@ def write_keyset(path: Path, keys: np.ndarray) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(keys.tobytes())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)   # mkstemp creates 0600; a keyset is an ordinary data file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
