@@ -85,7 +85,7 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
     if len(set(ct.sparse_models)) != len(ct.sparse_models):
         b.fail(_loc("sparse_models"), "two embeddings share a sparse model folder", fix="give each its own folder")
 
-    cached = "Cached" in ps_types
+    cached = cache == "etc" and "cached" in kinds   # decided on what was asked, also when the count is wrong
     local_paths: list[str] = []
     hmem = None
     if cache == "mos":
