@@ -97,7 +97,7 @@ def test_construction_checks_name_field_and_line(tmp_path):
     assert '"The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"' \
         in one("solver.repeat_dataset")
     assert '"Must specify the PS type for each embedding table"' in one("continuous_training.ps")
-    assert "1 sparse models for 2 embeddings" in one("continuous_training.sparse_models")
+    assert "1 sparse model for 2 embeddings" in one("continuous_training.sparse_models")
     assert '"Num of local_paths (2) != Num of MPI ranks (1)"' in one("continuous_training.local_paths")
     keyset = one("continuous_training.passes[1].keyset")
     assert keyset.startswith(f"{spec}:{line_of(spec, 'keyset: [/data/criteo/day_3/_file_list.keyset]')}:")

@@ -27,6 +27,10 @@ LOC = ("continuous_training",)
 EPOCH_MODE = ('"The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"')
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def _loc(*parts) -> tuple:
     return (*LOC, *parts)
 
@@ -72,15 +76,16 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
                                "takes staged (whole table in host memory) or cached (SSD behind a host-memory cache)",
                    fix="use ps: staged or ps: cached (one per embedding)")
         elif len(kinds) != n_embeddings:
-            b.fail(_loc("ps"), f'{len(kinds)} parameter servers for {n_embeddings} embeddings (HugeCTR: "Must '
-                               'specify the PS type for each embedding table")',
+            b.fail(_loc("ps"), f'{_n(len(kinds), "parameter server")} for {_n(n_embeddings, "embedding")} '
+                               '(HugeCTR: "Must specify the PS type for each embedding table")',
                    fix="give one kind per embedding, or a single kind for all")
         else:
             ps_types = [ETC_KINDS[k] for k in kinds]
 
     if len(ct.sparse_models) != n_embeddings:
-        b.fail(_loc("sparse_models"), f"{len(ct.sparse_models)} sparse models for {n_embeddings} embeddings "
-                                      '(HugeCTR: "embedding_params.size() != sparse_embedding_files.size()")',
+        b.fail(_loc("sparse_models"), f"{_n(len(ct.sparse_models), 'sparse model')} for "
+                                      f"{_n(n_embeddings, 'embedding')} (HugeCTR: "
+                                      '"embedding_params.size() != sparse_embedding_files.size()")',
                fix="list one sparse model folder per embedding, in embeddings order")
     if len(set(ct.sparse_models)) != len(ct.sparse_models):
         b.fail(_loc("sparse_models"), "two embeddings share a sparse model folder", fix="give each its own folder")
@@ -102,7 +107,8 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
         else:
             local_paths = list(ct.local_paths) if ct.local_paths is not None else ["./"] * nodes
             if len(local_paths) != nodes:
-                b.fail(_loc("local_paths"), f'{len(local_paths)} local paths for {nodes} node(s) in solver.vvgpu '
+                b.fail(_loc("local_paths"), f'{_n(len(local_paths), "local path")} for {_n(nodes, "node")} in '
+                                            'solver.vvgpu '
                                             f'(HugeCTR: "Num of local_paths ({len(local_paths)}) != Num of MPI '
                                             f'ranks ({nodes})")', fix="give one local path per node")
             h = ct.hmem_cache or HMemCacheSpec()
@@ -137,8 +143,8 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
             source = list(ps.source)
             text = '"The number of training data sources should equal that of the keyset files"'
         if len(ps.keyset) != len(source):
-            b.fail((*loc, "keyset"), f"{len(ps.keyset)} keyset files for {len(source)} training sources "
-                                     f"(HugeCTR: {text})",
+            b.fail((*loc, "keyset"), f"{_n(len(ps.keyset), 'keyset file')} for "
+                                     f"{_n(len(source), 'training source')} (HugeCTR: {text})",
                    fix="give one keyset per source, in the same order ('ctrgen keysets' writes them)")
         eval_source = ps.eval_source or eval_source
         passes.append(DataPass(source=tuple(source), keyset=tuple(ps.keyset), eval_source=eval_source))

@@ -70,8 +70,8 @@ def _layout_from_data(source: Source, schema: Path | None) -> SlotLayout:
 
     where = schema or source.files[0].parent
     feats = read_features(where, allow_import=False)
-    return SlotLayout(tuple(c.name for c in feats.categorical), tuple(int(c.cardinality or 0) for c in feats.categorical),
-                      str(where))
+    cats = feats.categorical
+    return SlotLayout(tuple(c.name for c in cats), tuple(int(c.cardinality or 0) for c in cats), str(where))
 
 
 def _keys(source: Source, exp: Expectations, schema: Path | None, advance) -> tuple[np.ndarray, str]:
