@@ -62,5 +62,5 @@ def open_source(path: Path, fmt: str | None = None) -> Source:
 
 
 def default_keyset_path(source: Path) -> Path:
-    """``file_list.0.txt`` -> ``file_list.0.keyset`` (the notebooks' naming), ``part_0.parquet`` -> ``part_0.keyset``."""
+    """``file_list.0.txt`` -> ``file_list.0.keyset`` (as the notebooks name them); ``x.parquet`` -> ``x.keyset``."""
     return source.with_suffix(".keyset") if source.suffix else source.with_name(source.name + ".keyset")
