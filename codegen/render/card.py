@@ -42,4 +42,25 @@ def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: 
             features.provenance or features.source_kind), gpus=job.gpu_count, batch=job.batchsize,
         mixed=job.mixed_precision, slots=slots, dense_dim=g.dense_dim,
         dense_columns=", ".join(md_cell(c) for c in dense_cols[:8]) + (", ..." if len(dense_cols) > 8 else ""),
-        label=", ".join(md_cell(x) for x in g.label_names), mermaid=render_mermaid(job), summary=render_summary(job))
+        label=", ".join(md_cell(x) for x in g.label_names), mermaid=render_mermaid(job), summary=render_summary(job),
+        continuous=_continuous_card(job))
+
+
+def _continuous_card(job: TrainingJob) -> dict | None:
+    c = job.continuous
+    if c is None:
+        return None
+    if c.cache == "mos":
+        api = "`CreateMOS` (model oversubscriber)"
+        tables = [(e.name, c.ps_types[0].replace("_", " "), m) for e, m in zip(job.graph.embeddings, c.sparse_models)]
+    else:
+        api = "`CreateETC` (embedding training cache)"
+        tables = [(e.name, t.lower(), m) for e, t, m in zip(job.graph.embeddings, c.ps_types, c.sparse_models)]
+    return {
+        "api": api, "epochs": c.num_epochs, "from_scratch": c.train_from_scratch,
+        "tables": [{"name": md_cell(n), "ps": ps, "model": md_cell(m)} for n, ps, m in tables],
+        "passes": [{"n": i + 1, "sources": "<br>".join(md_cell(x) for x in p.source),
+                    "keysets": "<br>".join(md_cell(x) for x in p.keyset), "eval": md_cell(p.eval_source)}
+                   for i, p in enumerate(c.passes)],
+        "save_prefix": md_cell(c.save_prefix), "low_level": c.low_level,
+    }
