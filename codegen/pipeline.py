@@ -22,6 +22,7 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
 from .render.summary import render_summary
+from .render.task import render_task_py
 from .spec.load import LoadedSpec, load_spec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
@@ -131,6 +132,13 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
     files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
     files[PurePosixPath("summary.txt")] = render_summary(job)
+    targets = set(ctx.spec.targets)
+    if "task" in targets:
+        vertex = ctx.spec.vertex
+        files[PurePosixPath("task.py")] = render_task_py(
+            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} trainer for model {job.name!r}: "
+                                            "the graph of model.py, training knobs as arguments."),
+            lock=display_path(ctx.lock_path, ctx.root), eval_batches=vertex.eval_batches if vertex else None)
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)

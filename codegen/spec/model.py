@@ -232,6 +232,10 @@ class VertexSpec(Strict):
     machine_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+$")] = "a2-highgpu-1g"
     accelerator_type: Annotated[str, Field(pattern=r"^[A-Z0-9_]+$")] = "NVIDIA_TESLA_A100"
     command: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=lambda: ["python", "-m", "task"])
+    train_data: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="--train_data as the container sees it, e.g. /gcs/{bucket}/train/_file_list.txt "
+                                        "(default: data.train); {bucket} is filled in by submit.py")
+    valid_data: Annotated[str, Field(min_length=1)] | None = Field(None, description="--valid_data (default: data.eval)")
     schema_path: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="--schema: the transformed dataset's schema.pbtxt as the container sees it")
     eval_batches: PosInt | None = Field(None, description="--eval_batches: batches of the final evaluation")
