@@ -23,6 +23,7 @@ from .render.graph_json import render_graph_json
 from .render.script import render_model_py
 from .render.summary import render_summary
 from .render.task import render_task_py
+from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
@@ -139,6 +140,10 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
             job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} trainer for model {job.name!r}: "
                                             "the graph of model.py, training knobs as arguments."),
             lock=display_path(ctx.lock_path, ctx.root), eval_batches=vertex.eval_batches if vertex else None)
+    if "vertex" in targets:
+        header = python_header(ctx, digest, f"Vertex AI job submission for model {job.name!r}.")
+        for rel, text in render_vertex(ctx.loaded, job, header).items():
+            files[PurePosixPath("vertex") / rel] = text
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)
