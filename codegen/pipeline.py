@@ -18,6 +18,7 @@ from .features import Features, describe_lock_drift, read_lock
 from .graph.build import build_job
 from .graph.ir import TrainingJob
 from .render.card import render_model_card
+from .render.cluster import render_cluster
 from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
@@ -147,6 +148,11 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)
+    if "cluster" in targets:
+        header = python_header(ctx, digest, f"Multi-node launcher for model {job.name!r}.")
+        for rel, text in render_cluster(ctx.loaded, job, header, has_task="task" in targets,
+                                        has_torch=PurePosixPath("train_torch.py") in files).items():
+            files[PurePosixPath("cluster") / rel] = text
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
     return Rendered(name=job.name, files=files, job=job, digest=digest)
 
