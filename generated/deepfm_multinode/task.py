@@ -389,9 +389,10 @@ def create_model(args, hugectr):
 
 
 def final_auc(model, args, hugectr):
-    """AUC over --eval_batches evaluation batches, with the trained model's evaluation loop."""
+    """AUC over --eval_batches evaluation batches (fewer if the evaluation source runs out)."""
     for _ in range(args.eval_batches):
-        model.eval()
+        if not model.eval():
+            break
     metrics = dict(model.get_eval_metrics())
     return float(metrics[HYPERTUNE_METRIC])
 
