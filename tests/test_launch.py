@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from conftest import REPO, run_ctrgen
+from hugectr_run import calls_named, run_with_standin
 
 SEED_004_ARGS = ("--model_name", "--train_data", "--valid_data", "--schema", "--dropout_rate", "--num_dense_features",
                  "--num_sparse_features", "--nnz_per_slot", "--lr", "--max_iter", "--max_eval_batches",
@@ -312,3 +313,107 @@ def test_cluster_spec_errors_name_the_field(tmp_path, edit, field, text):
     proc = _generate(_variant(tmp_path, "deepfm_multinode", edit), tmp_path / "out")
     assert text in _error(proc, field)
     assert not (tmp_path / "out" / "deepfm_multinode").exists()
+
+
+# ---- task.py on the HugeCTR stand-in ----------------------------------------------------------------------------
+
+def _standin_env(tmp_path: Path, **extra: str) -> dict:
+    return {"CTRGEN_STANDIN_SKIP_DATA": "1", "AIP_MODEL_DIR": str(tmp_path / "model"),
+            "CLOUD_ML_HP_METRIC_FILE": str(tmp_path / "hypertune.json"), "PYTHONWARNINGS": "ignore", **extra}
+
+
+def _one(result, name: str) -> dict:
+    calls = calls_named(result, name)
+    assert len(calls) == 1, (name, calls)
+    return calls[0]["kwargs"]
+
+
+def test_task_overrides_reach_hugectr_calls(tmp_path):
+    result = run_with_standin(VERTEX / "task.py", "3.2", cwd=tmp_path, env=_standin_env(tmp_path), args=[
+        "--lr=0.004", "--dropout_rate=0.4", "--gpus=[[0,1]]", "-b", "1024", "--max_iter=100", "--eval_batches=2",
+        "--snapshot=0", "--num_workers=4", "--workspace_size_per_gpu=61", "--max_eval_batches=7",
+        "--train_data", "/d/a/_file_list.txt", "/d/b/_file_list.txt", "--valid_data=/d/v/_file_list.txt"])
+    assert result.returncode == 0, result.stderr
+    solver = _one(result, "hugectr.CreateSolver")
+    assert (solver["lr"], solver["vvgpu"], solver["batchsize"], solver["batchsize_eval"],
+            solver["max_eval_batches"], solver["repeat_dataset"]) == (0.004, [[0, 1]], 2048, 2048, 7, True)
+    dropouts = [c["kwargs"] for c in calls_named(result, "hugectr.DenseLayer")
+                if c["kwargs"]["layer_type"] == "Layer_t.Dropout"]
+    assert [d["dropout_rate"] for d in dropouts] == [0.4, 0.4, 0.4]
+    reader = _one(result, "hugectr.DataReaderParams")
+    assert (reader["source"], reader["eval_source"], reader["num_workers"]) == \
+        (["/d/a/_file_list.txt", "/d/b/_file_list.txt"], "/d/v/_file_list.txt", 4)
+    assert _one(result, "hugectr.SparseEmbedding")["workspace_size_per_gpu_in_mb"] == 61
+    fit = _one(result, "Model.fit")
+    assert (fit["max_iter"], fit["num_epochs"], fit["snapshot"]) == (100, 0, 0)
+    assert len(calls_named(result, "Model.eval")) == 2
+    # Saved under AIP_MODEL_DIR, AUC reported to hypertune (cloudml-hypertune's metric file).
+    assert calls_named(result, "Model.save_params_to_files")[0]["args"] == [str(tmp_path / "model" / "deepfm_vertex")]
+    assert (tmp_path / "model" / "deepfm_vertex.json").is_file()
+    assert (tmp_path / "model" / "deepfm_vertex_dense_0.model").is_file()
+    metric = json.loads((tmp_path / "hypertune.json").read_text())
+    assert metric["AUC"] == "0.0" and metric["global_step"] == "100"
+    assert "AUC=0.0 (reported to hypertune)" in result.stdout
+
+
+def test_task_defaults_build_model_py_graph(tmp_path):
+    """With its defaults, task.py makes the calls model.py makes and writes a byte-identical graph JSON."""
+    names = ("hugectr.CreateOptimizer", "hugectr.Input", "hugectr.SparseEmbedding", "hugectr.DenseLayer",
+             "hugectr.DataReaderSparseParam", "hugectr.CreateSolver", "hugectr.DataReaderParams")
+    model_dir, task_dir = tmp_path / "m", tmp_path / "t"
+    model_dir.mkdir(), task_dir.mkdir()
+    model = run_with_standin(VERTEX / "model.py", "3.2", cwd=model_dir, env=_standin_env(model_dir))
+    task = run_with_standin(VERTEX / "task.py", "3.2", cwd=task_dir, env=_standin_env(task_dir))
+    assert model.returncode == 0 and task.returncode == 0, model.stderr + task.stderr
+    for name in names:
+        assert calls_named(task, name) == calls_named(model, name), name
+    assert (task_dir / "model" / "deepfm_vertex.json").read_bytes() == (model_dir / "deepfm_vertex.json").read_bytes()
+
+
+def test_task_without_hypertune_prints_the_metric(tmp_path):
+    blocker = tmp_path / "block" / "hypertune"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('not installed')\n")
+    result = run_with_standin(VERTEX / "task.py", "3.2", cwd=tmp_path, args=["--max_iter=10"],
+                              env=_standin_env(tmp_path, PYTHONPATH=str(tmp_path / "block")))
+    assert result.returncode == 0, result.stderr
+    assert "AUC=0.0 (hypertune is not installed; not reported)" in result.stdout
+    assert not (tmp_path / "hypertune.json").exists()
+
+
+def test_multinode_task_runs_all_nodes_gpus(tmp_path):
+    result = run_with_standin(MULTI / "task.py", "23.06", cwd=tmp_path, env=_standin_env(tmp_path),
+                              args=["--max_iter=10", "--per_gpu_batch_size=512"])
+    assert result.returncode == 0, result.stderr
+    solver = _one(result, "hugectr.CreateSolver")
+    assert solver["vvgpu"] == [list(range(8))] * 2 and solver["batchsize"] == 512 * 16
+
+
+def test_task_schema_cardinalities_by_column_name(tmp_path):
+    from codegen.workflow import read_schema
+    from demo_data import built_demo
+
+    schema = built_demo().paths["criteo"]["train"] / "schema.pbtxt"
+    expected = {c.name: c.cardinality for c in read_schema(schema).columns}
+    result = run_with_standin(VERTEX / "task.py", "3.2", cwd=tmp_path, env=_standin_env(tmp_path),
+                              args=[f"--schema={schema}", "--max_iter=10"])
+    assert result.returncode == 0, result.stderr
+    slots = [f"C{i}" for i in range(1, 27)]
+    assert _one(result, "hugectr.DataReaderParams")["slot_size_array"] == [expected[c] for c in slots]
+    assert _one(result, "hugectr.SparseEmbedding")["slot_size_array"] == [expected[c] for c in slots]
+
+    # A schema.json with other cardinalities (reversed column order: matched by name, not position).
+    doc = {"feature": [{"name": c, "type": "INT", "annotation": {"tag": ["categorical"], "extraMetadata": [
+        {"embedding_sizes": {"cardinality": float(1000 + i), "dimension": 16.0}}]}} for i, c in enumerate(slots)][::-1]}
+    (tmp_path / "schema.json").write_text(json.dumps(doc))
+    result = run_with_standin(VERTEX / "task.py", "3.2", cwd=tmp_path, env=_standin_env(tmp_path),
+                              args=["--schema=schema.json", "--max_iter=10"])
+    assert result.returncode == 0, result.stderr
+    assert _one(result, "hugectr.DataReaderParams")["slot_size_array"] == list(range(1000, 1026))
+
+    doc["feature"] = doc["feature"][1:]   # drops C26
+    (tmp_path / "schema.json").write_text(json.dumps(doc))
+    result = run_with_standin(VERTEX / "task.py", "3.2", cwd=tmp_path, env=_standin_env(tmp_path),
+                              args=["--schema=schema.json"])
+    assert result.returncode == 2 and "no cardinality for categorical column(s) ['C26']" in result.stderr
+    assert not result.calls
