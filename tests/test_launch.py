@@ -417,3 +417,32 @@ def test_task_schema_cardinalities_by_column_name(tmp_path):
                               args=["--schema=schema.json"])
     assert result.returncode == 2 and "no cardinality for categorical column(s) ['C26']" in result.stderr
     assert not result.calls
+
+
+def test_torchrun_launcher_rendezvous_of_two_nodes(tmp_path):
+    """Two copies of torchrun.sh (two "nodes" on this machine) meet at the c10d rendezvous with real torchrun."""
+    import socket
+
+    from codegen.pipeline import build, load_features, open_spec
+    from codegen.render.cluster import render_cluster
+
+    ctx = open_spec(REPO / "specs" / "deepfm_multinode.yaml")
+    job = build(ctx, load_features(ctx, check_stale=False)[0])
+    gen = tmp_path / "gen"
+    (gen / "cluster").mkdir(parents=True)
+    (gen / "cluster" / "torchrun.sh").write_text(
+        render_cluster(ctx.loaded, job, "# header", has_task=True, has_torch=True)["torchrun.sh"])
+    (gen / "train_torch.py").write_text(
+        "import os, sys\n"
+        "open(os.path.join(sys.argv[1], 'rank' + os.environ['RANK']), 'w').write(os.environ['WORLD_SIZE'])\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "NNODES": "2", "NPROC_PER_NODE": "1", "RDZV_ENDPOINT": f"127.0.0.1:{port}",
+           "TORCHRUN": str(Path(sys.executable).parent / "torchrun")}
+    nodes = [subprocess.Popen(["bash", str(gen / "cluster" / "torchrun.sh"), str(tmp_path)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in nodes]
+    assert [p.returncode for p in nodes] == [0, 0], outs
+    assert sorted(f.name for f in tmp_path.glob("rank*")) == ["rank0", "rank1"]
+    assert {f.read_text() for f in tmp_path.glob("rank*")} == {"2"}
