@@ -116,6 +116,13 @@ def test_first_pass_keysets_and_source(tmp_path):
     assert "continuous_training.hmem_cache: CreateMOS has no hmem_cache (CreateETC has" in msg
 
 
+def test_launch_targets_are_refused(tmp_path):
+    spec = variant(tmp_path, ETC_SPEC, ("features_lock: criteo.features.lock.json",
+                                        "features_lock: criteo.features.lock.json\ntargets: [hugectr, task]"))
+    msg = problems(spec)
+    assert f"{spec}:{line_of(spec, 'targets:')}:1: targets: ['task'] run task.py" in msg
+
+
 def test_bad_spec_writes_nothing(tmp_path):
     spec = variant(tmp_path, MOS_SPEC, ("repeat_dataset: false", "repeat_dataset: true"),
                    ("  num_epochs: 1\n", "  max_iter: 10\n"))

@@ -47,6 +47,10 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
                     f"{V.CONTINUOUS_ANY.describe()}", fix="target one of those releases or remove the section")
         return None
     cache = "mos" if p.has_api("CreateMOS") else "etc"
+    launch = [t for t in getattr(spec, "targets", ()) if t in ("task", "vertex", "cluster")]
+    if launch:
+        b.fail(("targets",), f"{launch} run task.py, one fit without the incremental passes of continuous_training",
+               fix="keep targets: [hugectr] for continuous training (model.py and model_low_level.py)")
 
     # ---- epoch mode (hugectr.md §4.1) ---------------------------------------------------------------------------
     if spec.solver.repeat_dataset:
