@@ -293,3 +293,20 @@ def test_etc_scripts_run_on_nvtabular_output_with_its_keysets(tmp_path):
     (root / "data" / "criteo" / "day_3" / "_file_list.keyset").unlink()
     again = run_with_standin(gen / "model_low_level.py", "3.3", cwd=run, env=env)
     assert again.returncode != 0 and "day_3/_file_list.keyset" in again.stderr
+
+
+def test_hostile_paths_stay_literals(tmp_path):
+    """Paths come from the spec: in both scripts they are Python string literals, whatever they contain."""
+    import ast
+
+    evil = 'day_3/x"\\n__import__(\'os\').system(\'echo pwned\')#.txt'
+    spec = variant(tmp_path, ETC_SPEC, ("source: [/data/criteo/day_3/_file_list.txt,",
+                                        f"source: [{json.dumps(evil)},"),
+                   ("save_prefix: wdl_etc", "save_prefix: \"a'b\\nc\""))
+    files = render_spec(open_spec(spec)).files
+    for name in ("model.py", "model_low_level.py"):
+        text = files[next(p for p in files if p.name == name)]
+        tree = ast.parse(text)
+        strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        assert evil in strings and "a'b\nc" in strings, name
+        assert not any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "__import__" for n in ast.walk(tree))

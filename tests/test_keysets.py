@@ -222,3 +222,20 @@ def test_norm_sum_reader_in_chunks(tmp_path, monkeypatch):
     f.write_bytes(bytes(data))
     with pytest.raises(UserError, match="record 29 fails its check sum"):
         norm.norm_keys(f, "int64")
+
+
+def test_int32_model_spec_on_int32_output(criteo_int32, tmp_path):
+    """A lock with int32 ids makes i64_input_key False in the scripts and 4-byte keys in the keysets."""
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "x.yaml").write_text((REPO / "specs" / "wdl_continuous_etc.yaml").read_text())
+    lock = json.loads(json.dumps(LOCK))
+    for c in lock["categorical"]:
+        c["dtype"] = "int32"
+    (folder / "criteo.features.lock.json").write_text(json.dumps(lock))
+    gen = run_ctrgen("generate", str(folder / "x.yaml"), "--out", str(tmp_path / "out"))
+    assert gen.returncode == 0, gen.stderr
+    assert "i64_input_key=False," in (tmp_path / "out" / "wdl_continuous_etc" / "model.py").read_text()
+    _ok(str(criteo_int32 / "_file_list.txt"), "--spec", str(folder / "x.yaml"), "-o", str(tmp_path / "k.keyset"))
+    want = expected_keys(read_parts(criteo_int32))
+    assert (tmp_path / "k.keyset").stat().st_size == 4 * want.size
