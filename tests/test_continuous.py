@@ -310,3 +310,27 @@ def test_hostile_paths_stay_literals(tmp_path):
         strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
         assert evil in strings and "a'b\nc" in strings, name
         assert not any(isinstance(n, ast.Call) and getattr(n.func, "id", "") == "__import__" for n in ast.walk(tree))
+
+
+def test_continue_from_existing_models_on_ssd(tmp_path):
+    """train_from_scratch: false reads trained_sparse_models (CreateMOS) and loads the dense model after compile."""
+    spec = variant(tmp_path, MOS_SPEC, ("ps: host_memory", "ps: ssd"),
+                   ("train_from_scratch: true", "train_from_scratch: false\n  dense_model: wdl_mos_dense_0.model"))
+    gen = _generate(spec, tmp_path / "out")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "wdl_mos_dense_0.model").write_bytes(b"")
+    env = {"CTRGEN_STANDIN_SKIP_DATA": "1"}
+    high = run_with_standin(gen / "model.py", "3.2", cwd=run, env=env)
+    assert high.returncode == 0, high.stderr
+    (mos,) = calls_named(high, "hugectr.CreateMOS")
+    assert mos["kwargs"] == {"train_from_scratch": False, "use_host_memory_ps": False,
+                             "trained_sparse_models": ["./wdl_0_sparse_model", "./wdl_1_sparse_model"]}
+    order = [c["call"] for c in high.calls]
+    assert order.index("Model.compile") < order.index("Model.load_dense_weights") < order.index("Model.fit")
+    low = run_with_standin(gen / "model_low_level.py", "3.2", cwd=run, env=env)
+    assert low.returncode == 0, low.stderr
+    assert calls_named(low, "Model.load_dense_weights")[0]["args"] == ["wdl_mos_dense_0.model"]
+    (run / "wdl_mos_dense_0.model").unlink()
+    missing = run_with_standin(gen / "model.py", "3.2", cwd=run, env=env)
+    assert missing.returncode != 0 and "wdl_mos_dense_0.model" in missing.stderr
