@@ -239,3 +239,21 @@ def test_int32_model_spec_on_int32_output(criteo_int32, tmp_path):
     _ok(str(criteo_int32 / "_file_list.txt"), "--spec", str(folder / "x.yaml"), "-o", str(tmp_path / "k.keyset"))
     want = expected_keys(read_parts(criteo_int32))
     assert (tmp_path / "k.keyset").stat().st_size == 4 * want.size
+
+
+def test_multi_hot_list_columns(tmp_path):
+    """The demo's MovieLens with multi-hot genres: every list element is a key of its slot."""
+    from codegen.workflow import read_features
+
+    d = built_demo().paths["movielens_genres"]["train"]
+    feats = read_features(d, allow_import=False)
+    assert any(c.multi_hot for c in feats.categorical)
+    _ok(str(d / "_file_list.txt"), "--out-dir", str(tmp_path))
+    frame = read_parts(d)
+    offset, keys = 0, []
+    for c in feats.categorical:
+        col = frame[c.name].explode() if c.multi_hot else frame[c.name]
+        keys.append(col.dropna().to_numpy(np.int64) + offset)
+        offset += c.cardinality
+    np.testing.assert_array_equal(np.fromfile(tmp_path / "_file_list.keyset", dtype="<i8"),
+                                  np.unique(np.concatenate(keys)))
