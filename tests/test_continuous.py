@@ -15,7 +15,7 @@ import pytest
 from codegen.errors import UserError
 from codegen.hugectr import versions as V
 from codegen.pipeline import open_spec, render_spec
-from conftest import REPO, run_ctrgen
+from conftest import REPO, SHARED, run_ctrgen
 from demo_data import built_demo
 from hugectr_run import calls_named, run_with_standin
 from norm_data import random_records, write_file_list, write_norm
@@ -334,3 +334,48 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
     (run / "wdl_mos_dense_0.model").unlink()
     missing = run_with_standin(gen / "model.py", "3.2", cwd=run, env=env)
     assert missing.returncode != 0 and "wdl_mos_dense_0.model" in missing.stderr
+
+
+# ---- seed 003 itself on the stand-in ---------------------------------------------------------------------------
+
+def _seed003_cell(name: str) -> str:
+    (seed,) = (SHARED / "seeds").glob("003_*.txt")
+    return seed.read_text().split(f"%%writefile {name}\n", 1)[1].split(f"\nOverwriting {name}", 1)[0]
+
+
+def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
+    """The notebook's two scripts (wdl_train.py, wdl_mos.py) and specs/wdl_continuous.yaml's, run on the 3.2
+    stand-in: the same HugeCTR calls, the same graph JSON bytes. Known differences: i64_input_key (the Criteo demo
+    lock has int64 ids), and the low-level loop evaluates pass 2 on its own eval_source (the notebook keeps
+    file_list.2.txt)."""
+    from collections import Counter
+
+    env = {"CTRGEN_STANDIN_SKIP_DATA": "1"}
+    seed_dir, ours_dir = tmp_path / "seed", tmp_path / "ours"
+    seed_dir.mkdir()
+    ours_dir.mkdir()
+    for name in ("wdl_train.py", "wdl_mos.py"):
+        (tmp_path / name).write_text(_seed003_cell(name))
+    gen = REPO / "generated" / "wdl_continuous"
+    seed_hi = run_with_standin(tmp_path / "wdl_train.py", "3.2", cwd=seed_dir, env=env)
+    ours_hi = run_with_standin(gen / "model.py", "3.2", cwd=ours_dir, env=env)
+    assert seed_hi.returncode == 0 and ours_hi.returncode == 0, seed_hi.stderr + ours_hi.stderr
+    assert (seed_dir / "wdl.json").read_bytes() == (ours_dir / "wdl.json").read_bytes()
+    assert Counter(c["call"] for c in seed_hi.calls) == Counter(c["call"] for c in ours_hi.calls)
+    for name in ("hugectr.DataReaderParams", "hugectr.CreateMOS", "Model.fit", "Model.set_source",
+                 "Model.get_incremental_model", "Model.save_params_to_files"):
+        assert calls_named(seed_hi, name) == calls_named(ours_hi, name), name
+    (seed_solver,), (our_solver,) = calls_named(seed_hi, "hugectr.CreateSolver"), calls_named(ours_hi,
+                                                                                             "hugectr.CreateSolver")
+    assert {**seed_solver["kwargs"], "i64_input_key": True} == our_solver["kwargs"]
+
+    seed_lo = run_with_standin(tmp_path / "wdl_mos.py", "3.2", cwd=seed_dir, env=env)
+    ours_lo = run_with_standin(gen / "model_low_level.py", "3.2", cwd=ours_dir, env=env)
+    assert seed_lo.returncode == 0 and ours_lo.returncode == 0, seed_lo.stderr + ours_lo.stderr
+    extra = Counter(c["call"] for c in ours_lo.calls) - Counter(c["call"] for c in seed_lo.calls)
+    assert extra == Counter({"DataReader.set_source": 1}) and \
+        not Counter(c["call"] for c in seed_lo.calls) - Counter(c["call"] for c in ours_lo.calls)
+    for name in ("ModelOversubscriber.update", "Model.construct_from_json", "Model.train", "Model.eval",
+                 "Model.save_params_to_files"):
+        assert calls_named(seed_lo, name) == calls_named(ours_lo, name), name
+    assert ["wdl_data/file_list.5.txt"] in [c["args"] for c in calls_named(ours_lo, "DataReader.set_source")]
