@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from conftest import REPO, run_ctrgen
 from demo_data import built_demo, read_parts
 
@@ -50,3 +52,20 @@ def test_demo_without_specs_folder_is_a_clear_error(tmp_path) -> None:
     assert proc.returncode == 2
     assert "--specs" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "d").exists()
+
+
+def test_demo_continuous_training_writes_its_keysets() -> None:
+    demo, proc = _demo("--only", "wdl_continuous_etc")
+    assert proc.returncode == 0, proc.stderr
+    train = demo.paths["criteo"]["train"]
+    keyset = train / "_file_list.keyset"
+    assert f"keysets: wrote {keyset}:" in proc.stdout
+    out = demo.root / "generated" / "wdl_continuous_etc"
+    assert {"model.py", "model_low_level.py"} <= {p.name for p in out.iterdir()}
+    assert str(keyset) in (out / "model.py").read_text()
+    lock = json.loads((demo.root / "specs" / "wdl_continuous_etc.features.lock.json").read_text())
+    frame, offset, keys = read_parts(train), 0, []
+    for c in lock["categorical"]:
+        keys.append(frame[c["name"]].to_numpy("int64") + offset)
+        offset += c["cardinality"]
+    np.testing.assert_array_equal(np.fromfile(keyset, dtype="<i8"), np.unique(np.concatenate(keys)))

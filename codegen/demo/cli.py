@@ -27,6 +27,7 @@ DEMO_SPECS: dict[str, str] = {
     "dcn": "criteo",
     "dlrm": "criteo",
     "deepfm": "criteo",
+    "wdl_continuous_etc": "criteo",
 }
 
 EPILOG = """\b
@@ -70,6 +71,9 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
     data = doc.setdefault("data", {})
     data["train"] = [str(dataset_dir / "train" / "_file_list.txt")]
     data["eval"] = str(dataset_dir / "valid" / "_file_list.txt")
+    if doc.get("continuous_training") is not None:
+        # One pass over the demo's training split, its keyset beside the file list (the demo writes it).
+        doc["continuous_training"]["passes"] = [{"keyset": [str(dataset_dir / "train" / "_file_list.keyset")]}]
     doc.yaml_set_start_comment(f"Demo copy of specs/{spec_name}.yaml, written by 'ctrgen demo': workflow and data "
                                "point at the synthetic dataset.")
     buf = io.StringIO()
@@ -90,6 +94,7 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
     specs against them."""
     from ..features import describe_lock_drift
     from ..output import compare, write
+    from ..keysets.cli import spec_keysets
     from ..pipeline import open_spec, read_workflow_features, render_spec
 
     if not specs_dir.is_dir():
@@ -122,18 +127,21 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
         if not drift.clean:
             raise click.ClickException(f"demo outputs of {name} drifted right after generation:\n"
                                        + drift.report(str(folder)))
+        keysets = spec_keysets(demo_spec) if rendered.job.continuous else []   # ctrgen keysets --spec
         committed_lock = open_spec(committed).lock_path
         changes = []
         if committed_lock.is_file():
             from ..features import read_lock
             changes = describe_lock_drift(read_lock(committed_lock), fresh)
-        results.append((name, dataset, folder, rendered.job, changes))
+        results.append((name, dataset, folder, rendered.job, changes, keysets))
 
     click.echo("")
-    for name, dataset, folder, job, changes in results:
+    for name, dataset, folder, job, changes, keysets in results:
         click.echo(f"{name}: {folder}/ (spec {spec_dir / (name + '.yaml')}, data {root / dataset})")
         for inp in job.graph.sparse:
             click.echo(f"  {inp.name}: slot cardinalities from the ETL {list(inp.cardinalities)}")
+        for line in keysets:
+            click.echo(f"  keysets: {line}")
         if changes:
             click.echo(f"  ({len(changes)} column(s) differ from the committed {name} lock, which records the real "
                        "dataset's numbers; the demo copy has its own lock)")

@@ -173,6 +173,13 @@ def keysets_command(sources: tuple[Path, ...], spec: Path | None, key_type: str 
                                                "continuous_training section", field="SOURCES",
                             fix="e.g. ctrgen keysets /data/day_0/_file_list.txt")
 
+    for line in write_keysets(pairs, exp, schema=schema, quiet=quiet):
+        click.echo(line)
+
+
+def write_keysets(pairs: list[tuple[Path, Path]], exp: Expectations, *, schema: Path | None = None,
+                  quiet: bool = False) -> list[str]:
+    """Read every source, then write every keyset (nothing is written when a source is bad); one line each."""
     opened = [(open_source(s, exp.fmt), out) for s, out in pairs]   # every source is checked before any work
     total = sum(f.stat().st_size for src, _ in opened for f in src.files)
     bar = _Bar(total, enabled=not quiet)
@@ -181,6 +188,14 @@ def keysets_command(sources: tuple[Path, ...], spec: Path | None, key_type: str 
         keys, width = _keys(src, exp, schema, lambda f: bar.advance(f.stat().st_size, f.name))
         results.append((src, out, to_keyset(keys, width, where=str(src.path)), width))
     bar.close()
-    for src, out, keys, width in results:   # write only when every source was read
+    lines = []
+    for src, out, keys, width in results:
         write_keyset(out, keys)
-        click.echo(f"wrote {out}: {keys.size} keys ({width}) from {src.path} ({len(src.files)} file(s), {src.fmt})")
+        lines.append(f"wrote {out}: {keys.size} keys ({width}) from {src.path} ({len(src.files)} file(s), {src.fmt})")
+    return lines
+
+
+def spec_keysets(spec: Path, *, quiet: bool = True) -> list[str]:
+    """Every keyset of a spec's continuous_training passes, at the paths it names (``ctrgen keysets --spec``)."""
+    exp, pairs = _from_spec(spec)
+    return write_keysets(pairs, exp, quiet=quiet) if pairs else []
