@@ -257,3 +257,13 @@ def test_multi_hot_list_columns(tmp_path):
         offset += c.cardinality
     np.testing.assert_array_equal(np.fromfile(tmp_path / "_file_list.keyset", dtype="<i8"),
                                   np.unique(np.concatenate(keys)))
+
+
+def test_usage_errors(criteo, tmp_path):
+    lst = str(criteo["train"] / "_file_list.txt")
+    assert "names one file for 2 sources" in _bad(lst, lst, "-o", str(tmp_path / "x.keyset"))
+    err = _bad("--spec", str(REPO / "specs" / "wdl.yaml"))
+    assert "no sources: name file lists or data files, or a spec with a continuous_training section" in err
+    assert "the spec's data is parquet" in _bad(lst, "--spec", str(REPO / "specs" / "wdl.yaml"), "--format", "norm")
+    assert "source not found" in _bad(str(tmp_path / "nope.txt"))
+    assert not list(tmp_path.glob("*.keyset"))
