@@ -24,7 +24,7 @@ MOS_KINDS = ("host_memory", "ssd")
 ETC_KINDS = {"staged": "Staged", "cached": "Cached"}
 LOC = ("continuous_training",)
 
-EPOCH_MODE = ('"The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"')
+EPOCH_MODE = '"The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"'
 
 
 def _n(count: int, noun: str) -> str:
@@ -47,7 +47,7 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
                     f"{V.CONTINUOUS_ANY.describe()}", fix="target one of those releases or remove the section")
         return None
     cache = "mos" if p.has_api("CreateMOS") else "etc"
-    launch = [t for t in getattr(spec, "targets", ()) if t in ("task", "vertex", "cluster")]
+    launch = [t for t in spec.targets if t in ("task", "vertex", "cluster")]
     if launch:
         b.fail(("targets",), f"{launch} run task.py, one fit without the incremental passes of continuous_training",
                fix="keep targets: [hugectr] for continuous training (model.py and model_low_level.py)")
