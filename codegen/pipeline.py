@@ -22,6 +22,7 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
 from .render.summary import render_summary
+from .render.triton import plan_for, render_triton
 from .spec.load import LoadedSpec, load_spec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
@@ -134,8 +135,17 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)
+    if ctx.spec.triton.enabled:
+        plan = plan_for(job, features, ctx.spec.triton)
+        files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
+                                   digest=digest, nvtabular_note=_nvtabular_note(features)))
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
     return Rendered(name=job.name, files=files, job=job, digest=digest)
+
+
+def _nvtabular_note(features: Features) -> str:
+    m = re.search(r"nvtabular [0-9][0-9A-Za-z.]*", features.provenance)
+    return f"({m.group(0)} saved the workflow)" if m else ""
 
 
 def manifest(ctx: SpecContext, digest: str, files: dict[PurePosixPath, str], features: Features) -> str:
