@@ -117,6 +117,7 @@ class Rendered:
     files: dict[PurePosixPath, str]  # relative to the output folder
     job: TrainingJob
     digest: str
+    triton: object = None            # codegen.triton.plan.RepositoryPlan when the spec's triton target is on
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:
@@ -128,6 +129,7 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     job = build(ctx, features)
     digest = inputs_digest(ctx.loaded.text, lock_text)
     files: dict[PurePosixPath, str] = {}
+    plan = None
     files[PurePosixPath("model.py")] = render_model_py(
         job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
     files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
@@ -140,7 +142,7 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
                                    digest=digest, nvtabular_note=_nvtabular_note(features)))
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
-    return Rendered(name=job.name, files=files, job=job, digest=digest)
+    return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan)
 
 
 def _nvtabular_note(features: Features) -> str:
