@@ -81,6 +81,7 @@ class Slot:
     offset: int                       # added to the column's ids: exclusive prefix sum of slot_size_array
     max_keys: int                     # keys per sample in this slot (1 for one-hot columns)
     multi_hot: bool
+    nnz: int = 1                      # the graph's nnz_per_slot
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,11 @@ class Table:
 
     @property
     def max_keys(self) -> int:
-        return sum(s.max_keys for s in self.slots)
+        """Keys per sample in this table: the slot count when every column is one-hot, else Σ nnz_per_slot, as
+        HugeCTR derives it (get_max_feature_num_per_sample_from_nnz_per_slot; lint fixtures README)."""
+        if any(s.multi_hot for s in self.slots):
+            return sum(s.nnz for s in self.slots)
+        return len(self.slots)
 
 
 @dataclass(frozen=True)
@@ -167,7 +172,7 @@ def plan_preprocessing(job: TrainingJob, features: Features) -> Preprocessing:
     for e in g.embeddings:
         s = inputs[e.bottom]
         slots = tuple(Slot(column=col, cardinality=int(by_col[col].cardinality or 0), offset=offsets[col],
-                           max_keys=_slot_keys(by_col[col], nnz), multi_hot=by_col[col].multi_hot)
+                           max_keys=_slot_keys(by_col[col], nnz), multi_hot=by_col[col].multi_hot, nnz=nnz)
                       for col, nnz in zip(s.columns, s.nnz_per_slot))
         tables.append(Table(name=e.name, input=s.name, slots=slots, vec_size=e.vec_size))
     request = features.request_columns()
