@@ -60,9 +60,20 @@ def render_preprocess_model(plan: RepositoryPlan, header: str, nvtabular_note: s
         request=_block(request),
         labels=py(list(pre.labels)),
         continuous=py(list(pre.continuous)),
-        tables=_block(tables),
+        tables=_tables_block(tables),
         nvtabular_note=nvtabular_note or "(the release that saved the workflow)",
     )
+
+
+def _tables_block(tables: list) -> str:
+    """TABLES with one slot per line."""
+    out = ["["]
+    for name, slots in tables:
+        out.append(f"    ({py(name)}, [")
+        out += [f"        {py(slot)}," for slot in slots]
+        out.append("    ]),")
+    out.append("]")
+    return "\n".join(out)
 
 
 def _block(items: list) -> str:
