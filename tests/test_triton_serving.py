@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from codegen.demo.cli import demo_spec_text
+from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
 from codegen.pipeline import open_spec, read_workflow_features, render_spec
 from tests.conftest import REPO, run_ctrgen
@@ -27,6 +27,7 @@ from tests.triton_server import Server
 
 pytestmark = pytest.mark.slow
 SPECS = ("movielens", "movielens_genres")
+SERVED = (*SPECS, "wdl")       # wdl: two embedding tables, BYTES request columns, 13 continuous columns
 
 
 def _fake_weights(folder: Path, plan) -> None:
@@ -42,6 +43,21 @@ def _fake_weights(folder: Path, plan) -> None:
             (folder / name).write_bytes(np.zeros(8, dtype=np.float32).tobytes())
 
 
+def _deploy(spec: Path, workflow: Path, scratch: Path) -> dict:
+    """ctrgen generate + assemble (placeholder weights) for one spec; the lock must be current."""
+    ctx = open_spec(spec)
+    rendered = render_spec(ctx)
+    write(ctx.root / "generated" / rendered.name, rendered.files)                                  # ctrgen generate
+    weights = scratch / "weights" / rendered.name
+    _fake_weights(weights, rendered.triton)
+    repo = scratch / "repos" / rendered.name
+    result = run_ctrgen("assemble", str(spec), "--workflow", str(workflow), "--weights", str(weights),
+                        "--out", str(repo))
+    assert result.returncode == 0, result.stderr
+    assert "--backend-config=hugectr,ps=/model/ps.json" in result.stdout
+    return {"repo": repo, "workflow": workflow, "plan": rendered.triton}
+
+
 @pytest.fixture(scope="module")
 def deployed():
     demo = built_demo()
@@ -49,25 +65,24 @@ def deployed():
     server = None
     try:
         out = {}
-        for name in SPECS:
-            spec_dir = demo.root / "serving_specs"       # demo_spec_text wants the data below its parent
-            spec_dir.mkdir(exist_ok=True)
+        spec_dir = demo.root / "serving_specs"       # demo_spec_text wants the data below its parent
+        spec_dir.mkdir(exist_ok=True)
+        for name in SERVED:
+            dataset = DEMO_SPECS[name]
             spec = spec_dir / f"{name}.yaml"
             spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
-                                           dataset_dir=demo.root / name, spec_dir=spec_dir))
+                                           dataset_dir=demo.root / dataset, spec_dir=spec_dir))
             ctx = open_spec(spec)
             ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())   # ctrgen lock
-            rendered = render_spec(ctx)
-            write(ctx.root / "generated" / name, rendered.files)                                # ctrgen generate
-            _fake_weights(scratch / "weights" / name, rendered.triton)
-            result = run_ctrgen("assemble", str(spec), "--workflow", str(ctx.workflow_path),
-                                "--weights", str(scratch / "weights" / name), "--out", str(scratch / "repos" / name))
-            assert result.returncode == 0, result.stderr
-            assert "--backend-config=hugectr,ps=/model/ps.json" in result.stdout
-            out[name] = {"repo": scratch / "repos" / name, "workflow": ctx.workflow_path, "plan": rendered.triton,
-                         "raw": demo.paths[name]["raw"]}
-        server = Server(repos=[out[n]["repo"] for n in SPECS], scratch=scratch)
-        server.start(load=[f"{n}_nvt" for n in SPECS])
+            out[name] = {**_deploy(spec, ctx.workflow_path, scratch), "raw": demo.paths[dataset]["raw"]}
+        # The committed movielens spec keeps ml-25m's cardinalities: its model must refuse the demo's workflow.
+        stale = spec_dir / "movielens_stale.yaml"
+        stale.write_text((REPO / "specs" / "movielens.yaml").read_text().replace("name: movielens\n",
+                                                                               "name: movielens_stale\n"))
+        shutil.copy(REPO / "specs" / "movielens.features.lock.json", spec_dir / "movielens_stale.features.lock.json")
+        out["movielens_stale"] = _deploy(stale, demo.paths["movielens"]["workflow"], scratch)
+        server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
+        server.start(load=[f"{n}_nvt" for n in SERVED])
         yield server, out
     finally:
         if server is not None:
@@ -75,11 +90,16 @@ def deployed():
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def request_frame(raw: Path) -> pd.DataFrame:
-    """Validation rows as a client sends them, plus ids the workflow never saw (mapped to its out-of-vocabulary id)."""
-    valid = pd.read_parquet(raw / "valid.parquet").head(9)[["userId", "movieId"]].reset_index(drop=True)
-    unseen = pd.DataFrame({"userId": [10_000_000], "movieId": [int(valid["movieId"].iloc[0])]})
-    return pd.concat([valid, unseen], ignore_index=True).astype(np.int64)
+def request_frame(raw: Path, plan) -> pd.DataFrame:
+    """Validation rows as a client sends them (complete rows: BYTES cannot carry None); MovieLens adds an id the
+    workflow never saw (mapped to its out-of-vocabulary id)."""
+    columns = [c.name for c in plan.preprocessing.request]
+    valid = pd.read_parquet(raw / "valid.parquet")[columns].dropna().head(9).reset_index(drop=True)
+    if "userId" in columns:
+        unseen = valid.head(1).copy()
+        unseen["userId"] = 10_000_000
+        valid = pd.concat([valid, unseen], ignore_index=True)
+    return valid
 
 
 def offline_vcsr(workflow_dir: Path, plan, frame: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -105,7 +125,10 @@ def offline_vcsr(workflow_dir: Path, plan, frame: pd.DataFrame) -> dict[str, np.
     return {"DES": des, "CATCOLUMN": np.array(keys, np.int64), "ROWINDEX": np.array(rowindex, np.int32)}
 
 
-def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, dtype=np.int64) -> dict[str, np.ndarray]:
+WIRE = {"int64": "INT64", "int32": "INT32", "float64": "FP64", "float32": "FP32", "object": "BYTES"}
+
+
+def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, cast: dict | None = None) -> dict:
     if protocol == "http":
         import tritonclient.http as client
         conn = client.InferenceServerClient(server.http_url)
@@ -114,8 +137,13 @@ def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, dtype=
         conn = client.InferenceServerClient(server.grpc_url)
     inputs = []
     for col in frame.columns:
-        data = frame[col].to_numpy().astype(dtype).reshape(-1, 1)
-        t = client.InferInput(col, list(data.shape), "INT64" if dtype == np.int64 else "INT32")
+        data = frame[col].to_numpy()
+        if cast and col in cast:
+            data = data.astype(cast[col])
+        if data.dtype == object:
+            data = np.array([str(v).encode() for v in data], dtype=np.object_)
+        data = data.reshape(-1, 1)
+        t = client.InferInput(col, list(data.shape), WIRE[data.dtype.name])
         t.set_data_from_numpy(data)
         inputs.append(t)
     outputs = [client.InferRequestedOutput(n) for n in ("DES", "CATCOLUMN", "ROWINDEX")]
@@ -128,11 +156,11 @@ def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, dtype=
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", SERVED)
 def test_preprocessing_matches_offline_transform(deployed, name, protocol):
     server, out = deployed
     d = out[name]
-    frame = request_frame(d["raw"])
+    frame = request_frame(d["raw"], d["plan"])
     got = infer(server, protocol, f"{name}_nvt", frame)
     want = offline_vcsr(d["workflow"], d["plan"], frame)
     # (an empty DES comes back as a float64 numpy array from the HTTP client; the wire datatype is what counts)
@@ -146,6 +174,10 @@ def test_preprocessing_matches_offline_transform(deployed, name, protocol):
         assert got["CATCOLUMN"].size > len(frame) * 2                      # multi-hot genres carry several keys
         genres = next(s for s in tables[0].slots if s.column == "genres")
         assert genres.offset == sum(s.cardinality for s in tables[0].slots[:2])
+    elif name == "wdl":
+        assert [t.name for t in tables] == ["sparse_embedding2", "sparse_embedding1"]     # wide, then deep
+        assert got["DES"].size == len(frame) * 13 and got["CATCOLUMN"].size == len(frame) * 27
+        assert "C1_C2" not in frame.columns and {"C1", "C2"} <= set(frame.columns)
     else:
         assert got["CATCOLUMN"].size == len(frame) * 2
 
@@ -180,9 +212,9 @@ def test_wrong_dtype_is_a_triton_error_and_model_stays_ready(deployed, protocol)
     from tritonclient.utils import InferenceServerException
 
     server, out = deployed
-    frame = request_frame(out["movielens"]["raw"])
+    frame = request_frame(out["movielens"]["raw"], out["movielens"]["plan"])
     with pytest.raises(InferenceServerException) as err:
-        infer(server, protocol, "movielens_nvt", frame, dtype=np.int32)
+        infer(server, protocol, "movielens_nvt", frame, cast={"userId": np.int32})
     assert "INT32" in str(err.value) and "INT64" in str(err.value)
     import tritonclient.http as client
     assert client.InferenceServerClient(server.http_url).is_model_ready("movielens_nvt")
@@ -205,4 +237,17 @@ def test_bad_shape_is_answered_by_the_model(deployed):
     with pytest.raises(InferenceServerException) as err:
         conn.infer("movielens_nvt", inputs)
     assert "must have shape [batch, 1]" in str(err.value)
+    assert conn.is_model_ready("movielens_nvt")
+
+
+def test_stale_workflow_is_refused_at_load(deployed):
+    """A model generated for other cardinalities would shift keys wrongly: it fails to load, with the reason."""
+    import tritonclient.http as client
+    from tritonclient.utils import InferenceServerException
+
+    server, _ = deployed
+    conn = client.InferenceServerClient(server.http_url)
+    with pytest.raises(InferenceServerException) as err:
+        conn.load_model("movielens_stale_nvt")
+    assert "cardinality" in str(err.value) and "userId" in str(err.value)
     assert conn.is_model_ready("movielens_nvt")
