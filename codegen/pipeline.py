@@ -138,11 +138,23 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)
     if ctx.spec.triton.enabled:
-        plan = plan_for(job, features, ctx.spec.triton)
+        plan = plan_triton(ctx, job, features)
         files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
                                    digest=digest, nvtabular_note=_nvtabular_note(features)))
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
     return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan)
+
+
+def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features):
+    from .triton.plan import PlanError
+
+    try:
+        return plan_for(job, features, ctx.spec.triton)
+    except PlanError as exc:
+        if exc.source == "spec":
+            raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None
+        field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in exc.loc).replace(".[", "[")
+        raise UserError.one(display_path(ctx.lock_path, ctx.root), exc.message, field=field, fix=exc.fix) from None
 
 
 def _nvtabular_note(features: Features) -> str:

@@ -214,3 +214,21 @@ def test_assemble_names_the_missing_file(tmp_path):
     assert [f for f in findings if f.severity == ERROR] == []
     help_text = run_ctrgen("assemble", "--help").stdout
     assert "Examples:" in help_text
+
+
+def test_unplannable_repositories_name_the_field(tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    lock = json.loads((REPO / "specs" / "movielens.features.lock.json").read_text())
+    (specs / "m.features.lock.json").write_text(json.dumps(lock))
+    text = (REPO / "specs" / "movielens.yaml").read_text()
+    (specs / "m.yaml").write_text(text.replace("  max_iter: 2000", "  num_epochs: 1")
+                                  .replace("  repeat_dataset: true", "  repeat_dataset: false"))
+    r = run_ctrgen("generate", str(specs / "m.yaml"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "triton.hugectr.snapshot_iteration" in r.stderr and "Traceback" not in r.stderr
+    (specs / "m.yaml").write_text(text)
+    lock["inputs"] = [{"name": "userId", "dtype": "complex128"}]
+    (specs / "m.features.lock.json").write_text(json.dumps(lock))
+    r = run_ctrgen("generate", str(specs / "m.yaml"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and "m.features.lock.json: inputs[0]:" in r.stderr and "complex128" in r.stderr
+    assert not (tmp_path / "out").exists()

@@ -20,10 +20,18 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..errors import UserError
 from ..features import Column, Features
 from ..graph.ir import TrainingJob
 from ..spec.model import TritonSpec
+
+class PlanError(Exception):
+    """A repository that cannot be planned; the pipeline reports it against the spec (``source="spec"``, with the
+    field's line) or the features lock (``source="lock"``)."""
+
+    def __init__(self, source: str, loc: tuple[str | int, ...], message: str, fix: str = ""):
+        super().__init__(message)
+        self.source, self.loc, self.message, self.fix = source, loc, message, fix
+
 
 # numpy dtype name of a raw request column -> Triton DataType name.
 TRITON_DTYPES = {
@@ -176,11 +184,10 @@ def plan_preprocessing(job: TrainingJob, features: Features) -> Preprocessing:
                       for col, nnz in zip(s.columns, s.nnz_per_slot))
         tables.append(Table(name=e.name, input=s.name, slots=slots, vec_size=e.vec_size))
     request = features.request_columns()
-    for c in request:
+    for i, c in enumerate(request):
         if c.dtype not in TRITON_DTYPES:
-            raise UserError.one("features lock", f"request column {c.name!r} has dtype {c.dtype!r}, which has no "
-                                "Triton data type", field="inputs",
-                                fix="cast the column in the workflow, or set triton: {enabled: false}")
+            raise PlanError("lock", ("inputs", i), f"request column {c.name!r} has dtype {c.dtype!r}, which has no "
+                            "Triton data type", "cast the column in the workflow, or set triton: {enabled: false}")
     return Preprocessing(request=tuple(request), tables=tuple(tables),
                          continuous=tuple(c.name for c in features.continuous),
                          key_dtype="int64" if job.i64_input_key else "uint32",
@@ -235,9 +242,9 @@ class HugeCTRStep:
         prefix = h.snapshot_prefix if h.snapshot_prefix is not None else dict(ctx.job.fit).get("snapshot_prefix", "")
         it = h.snapshot_iteration or last_snapshot(ctx.job)
         if it is None:
-            raise UserError.one("spec", "the weight file names need the training iteration, and fit runs by "
-                                "epochs", field="triton.hugectr.snapshot_iteration",
-                                fix="set triton.hugectr.snapshot_iteration to the iteration of the saved model")
+            raise PlanError("spec", ("triton", "hugectr", "snapshot_iteration"), "the weight file names need the "
+                            "training iteration, and fit runs by epochs",
+                            "set triton.hugectr.snapshot_iteration to the iteration of the saved model")
         dense = f"{prefix}_dense_{it}.model"
         sparse = tuple(f"{prefix}{i}_sparse_{it}.model" for i in range(len(ctx.job.graph.embeddings)))
         return dense, sparse
