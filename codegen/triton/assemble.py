@@ -103,11 +103,15 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
                 if src.is_file() and ntp.is_file():
                     shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
                     copied.append(f"{model.name}/{plan.version}/{ntp.name}")
-        old = None
+        old = tmp / "old"
         if out.exists():
-            old = tmp / "old"
             os.replace(out, old)
-        os.replace(stage, out)
+        try:
+            os.replace(stage, out)
+        except OSError:
+            if old.exists():
+                os.replace(old, out)   # put the previous repository back
+            raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return Assembled(out=out, copied=copied, command=server_command(plan))
