@@ -28,6 +28,44 @@ from tests.triton_server import Server
 pytestmark = pytest.mark.slow
 SPECS = ("movielens", "movielens_genres")
 SERVED = (*SPECS, "wdl")       # wdl: two embedding tables, BYTES request columns, 13 continuous columns
+TAGGED_SPEC = """\
+version: 1
+name: tagged
+hugectr_version: "23.06"
+workflow: {workflow}
+data: {{format: parquet, train: [/data/train/_file_list.txt], eval: /data/valid/_file_list.txt}}
+features: {{label: [y]}}
+input:
+  sparse:
+    - name: data1
+      nnz_per_slot: [1, 3]
+embeddings:
+  - name: sparse_embedding1
+    input: data1
+    embedding_vec_size: 8
+    workspace_size_per_gpu_in_mb: 0
+    slot_size_array: true
+model: {{preset: mlp, units: [16]}}
+"""
+
+
+def _tagged_workflow(folder: Path) -> Path:
+    """A workflow whose raw input is a list column (tags): the request carries tags__values / tags__lengths."""
+    from codegen.demo import etl
+
+    nvt = etl.import_nvtabular()
+    rng = np.random.default_rng(7)
+    n = 60
+    frame = pd.DataFrame({"userId": rng.integers(1, 12, n).astype(np.int64),
+                          "tags": [rng.integers(1, 9, rng.integers(1, 4)).astype(np.int64) for _ in range(n)],
+                          "y": rng.integers(0, 2, n).astype(np.float32)})
+    workflow = nvt.Workflow((["userId", "tags"] >> nvt.ops.Categorify()) + (["y"] >> nvt.ops.AddTags(["target"])))
+    folder.mkdir(parents=True)
+    with etl.scratch_cwd(), etl.quiet():
+        workflow.fit(nvt.Dataset(frame, cpu=True))
+        etl.save_workflow(workflow, folder / "workflow")
+    frame.to_parquet(folder / "valid.parquet")
+    return folder / "workflow"
 
 
 def _fake_weights(folder: Path, plan) -> None:
@@ -81,8 +119,14 @@ def deployed():
                                                                                "name: movielens_stale\n"))
         shutil.copy(REPO / "specs" / "movielens.features.lock.json", spec_dir / "movielens_stale.features.lock.json")
         out["movielens_stale"] = _deploy(stale, demo.paths["movielens"]["workflow"], scratch)
+        tagged_wf = _tagged_workflow(scratch / "tagged")
+        tagged = spec_dir / "tagged.yaml"
+        tagged.write_text(TAGGED_SPEC.format(workflow=json.dumps(str(tagged_wf))))
+        ctx = open_spec(tagged)
+        ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+        out["tagged"] = {**_deploy(tagged, tagged_wf, scratch), "raw": scratch / "tagged"}
         server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
-        server.start(load=[f"{n}_nvt" for n in SERVED])
+        server.start(load=[f"{n}_nvt" for n in (*SERVED, "tagged")])
         yield server, out
     finally:
         if server is not None:
@@ -137,6 +181,17 @@ def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, cast: 
         conn = client.InferenceServerClient(server.grpc_url)
     inputs = []
     for col in frame.columns:
+        if isinstance(frame[col].iloc[0], np.ndarray):     # a list column: <col> padded, <col>__lengths
+            lengths = np.array([len(v) for v in frame[col]], np.int32)
+            padded = np.full((len(frame), lengths.max()), -7, dtype=np.int64)      # padding is never read
+            for i, v in enumerate(frame[col]):
+                padded[i, :len(v)] = v
+            parts = {col: padded, f"{col}__lengths": lengths.reshape(-1, 1)}
+            for part, data in parts.items():
+                t = client.InferInput(part, list(data.shape), WIRE[data.dtype.name])
+                t.set_data_from_numpy(data)
+                inputs.append(t)
+            continue
         data = frame[col].to_numpy()
         if cast and col in cast:
             data = data.astype(cast[col])
@@ -156,7 +211,7 @@ def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, cast: 
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-@pytest.mark.parametrize("name", SERVED)
+@pytest.mark.parametrize("name", (*SERVED, "tagged"))
 def test_preprocessing_matches_offline_transform(deployed, name, protocol):
     server, out = deployed
     d = out[name]
@@ -174,6 +229,9 @@ def test_preprocessing_matches_offline_transform(deployed, name, protocol):
         assert got["CATCOLUMN"].size > len(frame) * 2                      # multi-hot genres carry several keys
         genres = next(s for s in tables[0].slots if s.column == "genres")
         assert genres.offset == sum(s.cardinality for s in tables[0].slots[:2])
+    elif name == "tagged":
+        assert got["CATCOLUMN"].size == len(frame) + sum(len(v) for v in frame["tags"])
+        assert len({len(v) for v in frame["tags"]}) > 1                   # ragged lists in one request
     elif name == "wdl":
         assert [t.name for t in tables] == ["sparse_embedding2", "sparse_embedding1"]     # wide, then deep
         assert got["DES"].size == len(frame) * 13 and got["CATCOLUMN"].size == len(frame) * 27

@@ -208,7 +208,7 @@ def _instance(spec_instance) -> Instance:
 
 def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...]) -> ModelPlan:
     pre = ctx.pre
-    inputs = tuple(Tensor(c.name, TRITON_DTYPES[c.dtype]) for c in pre.request)
+    inputs = tuple(t for c in pre.request for t in request_tensors(c))
     outputs = tuple(t for t in _preprocess_outputs(pre) if t.name in {c.name for c in consumed})
     params = (
         ("cats", json.dumps([s.column for t in pre.tables for s in t.slots])),
@@ -221,6 +221,15 @@ def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...]) -> 
     return ModelPlan(name=ctx.name + NVT_SUFFIX, max_batch_size=ctx.spec.max_batch_size, inputs=inputs,
                      outputs=outputs, backend="python", instances=(_instance(ctx.spec.preprocessing.instance),),
                      parameters=params, version_files=("model.py",), required_files=(pre.workflow_dir,))
+
+
+def request_tensors(col: Column) -> tuple[Tensor, ...]:
+    """A scalar column is one tensor [batch, 1]. A list column is ``<col>`` [batch, longest list] padded with
+    anything, plus ``<col>__lengths`` [batch, 1] int32 (Triton requires one batch size for all inputs of a request,
+    so the flat values + lengths pair of merlin-systems would not pass its checks here)."""
+    if col.multi_hot:
+        return (Tensor(col.name, TRITON_DTYPES[col.dtype]), Tensor(f"{col.name}__lengths", "TYPE_INT32"))
+    return (Tensor(col.name, TRITON_DTYPES[col.dtype]),)
 
 
 def _preprocess_outputs(pre: Preprocessing) -> tuple[Tensor, ...]:
