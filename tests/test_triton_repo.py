@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from google.protobuf import text_format
@@ -232,3 +231,13 @@ def test_unplannable_repositories_name_the_field(tmp_path):
     r = run_ctrgen("generate", str(specs / "m.yaml"), "--out", str(tmp_path / "out"))
     assert r.returncode == 2 and "m.features.lock.json: inputs[0]:" in r.stderr and "complex128" in r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_check_covers_the_triton_repository(tmp_path):
+    out = tmp_path / "gen"
+    assert run_ctrgen("generate", "specs/movielens.yaml", "--out", str(out)).returncode == 0
+    assert run_ctrgen("check", "specs/movielens.yaml", "--out", str(out)).returncode == 0
+    ps = out / "movielens" / "triton" / "ps.json"
+    ps.write_text(ps.read_text().replace('"max_batch_size": 64', '"max_batch_size": 32'))
+    r = run_ctrgen("check", "specs/movielens.yaml", "--out", str(out))
+    assert r.returncode == 1 and "triton/ps.json" in r.stdout

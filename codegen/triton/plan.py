@@ -17,7 +17,7 @@ Every number comes from the training job (graph) and the features lock, never fr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..features import Column, Features
@@ -129,7 +129,6 @@ class RepositoryPlan:
     models: tuple[ModelPlan, ...]     # preprocessing, model step, ensemble
     ps: dict | None                   # ps.json document, or None when the model step needs none
     graph_json: str                   # file name of the graph JSON in the model step's version folder
-    notes: tuple[str, ...] = field(default=())
 
     def model(self, suffix: str) -> ModelPlan:
         return next(m for m in self.models if m.name == self.name + suffix)
