@@ -100,8 +100,17 @@ def test_ps_json_agrees_with_config_and_graph(name):
 
 
 @pytest.mark.parametrize("name", ALL_SPECS)
-def test_validate_passes_the_generated_repository(name):
-    lock = open_spec(REPO / "specs" / f"{name}.yaml").lock_path
+def test_validate_passes_the_generated_repository(name, tmp_path):
+    ctx = open_spec(REPO / "specs" / f"{name}.yaml")
+    lock = ctx.lock_path
+    chosen = ctx.spec.features.categorical
+    if chosen is not None:
+        # A shared lock (criteo) holds more columns than this spec trains on; validate knows no spec, so it gets
+        # the lock of the columns the spec selects.
+        doc = json.loads(lock.read_text())
+        doc["categorical"] = [c for c in doc["categorical"] if c["name"] in chosen]
+        lock = tmp_path / lock.name
+        lock.write_text(json.dumps(doc))
     result = run_ctrgen("validate", str(GENERATED / name / "triton"), "--features-lock", str(lock))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 errors" in result.stdout
