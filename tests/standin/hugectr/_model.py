@@ -9,13 +9,13 @@ import os
 from collections import Counter
 
 from . import _files
-from ._api import (DataReaderParams, DenseLayer, DataReaderSparseParam, EmbeddingTrainingCacheParams, HugeCTRError,
+from ._api import (ETC_SPAN, MOS_SPAN, DataReaderParams, DenseLayer, DataReaderSparseParam, EmbeddingTrainingCacheParams, HugeCTRError,
                    Input, ModelOversubscriberParams, OptParams, Solver, SparseEmbedding, _call, _overload, _Obj,
                    CreateOptimizer)
 from ._enums import Embedding_t, Initializer_t, Layer_t, Optimizer_t, Update_t, Activation_t, FcPosition_t, \
     Regularizer_t, Tensor_t
 from ._record import quiet, record
-from ._release import NAME, RELEASE, at_least
+from ._release import NAME, RELEASE, Span, at_least
 from ._shapes import LOSSES, Tensor, infer
 from ._sig import P, bind
 from . import _writer as W
@@ -102,10 +102,12 @@ class Model(_Obj):
     def __init__(self, *args, **kwargs):
         record("hugectr.Model", args, kwargs)
         cache_arg = "mos_params" if RELEASE < (3, 3) else "etc_params"
-        cache_kind = "obj:ModelOversubscriberParams" if RELEASE < (3, 3) else "obj:EmbeddingTrainingCacheParams"
         b = bind("hugectr.Model", [P("solver", kind="obj:Solver"), P("reader_params", kind="obj:DataReaderParams"),
-                                   P("opt_params", kind="obj:OptParams"), P(cache_arg, None, cache_kind)],
+                                   P("opt_params", kind="obj:OptParams"),
+                                   P("mos_params", None, "obj:ModelOversubscriberParams", MOS_SPAN),
+                                   P("etc_params", None, "obj:EmbeddingTrainingCacheParams", ETC_SPAN)],
                  args, kwargs)
+        b.setdefault(cache_arg, None)
         super().__init__({})
         self._solver: Solver = b["solver"]
         self._reader: DataReaderParams = b["reader_params"]
@@ -347,20 +349,18 @@ class Model(_Obj):
         self._need_compiled()
         self._reading = True
 
-    def _first_batch_params(self) -> list[P]:
-        return [P("is_first_batch", True, "bool")] if (3, 3) <= RELEASE < (23, 6) else []
+    FIRST_BATCH = P("is_first_batch", True, "bool", Span((3, 3), (23, 6)))  # train/eval argument of 3.3 - 4.x
 
     def train(self, *args, **kwargs) -> bool:
         record("Model.train", args, kwargs)
-        bind("Model.train", self._first_batch_params(), args, kwargs)
+        bind("Model.train", [self.FIRST_BATCH], args, kwargs)
         self._need_compiled()
         self._iteration += 1
         return self._train_reader._next_batch()
 
     def eval(self, *args, **kwargs) -> bool:
         record("Model.eval", args, kwargs)
-        params = self._first_batch_params() if RELEASE >= (3, 3) else [P("eval_batch", -1, "int")]
-        bind("Model.eval", params, args, kwargs)
+        bind("Model.eval", [P("eval_batch", -1, "int", Span((3, 2), (3, 3))), self.FIRST_BATCH], args, kwargs)
         self._need_compiled()
         return self._eval_reader._next_batch()
 

@@ -64,8 +64,8 @@ def bind(qualname: str, params: list[P], args: tuple, kwargs: dict) -> dict:
             if other is not None:
                 raise TypeError(f"{qualname}() got an unexpected keyword argument {k!r}: HugeCTR {NAME} does not "
                                 f"have it (it exists in {other.span.describe()})")
-            raise TypeError(f"{qualname}() got an unexpected keyword argument {k!r} in HugeCTR {NAME}; "
-                            f"arguments: {', '.join(names)}")
+            accepted = f"arguments: {', '.join(names)}" if names else "it takes no arguments"
+            raise TypeError(f"{qualname}() got an unexpected keyword argument {k!r} in HugeCTR {NAME}; {accepted}")
         if k in out:
             raise TypeError(f"{qualname}() got multiple values for argument {k!r}")
         out[k] = v

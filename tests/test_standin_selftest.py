@@ -1,0 +1,205 @@
+"""The stand-in is strict the way the real module is: each wrong call raises with a clear message naming the
+argument and the release (and where the thing exists), and it records calls in the documented format."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hugectr_run import STANDIN, calls_named, run_with_standin
+
+PRELUDE = """\
+import hugectr
+solver = hugectr.CreateSolver(batchsize=1024, vvgpu=[[0]], repeat_dataset={repeat})
+optimizer = hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.Adam)
+reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Parquet, source=["train/_file_list.txt"],
+                                  eval_source="valid/_file_list.txt", check_type=hugectr.Check_t.Non)
+model = hugectr.Model(solver, reader, optimizer)
+model.add(hugectr.Input(label_dim=1, label_name="label", dense_dim=13, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("data1", 1, True, 26)]))
+model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,
+                                  workspace_size_per_gpu_in_mb=10, embedding_vec_size=16, combiner="sum",
+                                  sparse_embedding_name="emb", bottom_name="data1"))
+L = hugectr.Layer_t
+def dense(t, bottoms, tops, **kw):
+    model.add(hugectr.DenseLayer(layer_type=t, bottom_names=bottoms, top_names=tops, **kw))
+"""
+# the rest of a small valid graph (emb -> reshape -> concat with dense -> fc -> loss)
+GRAPH = """\
+dense(L.Reshape, ["emb"], ["r1"], leading_dim=416)
+dense(L.Concat, ["r1", "dense"], ["c1"])
+dense(L.InnerProduct, ["c1"], ["fc1"], num_output=1)
+dense(L.BinaryCrossEntropyLoss, ["fc1", "label"], ["loss"])
+"""
+
+
+def run(tmp_path: Path, version: str, code: str, *, prelude: bool = True, repeat: bool = True):
+    script = tmp_path / "snippet.py"
+    script.write_text((PRELUDE.format(repeat=repeat) if prelude else "") + code, encoding="utf-8")
+    result = run_with_standin(script, version, cwd=tmp_path, env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert not result.real
+    return result
+
+
+REJECTED = [
+    # signatures: unknown keyword, keyword of another release, missing required, wrong type, too many positionals
+    ("23.06", "hugectr.CreateSolver(batch_size=1024)",
+     "CreateSolver() got an unexpected keyword argument 'batch_size' in HugeCTR 23.06; arguments: model_name"),
+    ("3.2", 'hugectr.CreateSolver(model_name="m")',
+     "CreateSolver() got an unexpected keyword argument 'model_name': HugeCTR 3.2 does not have it (it exists in "
+     "HugeCTR 3.3 and later)"),
+    ("4.3", "hugectr.CreateSolver(training_callbacks=[])", "(it exists in HugeCTR 23.06 and later)"),
+    ("23.06", "hugectr.CreateSolver(is_dlrm=True)",
+     "(it exists in HugeCTR 3.2 up to (not including) 3.8)"),
+    ("23.06", "hugectr.CreateOptimizer(hugectr.Optimizer_t.Adam, beta=0.5)", None),  # v23.04+ has beta: accepted
+    ("4.3", "hugectr.CreateOptimizer(beta=0.5)", "(it exists in HugeCTR 23.04 and later)"),
+    ("3.3", 'hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash, '
+            'embedding_vec_size=16, combiner="sum", sparse_embedding_name="e2", bottom_name="data1")',
+     "SparseEmbedding() missing required argument 'workspace_size_per_gpu_in_mb' (HugeCTR 3.3)"),
+    ("23.06", 'hugectr.DataReaderSparseParam("d", 1, True)',
+     "DataReaderSparseParam() missing required argument 'slot_num'"),
+    ("23.06", 'dense("InnerProduct", ["emb"], ["x"])',
+     "DenseLayer(): argument 'layer_type' must be a hugectr.Layer_t member, got str 'InnerProduct'"),
+    ("23.06", 'dense(L.InnerProduct, ["emb"], ["x"], num_output=1.5)',
+     "DenseLayer(): argument 'num_output' must be int, got float 1.5"),
+    ("23.06", 'dense(L.Reshape, "emb", ["x"], leading_dim=16)',
+     "argument 'bottom_names' must be list[str]"),
+    ("23.06", "hugectr.Model(solver, reader, optimizer, None, 1)",
+     "Model() takes at most 4 positional arguments in HugeCTR 23.06 (5 given)"),
+    ("23.06", "hugectr.Model(solver, reader, optimizer, mos_params=None)",
+     "Model() got an unexpected keyword argument 'mos_params': HugeCTR 23.06 does not have it (it exists in "
+     "HugeCTR 3.2 up to (not including) 3.3)"),
+    ("4.3", 'dense(L.InnerProduct, ["emb"], ["x"], dense_layer_switches=None, compute_config=None)',
+     "'compute_config': HugeCTR 4.3 does not have it (it exists in HugeCTR 23.06 and later)"),
+    # enum members and functions by release
+    ("3.3", "hugectr.Layer_t.MLP", "hugectr.Layer_t.MLP does not exist in HugeCTR 3.3 (it exists in HugeCTR 4.2 and "
+                                   "later)"),
+    ("4.3", "hugectr.Layer_t.DotProduct", "(it exists in HugeCTR 3.2 up to (not including) 3.5)"),
+    ("3.3", "hugectr.Optimizer_t.Ftrl", "hugectr.Optimizer_t.Ftrl does not exist in HugeCTR 3.3"),
+    ("4.3", "hugectr.Layer_t.Select", "(it exists in HugeCTR 23.08 and later)"),
+    ("23.06", "hugectr.Layer_t.Dense", "hugectr.Layer_t has no member 'Dense' in HugeCTR 23.06; members: BatchNorm"),
+    ("3.2", "hugectr.CreateETC", "hugectr.CreateETC does not exist in HugeCTR 3.2 (it exists in HugeCTR 3.3 up to"),
+    ("3.2", "hugectr.TrainPSType_t", "hugectr.TrainPSType_t does not exist in HugeCTR 3.2"),
+    ("23.06", "hugectr.CreateMOS", "hugectr.CreateMOS does not exist in HugeCTR 23.06"),
+    ("23.06", "hugectr.InferenceSessionX", "module 'hugectr' has no attribute 'InferenceSessionX'"),
+    # low-level API signatures by release (hugectr.md §1.9)
+    ("23.06", GRAPH + "model.compile()\nmodel.train(is_first_batch=True)",
+     "train() got an unexpected keyword argument 'is_first_batch': HugeCTR 23.06 does not have it"),
+    ("3.2", GRAPH + "model.compile()\nmodel.train(True)", "train() takes at most 0 positional arguments"),
+    ("4.3", GRAPH + "model.compile()\nmodel.start_data_reading()\nmodel.train(is_first_batch=True)\n"
+                    "model.eval(is_first_batch=False)", None),
+    ("3.2", GRAPH + "model.compile()\nmodel.eval(eval_batch=5)", None),
+    ("3.3", GRAPH + "model.compile(['loss'], [1.0])", "Model.compile() takes at most 0 positional arguments"),
+    ("23.06", GRAPH + "model.compile(['loss'], [1.0])", None),
+    # HugeCTR's own checks (hugectr.md §4)
+    ("23.06", GRAPH + "model.fit()", "Cannot start the training process before calling Model.compile()"),
+    ("23.06", GRAPH + "model.compile()\nmodel.fit(max_iter=0)", "Require max_iter>0 under non-epoch mode"),
+    ("23.06", 'hugectr.CreateSolver(use_mixed_precision=True, enable_tf32_compute=True)',
+     "use_mixed_precision and enable_tf32_compute cannot be true at the same time"),
+    ("3.3", 'hugectr.CreateSolver(use_mixed_precision=True, scaler=100)',
+     "Scaler of mixed precision training should be either 128/256/512/1024"),
+    ("23.06", 'hugectr.Model(hugectr.CreateSolver(batchsize=1000, vvgpu=[[0, 1, 2]]), reader, optimizer)',
+     "0 != batch_size%total_gpu_count"),
+    ("23.06", 'hugectr.Model(solver, hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Parquet, '
+              'source=[], eval_source="v", check_type=hugectr.Check_t.Non), optimizer)',
+     " The data source for training and evaluation should be specified"),
+    ("3.3", 'hugectr.Model(solver, reader, optimizer, hugectr.CreateETC(ps_types=[hugectr.TrainPSType_t.Staged]))',
+     "The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"),
+    ("23.06", 'dense(L.ReLU, ["nope"], ["x"])', "nope, bottom tensor name does not exists"),
+    ("23.06", 'dense(L.ReLU, ["emb"], ["dense"])', "dense, top tensor name already exists"),
+    ("23.06", 'dense(L.ReLU, ["emb"], ["emb"])', "bottom and top include a same layer name"),
+    ("23.06", 'dense(L.Reshape, ["emb"], ["x"], leading_dim=7)', "n_in_elems % leading_dim != 0"),
+    ("23.06", 'dense(L.Reshape, ["emb"], ["x"], leading_dim=16)\ndense(L.Concat, ["x", "dense"], ["y"])',
+     "All the input tensors must have the same height"),
+    ("23.06", 'dense(L.Slice, ["dense"], ["a", "b"], ranges=[(0, 5), (3, 4)])',
+     "A range cannot be out-order nor included in another"),
+    ("23.06", 'dense(L.Slice, ["dense"], ["a"], ranges=[(0, 14)])', "Ranges cannot be bigger than the input width"),
+    ("23.06", 'dense(L.FusedInnerProduct, ["dense"], ["x"], num_output=4)',
+     "Single precision not supported for: FusedInnerProduct"),
+    ("23.06", 'dense(L.WeightMultiply, ["dense"], ["x"], weight_dims=[12, 4])',
+     "weight_dims[0] must be equal to in_dims[1]"),
+    ("23.06", 'dense(L.Interaction, ["dense", "emb"], ["x"])', "the input tensors' widths must be the same"),
+    ("23.06", 'dense(L.InnerProduct, ["dense"], ["fc"], num_output=1)\n'
+              'dense(L.BinaryCrossEntropyLoss, ["fc", "dense"], ["loss"])',
+     "predition tensor and label tensor should have the same shape, got: [1024, 1] and [1024, 13]"),
+    ("23.06", "".join(f'dense(L.ReLU, ["dense"], ["r{i}"])\n' for i in range(6)) + "model.compile()",
+     "The graph should not include more than 5-way branches"),
+    ("23.06", 'hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash, '
+              'embedding_vec_size=16, combiner="max", sparse_embedding_name="e2", bottom_name="data1")',
+     "No such combiner type: max"),
+    ("23.06", 'model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,'
+              ' embedding_vec_size=16, combiner="sum", sparse_embedding_name="e2", bottom_name="data1"))',
+     "need workspace_size_per_gpu_in_mb or slot_size_array"),
+    ("23.06", 'hugectr.DataReaderSparseParam("d", [1, 2], True, 3)', "slot num != nnz_per_slot.size()."),
+    ("23.06", GRAPH + "model.compile()\nmodel.set_source(source=['a'], keyset=['k'], eval_source='e')",
+     "The set source method can only be used under the embedding training cache mode"),
+    ("23.06", GRAPH + "model.compile()\nmodel.get_incremental_model()", "Get incremental is only supported in ETC"),
+    ("23.06", GRAPH + "model.graph_to_json('missing/dir/g.json')", "Cannot open missing/dir/g.json for writing"),
+]
+
+
+@pytest.mark.parametrize("version,code,message", REJECTED, ids=[f"{i:02d}" for i in range(len(REJECTED))])
+def test_wrong_calls_are_rejected(tmp_path: Path, version: str, code: str, message: str | None):
+    result = run(tmp_path, version, code)
+    if message is None:
+        assert result.returncode == 0, result.stderr
+        return
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].split(":")[0] in (
+        "TypeError", "AttributeError", "hugectr._api.HugeCTRError", "ImportError")
+
+
+@pytest.mark.parametrize("version,has_axis", [("3.2", False), ("3.3", False), ("4.3", True), ("23.06", True)])
+def test_concat_axis_key_by_release(tmp_path: Path, version: str, has_axis: bool):
+    result = run(tmp_path, version, GRAPH + "model.graph_to_json('g.json')")
+    assert result.returncode == 0, result.stderr
+    (concat,) = [la for la in json.loads((tmp_path / "g.json").read_text())["layers"] if la["type"] == "Concat"]
+    assert ("axis" in concat) is has_axis
+
+
+def test_vocabulary_formula_by_release(tmp_path: Path):
+    """ws 10 MiB, vec 16, Adam: v3.2-v3.4 ws·2^20 // (4·vec) = 163840; v3.5+ divides by (1+2)·4·vec = 54613."""
+    got = {}
+    for version in ("3.3", "4.3"):
+        assert run(tmp_path, version, GRAPH + "model.graph_to_json('g.json')").returncode == 0
+        got[version] = json.loads((tmp_path / "g.json").read_text())["layers"][1]["sparse_embedding_hparam"]
+    assert got["3.3"]["max_vocabulary_size_global"] == 163840
+    assert got["4.3"]["max_vocabulary_size_global"] == 54613
+
+
+def test_calls_are_recorded_as_documented(tmp_path: Path):
+    result = run(tmp_path, "23.06", GRAPH + "model.compile()\nmodel.fit(max_iter=10, snapshot=0)")
+    assert result.returncode == 0, result.stderr
+    assert result.calls[0] == {"call": "hugectr.CreateSolver", "args": [],
+                               "kwargs": {"batchsize": 1024, "vvgpu": [[0]], "repeat_dataset": True}}
+    assert result.calls[1] == {"call": "hugectr.CreateOptimizer", "args": [],
+                               "kwargs": {"optimizer_type": "Optimizer_t.Adam"}}
+    assert calls_named(result, "hugectr.Model")[0]["args"] == ["<Solver#1>", "<DataReaderParams#1>",
+                                                                "<OptParams#1>"]
+    assert calls_named(result, "hugectr.DenseLayer")[0]["kwargs"] == {
+        "layer_type": "Layer_t.Reshape", "bottom_names": ["emb"], "top_names": ["r1"], "leading_dim": 416}
+    assert calls_named(result, "Model.add")[0]["args"] == ["<Input#1>"]
+    assert calls_named(result, "Model.fit") == [{"call": "Model.fit", "args": [],
+                                                 "kwargs": {"max_iter": 10, "snapshot": 0}}]
+
+
+def test_import_needs_a_release(tmp_path: Path):
+    env = {"PYTHONPATH": str(STANDIN), "PATH": "/usr/bin:/bin"}
+    for value in (None, "3.4"):
+        e = dict(env) if value is None else {**env, "CTRGEN_HUGECTR_VERSION": value}
+        r = subprocess.run([sys.executable, "-c", "import hugectr"], env=e, capture_output=True, text=True)
+        assert r.returncode != 0
+        assert "set CTRGEN_HUGECTR_VERSION to the HugeCTR release to imitate, one of 3.2, 3.3, 4.3, 23.06" in r.stderr
+
+
+def test_standin_does_not_use_ctrgen():
+    """The stand-in must be an independent implementation: no import of codegen anywhere in it."""
+    for py in (STANDIN / "hugectr").rglob("*.py"):
+        text = py.read_text(encoding="utf-8")
+        assert "codegen" not in text.replace("never imports ctrgen's `codegen`", "").replace(
+            "must never import ctrgen's ``codegen``", ""), py
