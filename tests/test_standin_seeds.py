@@ -240,3 +240,22 @@ def test_dcn_on_32_needs_an_explicit_slice(tmp_path: Path):
     result = _run(tmp_path, DCN.format(batch=4096, vvgpu=[[0]], extra=""), "3.2")
     assert result.returncode != 0
     assert "concat1 feeds several dense layers" in result.stderr
+
+
+@pytest.mark.parametrize("version", ["3.3", "4.3", "23.06"])
+def test_seed003_with_the_embedding_training_cache(tmp_path: Path, version: str):
+    """Seed 003 on the releases of the embedding training cache: CreateMOS -> CreateETC (as NVIDIA's later notebook),
+    get_model_oversubscriber -> get_embedding_training_cache; everything else unchanged, data files present."""
+    text = SEED003.read_text(encoding="utf-8")
+    etc = ('mos = hugectr.CreateETC(ps_types = [hugectr.TrainPSType_t.Staged, hugectr.TrainPSType_t.Cached], '
+           'sparse_models = ["./wdl_0_sparse_model", "./wdl_1_sparse_model"], local_paths = ["./"], '
+           'hmem_cache_configs = [hugectr.CreateHMemCache(num_blocks = 2, target_hit_rate = 0.5, max_num_evict = 0)])')
+    _wdl_data(tmp_path)
+    for name in ("wdl_train.py", "wdl_mos.py"):
+        code = re.sub(r"^mos = hugectr\.CreateMOS\(.*\)$", etc, writefile_cell(text, name), flags=re.M)
+        code = code.replace("model.get_model_oversubscriber()", "model.get_embedding_training_cache()")
+        result = _run(tmp_path, code, version, name, data=True)
+        assert result.returncode == 0, result.stderr
+        assert calls_named(result, "hugectr.CreateHMemCache")[0]["kwargs"]["target_hit_rate"] == 0.5
+    assert len(calls_named(result, "EmbeddingTrainingCache.update")) == 4
+    assert len(calls_named(result, "Model.train")) == 16

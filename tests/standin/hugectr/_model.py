@@ -9,11 +9,10 @@ import os
 from collections import Counter
 
 from . import _files
-from ._api import (ETC_SPAN, MOS_SPAN, DataReaderParams, DenseLayer, DataReaderSparseParam, EmbeddingTrainingCacheParams, HugeCTRError,
-                   Input, ModelOversubscriberParams, OptParams, Solver, SparseEmbedding, _call, _overload, _Obj,
-                   CreateOptimizer)
-from ._enums import Embedding_t, Initializer_t, Layer_t, Optimizer_t, Update_t, Activation_t, FcPosition_t, \
-    Regularizer_t, Tensor_t
+from ._api import (ETC_SPAN, MOS_SPAN, CreateOptimizer, DataReaderParams, DataReaderSparseParam, DenseLayer,
+                   HugeCTRError, Input, OptParams, Solver, SparseEmbedding, _Obj, _overload)
+from ._enums import (Activation_t, Embedding_t, FcPosition_t, Initializer_t, Layer_t, Optimizer_t, Regularizer_t,
+                     Update_t)
 from ._record import quiet, record
 from ._release import NAME, RELEASE, Span, at_least
 from ._shapes import LOSSES, Tensor, infer
@@ -620,4 +619,4 @@ def _load_graph(model: Model, graph: dict, include_dense: bool) -> None:
         model.add(DenseLayer(**kw))
 
 
-__all__ = ["Model", "DataReader", "LearningRateScheduler", "Tensor_t"]
+__all__ = ["Model", "DataReader", "LearningRateScheduler"]
