@@ -95,6 +95,16 @@ REJECTED = [
     ("3.2", GRAPH + "model.compile()\nmodel.eval(eval_batch=5)", None),
     ("3.3", GRAPH + "model.compile(['loss'], [1.0])", "Model.compile() takes at most 0 positional arguments"),
     ("23.06", GRAPH + "model.compile(['loss'], [1.0])", None),
+    ("3.3", "model.get_model_oversubscriber()",
+     "hugectr.Model.get_model_oversubscriber does not exist in HugeCTR 3.3 (it exists in HugeCTR 3.2 up to (not "
+     "including) 3.3)"),
+    ("3.2", "model.get_embedding_training_cache()", "(it exists in HugeCTR 3.3 up to (not including) 23.12)"),
+    ("3.2", "model.dump_incremental_model_2kafka()", "does not exist in HugeCTR 3.2"),
+    ("23.06", "model.no_such_method()", "'hugectr.Model' object has no attribute 'no_such_method'"),
+    ("3.2", GRAPH + "model.compile()\nmodel.load_sparse_weights({'emb': 'x'})",
+     "argument 'sparse_embedding_files' must be list[str]"),
+    ("23.06", GRAPH + "model.compile()\nt = model.check_out_tensor('fc1', hugectr.Tensor_t.Evaluate)\n"
+                      "assert len(t) == 1024 and t[0] == [0.0]", None),
     # HugeCTR's own checks (hugectr.md §4)
     ("23.06", GRAPH + "model.fit()", "Cannot start the training process before calling Model.compile()"),
     ("23.06", GRAPH + "model.compile()\nmodel.fit(max_iter=0)", "Require max_iter>0 under non-epoch mode"),

@@ -519,6 +519,34 @@ class Model(_Obj):
         if "embedding_name" in b and b["embedding_name"] not in [e.sparse_embedding_name for e, _ in self._embeddings]:
             raise HugeCTRError(f"No such embedding name: {b['embedding_name']}")
 
+    def load_dense_optimizer_states(self, *args, **kwargs) -> None:
+        record("Model.load_dense_optimizer_states", args, kwargs)
+        b = bind("Model.load_dense_optimizer_states", [P("dense_opt_states_file", kind="str")], args, kwargs)
+        _files.check_model_file(b["dense_opt_states_file"], "Model.load_dense_optimizer_states")
+
+    def load_sparse_optimizer_states(self, *args, **kwargs) -> None:
+        record("Model.load_sparse_optimizer_states", args, kwargs)
+        sigs = [[P("sparse_opt_states_files", kind="list[str]")]]
+        if at_least(3, 3):
+            sigs.append([P("sparse_opt_states_files_map", kind="any")])
+        b = _overload("Model.load_sparse_optimizer_states", sigs, args, kwargs)
+        for f in b.get("sparse_opt_states_files") or list(b["sparse_opt_states_files_map"].values()):
+            _files.check_model_file(f, "Model.load_sparse_optimizer_states")
+
+    def check_out_tensor(self, *args, **kwargs) -> list:
+        """A tensor's values after the last train/eval step: zeros of the built shape (nothing is computed)."""
+        record("Model.check_out_tensor", args, kwargs)
+        b = bind("Model.check_out_tensor", [P("tensor_name", kind="str"), P("tensor_type", kind="Tensor_t")],
+                 args, kwargs)
+        self._need_compiled()
+        if b["tensor_name"] not in self._tensors:
+            raise HugeCTRError(f"Cannot find tensor: {b['tensor_name']}")
+        built = self._tensors[b["tensor_name"]].built
+
+        def zeros(dims):
+            return [0.0] * dims[0] if len(dims) == 1 else [zeros(dims[1:]) for _ in range(dims[0])]
+        return zeros(built)
+
     def export_predictions(self, *args, **kwargs) -> None:
         record("Model.export_predictions", args, kwargs)
         b = bind("Model.export_predictions", [P("output_prediction_file_name", kind="str"),
@@ -526,6 +554,31 @@ class Model(_Obj):
         self._need_compiled()
         _files.output(b["output_prediction_file_name"]).write_text("")
         _files.output(b["output_label_file_name"]).write_text("")
+
+
+# Methods that only some releases have (hugectr.md §1.8): absent elsewhere, with a message naming where they exist.
+_METHOD_SPANS = {
+    "get_model_oversubscriber": MOS_SPAN,
+    "get_embedding_training_cache": ETC_SPAN,
+    "set_source": Span((3, 2), ETC_SPAN.until),
+    "get_incremental_model": Span((3, 2), ETC_SPAN.until),
+    "dump_incremental_model_2kafka": ETC_SPAN,
+}
+_ABSENT_METHODS = {}
+for _name, _span in _METHOD_SPANS.items():
+    if not _span.covers():
+        _ABSENT_METHODS[_name] = _span
+        delattr(Model, _name)
+
+
+def _model_getattr(self, name: str):
+    if name in _ABSENT_METHODS:
+        raise AttributeError(f"hugectr.Model.{name} does not exist in HugeCTR {NAME} (it exists in "
+                             f"{_ABSENT_METHODS[name].describe()})")
+    raise AttributeError(f"'hugectr.Model' object has no attribute {name!r} (HugeCTR {NAME} stand-in)")
+
+
+Model.__getattr__ = _model_getattr
 
 
 class _AutoSlice:
