@@ -92,7 +92,8 @@ REJECTED = [
     ("3.2", GRAPH + "model.compile()\nmodel.train(True)", "train() takes at most 0 positional arguments"),
     ("4.3", GRAPH + "model.compile()\nmodel.start_data_reading()\nmodel.train(is_first_batch=True)\n"
                     "model.eval(is_first_batch=False)", None),
-    ("3.2", GRAPH + "model.compile()\nmodel.eval(eval_batch=5)", None),
+    ("3.2", GRAPH + "model.compile()\nmodel.start_data_reading()\nmodel.eval(eval_batch=5)", None),
+    ("23.06", GRAPH + "model.compile()\nmodel.train()", "Start the data reader first before calling Model::train()"),
     ("3.3", GRAPH + "model.compile(['loss'], [1.0])", "Model.compile() takes at most 0 positional arguments"),
     ("23.06", GRAPH + "model.compile(['loss'], [1.0])", None),
     ("3.3", "model.get_model_oversubscriber()",
@@ -119,6 +120,12 @@ REJECTED = [
      " The data source for training and evaluation should be specified"),
     ("3.3", 'hugectr.Model(solver, reader, optimizer, hugectr.CreateETC(ps_types=[hugectr.TrainPSType_t.Staged]))',
      "The embedding training cache can only be used under epoch mode, i.e., repeat_dataset is set False"),
+    ("3.2", 'hugectr.Model(solver, reader, optimizer, hugectr.CreateMOS(train_from_scratch=True))',
+     "The model oversubscriber can only be used under epoch mode, i.e., repeat_dataset is set False"),
+    ("23.06", GRAPH + "model.compile()\nmodel.set_source('a', 'e')",
+     "The set source method can only be used under the epoch mode"),
+    ("23.06", GRAPH + "model.load_dense_weights('d.model')",
+     "Cannot load the dense weights before calling Model.compile()"),
     ("23.06", 'dense(L.ReLU, ["nope"], ["x"])', "nope, bottom tensor name does not exists"),
     ("23.06", 'dense(L.ReLU, ["emb"], ["dense"])', "dense, top tensor name already exists"),
     ("23.06", 'dense(L.ReLU, ["emb"], ["emb"])', "bottom and top include a same layer name"),
@@ -213,3 +220,14 @@ def test_standin_does_not_use_ctrgen():
         text = py.read_text(encoding="utf-8")
         assert "codegen" not in text.replace("never imports ctrgen's `codegen`", "").replace(
             "must never import ctrgen's ``codegen``", ""), py
+
+
+def test_epoch_mode_without_cache(tmp_path: Path):
+    """Epoch mode without MOS/ETC: fit needs num_epochs > 0; set_source(source, eval_source) switches files."""
+    bad = run(tmp_path, "23.06", GRAPH + "model.compile()\nmodel.fit(num_epochs=0)", repeat=False)
+    assert "Require num_epochs>0 under epoch mode" in bad.stderr
+    ok = run(tmp_path, "23.06", GRAPH + "model.compile()\nmodel.fit(num_epochs=1)\n"
+                                        "model.set_source('t2/_file_list.txt', 'v2/_file_list.txt')\n"
+                                        "model.fit(num_epochs=1)", repeat=False)
+    assert ok.returncode == 0, ok.stderr
+    assert calls_named(ok, "Model.set_source")[0]["args"] == ["t2/_file_list.txt", "v2/_file_list.txt"]

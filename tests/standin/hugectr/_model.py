@@ -38,14 +38,14 @@ class DataReader(_Obj):
     def __init__(self, model: "Model", role: str, source: str):
         super().__init__({})
         self._model, self._role, self._source = model, role, source
-        self._left, self._checked = _batches(), False
+        self._left, self._checked, self._started = _batches(), False, False
 
     def set_source(self, *args, **kwargs):
         record("DataReader.set_source", args, kwargs)
         b = bind("DataReader.set_source", [P("file_name", "", "str")], args, kwargs)
         if b["file_name"]:
             self._source = b["file_name"]
-        self._left, self._checked = _batches(), False
+        self._left, self._checked, self._started = _batches(), False, True
 
     def is_eof(self, *args, **kwargs) -> bool:
         record("DataReader.is_eof", args, kwargs)
@@ -53,6 +53,9 @@ class DataReader(_Obj):
         return self._left <= 0
 
     def _next_batch(self) -> bool:
+        if not self._started:
+            what = "train" if self._role == "train" else "eval"
+            raise HugeCTRError(f"Start the data reader first before calling Model::{what}()")
         if not self._checked:
             _files.check_source(self._source, self._model._reader.data_reader_type.name,
                                 f"{self._role} data reader")
@@ -118,12 +121,13 @@ class Model(_Obj):
         if s.batchsize % s.gpu_count != 0:
             raise HugeCTRError("0 != batch_size%total_gpu_count")
         if self._cache_params is not None:
+            # 3.2 names the model oversubscriber (upstream pre-3.3 HugeCTR/pybind/model.cpp), later the ETC (§4.1)
+            cache = "model oversubscriber" if RELEASE < (3, 3) else "embedding training cache"
             if s.repeat_dataset:
-                raise HugeCTRError("The embedding training cache can only be used under epoch mode, i.e., "
-                                   "repeat_dataset is set False")
+                raise HugeCTRError(f"The {cache} can only be used under epoch mode, i.e., repeat_dataset is set False")
             if len(r.keyset) != len(r.source):
-                raise HugeCTRError("The number of keyset files must equal that of training data source when using "
-                                   "embedding training cache")
+                raise HugeCTRError(f"The number of keyset files must equal that of training data source when using "
+                                   f"{'model oversubscriber' if RELEASE < (3, 3) else 'embedding training cache'}")
         self._input: Input | None = None
         self._tensors: dict[str, Tensor] = {}
         self._sparse: dict[str, DataReaderSparseParam] = {}
@@ -135,7 +139,6 @@ class Model(_Obj):
         self._train_reader = DataReader(self, "train", r.source[0])
         self._eval_reader = DataReader(self, "eval", r.eval_source)
         self._cache = _Cache(_cache_name()) if self._cache_params is not None else None
-        self._reading = False
         self._iteration = 0
 
     # ---- building ----------------------------------------------------------------------------------------------
@@ -273,8 +276,10 @@ class Model(_Obj):
     def summary(self, *args, **kwargs) -> None:
         record("Model.summary", args, kwargs)
         bind("Model.summary", [], args, kwargs)
-        if self._input is None:
-            raise HugeCTRError("hugectr stand-in: summary() of a model without Input")
+        if self._input is None or len(self._embeddings) + len(self._layers) < 2:
+            raise HugeCTRError("The model should include input and at least two layers")
+        if at_least(3, 3):  # summary() finalises the graph like compile() (graph_analysis, auto Slices)
+            self._graph_analysis()
         rows = []
         for emb, _ in self._embeddings:
             t = self._tensors[emb.sparse_embedding_name]
@@ -346,7 +351,7 @@ class Model(_Obj):
         record("Model.start_data_reading", args, kwargs)
         bind("Model.start_data_reading", [], args, kwargs)
         self._need_compiled()
-        self._reading = True
+        self._train_reader._started = self._eval_reader._started = True
 
     FIRST_BATCH = P("is_first_batch", True, "bool", Span((3, 3), (23, 6)))  # train/eval argument of 3.3 - 4.x
 
@@ -411,8 +416,12 @@ class Model(_Obj):
         b = _overload("Model.set_source", [
             [P("source", kind="list[str]"), P("keyset", kind="list[str]"), P("eval_source", kind="str")],
             [P("source", kind="str"), P("eval_source", kind="str")]], args, kwargs)
-        if self._cache is None:
-            raise HugeCTRError("The set source method can only be used under the embedding training cache mode")
+        cache = "model oversubscription" if RELEASE < (3, 3) else "embedding training cache"
+        if isinstance(b["source"], list):  # the MOS/ETC overload
+            if self._solver.repeat_dataset or self._cache is None:
+                raise HugeCTRError(f"The set source method can only be used under the {cache} mode")
+        elif self._solver.repeat_dataset or self._cache is not None:  # the epoch-mode overload
+            raise HugeCTRError("The set source method can only be used under the epoch mode")
         source = b["source"] if isinstance(b["source"], list) else [b["source"]]
         keyset = b.get("keyset", self._reader.keyset)
         if len(source) != len(keyset):
@@ -482,9 +491,17 @@ class Model(_Obj):
                     width = out
         return n
 
+    def _need_compiled_for(self, what: str, sparse: bool = False) -> None:
+        if not self._compiled:
+            raise HugeCTRError(f"Cannot load {what} before calling Model.compile()")
+        if sparse and self._cache is not None:
+            cache = "model oversubscriber" if RELEASE < (3, 3) else "embedding training cache"
+            raise HugeCTRError(f"Cannot load {what} after {cache} is created")
+
     def load_dense_weights(self, *args, **kwargs) -> None:
         record("Model.load_dense_weights", args, kwargs)
         b = bind("Model.load_dense_weights", [P("dense_model_file", kind="str")], args, kwargs)
+        self._need_compiled_for("the dense weights")
         _files.check_model_file(b["dense_model_file"], "Model.load_dense_weights")
 
     def load_sparse_weights(self, *args, **kwargs) -> None:
@@ -493,6 +510,7 @@ class Model(_Obj):
         if at_least(3, 3):
             sigs.append([P("sparse_embedding_files_map", kind="any")])
         b = _overload("Model.load_sparse_weights", sigs, args, kwargs)
+        self._need_compiled_for("the sparse weights", sparse=True)
         files = b.get("sparse_embedding_files") or list(b["sparse_embedding_files_map"].values())
         for f in files:
             _files.check_model_file(f, "Model.load_sparse_weights")
@@ -522,6 +540,7 @@ class Model(_Obj):
     def load_dense_optimizer_states(self, *args, **kwargs) -> None:
         record("Model.load_dense_optimizer_states", args, kwargs)
         b = bind("Model.load_dense_optimizer_states", [P("dense_opt_states_file", kind="str")], args, kwargs)
+        self._need_compiled_for("the dense optimizer states")
         _files.check_model_file(b["dense_opt_states_file"], "Model.load_dense_optimizer_states")
 
     def load_sparse_optimizer_states(self, *args, **kwargs) -> None:
@@ -530,6 +549,7 @@ class Model(_Obj):
         if at_least(3, 3):
             sigs.append([P("sparse_opt_states_files_map", kind="any")])
         b = _overload("Model.load_sparse_optimizer_states", sigs, args, kwargs)
+        self._need_compiled_for("the sparse optimizer states", sparse=True)
         for f in b.get("sparse_opt_states_files") or list(b["sparse_opt_states_files_map"].values()):
             _files.check_model_file(f, "Model.load_sparse_optimizer_states")
 
