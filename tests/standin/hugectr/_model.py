@@ -424,7 +424,7 @@ class Model(_Obj):
             raise HugeCTRError("The set source method can only be used under the epoch mode")
         source = b["source"] if isinstance(b["source"], list) else [b["source"]]
         keyset = b.get("keyset", self._reader.keyset)
-        if len(source) != len(keyset):
+        if "keyset" in b and len(source) != len(keyset):
             raise HugeCTRError("The number of training data sources should equal that of the keyset files")
         self._reader.source, self._reader.keyset, self._reader.eval_source = source, keyset, b["eval_source"]
         self._train_reader._source, self._eval_reader._source = source[0], b["eval_source"]
