@@ -231,3 +231,29 @@ def test_epoch_mode_without_cache(tmp_path: Path):
                                         "model.fit(num_epochs=1)", repeat=False)
     assert ok.returncode == 0, ok.stderr
     assert calls_named(ok, "Model.set_source")[0]["args"] == ["t2/_file_list.txt", "v2/_file_list.txt"]
+
+
+INFERENCE = GRAPH + """\
+model.compile()
+model.save_params_to_files("m")
+model.graph_to_json("m.json")
+from hugectr.inference import CreateInferenceSession, InferenceParams
+params = InferenceParams(model_name="m", max_batchsize=1024, hit_rate_threshold=0.6, dense_model_file="m_dense_0.model",
+                         sparse_model_files=["m0_sparse_0.model"], device_id=0, use_gpu_embedding_cache=True,
+                         cache_size_percentage=0.6{more})
+session = CreateInferenceSession(model_config_path="m.json", inference_params=params)
+print(session.evaluate(num_batches=10, source="valid/_file_list.txt", data_reader_type=hugectr.DataReaderType_t.Parquet,
+                       check_type=hugectr.Check_t.Non))
+"""
+
+
+def test_inference_session_of_3x(tmp_path: Path):
+    """hugectr.inference as seed 004's trainer uses it (3.2/3.3): evaluate() after the model files exist."""
+    ok = run(tmp_path, "3.2", INFERENCE.format(more=", i64_input_key=False"))
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.strip() == "0.0"
+    assert calls_named(ok, "InferenceSession.evaluate")[0]["kwargs"]["data_reader_type"] == "DataReaderType_t.Parquet"
+    missing = run(tmp_path, "3.3", INFERENCE.format(more=""))
+    assert "InferenceParams() missing required argument 'i64_input_key'" in missing.stderr
+    later = run(tmp_path, "23.06", INFERENCE.format(more=", i64_input_key=False"))
+    assert "hugectr.inference is modelled for HugeCTR 3.2/3.3 only" in later.stderr
