@@ -120,7 +120,9 @@ def test_seed003_continuous_training_mos(tmp_path: Path):
     # save_params_to_files("wdl_mos"): hugectr.md §5 names; the dense file has 4 bytes per weight of the WDL MLP.
     dense = tmp_path / "wdl_mos_dense_0.model"
     assert dense.stat().st_size == 4 * (429 * 1024 + 1024 + 1024 * 1024 + 1024 + 1024 + 1)
-    assert (tmp_path / "wdl_mos0_sparse_0.model").is_dir() and (tmp_path / "wdl_mos1_sparse_0.model").is_dir()
+    # with the MOS the sparse models are dumped to its dest_sparse_models, not to <prefix><i>_sparse_<iter>.model
+    assert (tmp_path / "wdl_0_sparse_model" / "key").is_file() and (tmp_path / "wdl_1_sparse_model").is_dir()
+    assert not (tmp_path / "wdl_mos0_sparse_0.model").exists()
     assert (tmp_path / "wdl.json").read_text().startswith("{\n  \"layers\": [")
 
     low = _run(tmp_path, writefile_cell(text, "wdl_mos.py"), "3.2", "wdl_mos.py", data=True)

@@ -257,3 +257,14 @@ def test_inference_session_of_3x(tmp_path: Path):
     assert "InferenceParams() missing required argument 'i64_input_key'" in missing.stderr
     later = run(tmp_path, "23.06", INFERENCE.format(more=", i64_input_key=False"))
     assert "hugectr.inference is modelled for HugeCTR 3.2/3.3 only" in later.stderr
+
+
+def test_oversubscriber_needs_sparse_model_paths(tmp_path: Path):
+    code = ("model = hugectr.Model(solver, hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Norm, "
+            "source=['t.txt'], keyset=['t.keyset'], eval_source='v.txt', check_type=hugectr.Check_t.Sum), optimizer, "
+            "hugectr.CreateMOS(train_from_scratch={scratch}, {paths}))\n"
+            + PRELUDE.split("model = hugectr.Model(solver, reader, optimizer)\n")[1] + GRAPH + "model.compile()\n")
+    empty = run(tmp_path, "3.2", code.format(scratch=True, paths="dest_sparse_models=[]"), repeat=False)
+    assert "must provide sparse_model_file. if train from scratch, please specify a name" in empty.stderr
+    absent = run(tmp_path, "3.2", code.format(scratch=False, paths="trained_sparse_models=['old0']"), repeat=False)
+    assert "'old0' does not exist" in absent.stderr

@@ -10,7 +10,7 @@ from collections import Counter
 
 from . import _files
 from ._api import (ETC_SPAN, MOS_SPAN, CreateOptimizer, DataReaderParams, DataReaderSparseParam, DenseLayer,
-                   HugeCTRError, Input, OptParams, Solver, SparseEmbedding, _Obj, _overload)
+                   EmbeddingTrainingCacheParams, HugeCTRError, Input, ModelOversubscriberParams, OptParams, Solver, SparseEmbedding, _Obj, _overload)
 from ._enums import (Activation_t, Embedding_t, FcPosition_t, Initializer_t, Layer_t, Optimizer_t, Regularizer_t,
                      Update_t)
 from ._record import quiet, record
@@ -271,6 +271,15 @@ class Model(_Obj):
         if self._input is None or len(self._embeddings) + len(self._layers) < 2:
             raise HugeCTRError("The model should include input and at least two layers")
         self._graph_analysis()
+        if isinstance(self._cache_params, ModelOversubscriberParams):  # pre-3.3 source: compile creates the MOS
+            mos = self._cache_params
+            files = mos.dest_sparse_models if mos.train_from_scratch else mos.trained_sparse_models
+            if not files:
+                raise HugeCTRError("must provide sparse_model_file. if train from scratch, please specify a name to "
+                                   "store the trained embedding model")
+            if not mos.train_from_scratch:
+                for f in files:
+                    _files.check_model_file(f, "Model.compile (model oversubscriber)")
         self._compiled = True
 
     def summary(self, *args, **kwargs) -> None:
@@ -459,18 +468,34 @@ class Model(_Obj):
         self._need_compiled()
         self._save_params(b["prefix"], b["iter"])
 
+    def _cache_sparse_paths(self) -> list[str] | None:
+        """Where the MOS/ETC keeps the sparse models (it dumps them there instead of <prefix><i>_sparse_<iter>)."""
+        c = self._cache_params
+        if isinstance(c, ModelOversubscriberParams):
+            return c.dest_sparse_models if c.train_from_scratch else c.trained_sparse_models
+        if isinstance(c, EmbeddingTrainingCacheParams):
+            return c.sparse_models
+        return None
+
     def _save_params(self, prefix: str, it: int) -> None:
         """The files of §5, as placeholders: the dense file has the real size (4 bytes per trainable weight) and
-        zeros; a sparse model is a folder with empty key / emb_vector (/ slot_id) files."""
+        zeros; a sparse model is a folder with empty key / emb_vector (/ slot_id) files. With MOS/ETC the sparse
+        models go to the cache's own paths (Model::download_params_to_files)."""
         _files.output(f"{prefix}_dense_{it}.model").write_bytes(bytes(4 * self._dense_param_count()))
         _files.output(f"{prefix}_opt_dense_{it}.model").write_bytes(b"")
+        cache_paths = self._cache_sparse_paths()
         for i, (emb, _) in enumerate(self._embeddings):
-            d = _files.output(f"{prefix}{i}_sparse_{it}.model")
+            if cache_paths is not None:
+                if i >= len(cache_paths):
+                    continue
+                d = _files.output(cache_paths[i])
+            else:
+                d = _files.output(f"{prefix}{i}_sparse_{it}.model")
+                _files.output(f"{prefix}{i}_opt_sparse_{it}.model").write_bytes(b"")
             d.mkdir(exist_ok=True)
             names = ["key", "emb_vector"] + (["slot_id"] if "Localized" in emb.embedding_type.name else [])
             for n in names:
                 (d / n).write_bytes(b"")
-            _files.output(f"{prefix}{i}_opt_sparse_{it}.model").write_bytes(b"")
 
     def _dense_param_count(self) -> int:
         n = 0
