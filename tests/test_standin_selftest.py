@@ -268,3 +268,19 @@ def test_oversubscriber_needs_sparse_model_paths(tmp_path: Path):
     assert "must provide sparse_model_file. if train from scratch, please specify a name" in empty.stderr
     absent = run(tmp_path, "3.2", code.format(scratch=False, paths="trained_sparse_models=['old0']"), repeat=False)
     assert "'old0' does not exist" in absent.stderr
+
+
+def test_numpy_values_are_accepted_like_pybind11(tmp_path: Path):
+    """pybind11 converts numpy integers, floats and arrays; the JSON and the record get plain numbers."""
+    code = ("import numpy as np\n" + PRELUDE.format(repeat=True).replace(
+        "embedding_vec_size=16", "embedding_vec_size=np.int64(16)").replace(
+        "workspace_size_per_gpu_in_mb=10", "workspace_size_per_gpu_in_mb=np.int32(10), "
+        "slot_size_array=np.array([5] * 26)") + GRAPH.replace("num_output=1", "num_output=np.int64(1)")
+        + "model.graph_to_json('g.json')\n")
+    result = run(tmp_path, "23.06", code, prelude=False)
+    assert result.returncode == 0, result.stderr
+    emb = json.loads((tmp_path / "g.json").read_text())["layers"][1]["sparse_embedding_hparam"]
+    assert emb["embedding_vec_size"] == 16 and emb["slot_size_array"] == [5] * 26
+    assert calls_named(result, "hugectr.SparseEmbedding")[0]["kwargs"]["slot_size_array"] == [5] * 26
+    bad = run(tmp_path, "23.06", "import numpy as np\n" + 'dense(L.InnerProduct, ["emb"], ["x"], num_output=np.float64(2))')
+    assert "argument 'num_output' must be int, got float64" in bad.stderr
