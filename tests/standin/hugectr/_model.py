@@ -148,8 +148,11 @@ class Model(_Obj):
 
     def add(self, *args, **kwargs) -> None:
         record("Model.add", args, kwargs)
-        b = bind("Model.add", [P("layer", kind="obj:Input|SparseEmbedding|DenseLayer|GroupDenseLayer")], args, kwargs)
-        obj = b["layer"]
+        # one overload per kind, each with its own argument name (model_wrapper.hpp)
+        b = _overload("Model.add", [[P("input", kind="obj:Input")], [P("sparse_embedding", kind="obj:SparseEmbedding")],
+                                    [P("dense_layer", kind="obj:DenseLayer")],
+                                    [P("group_dense_layer", kind="obj:GroupDenseLayer")]], args, kwargs)
+        (obj,) = b.values()
         if self._analysed is not None:
             raise HugeCTRError("hugectr stand-in: Model.add after compile()/graph_to_json(): HugeCTR has finalised "
                                "the graph")
