@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hugectr_run import calls_named, run_with_standin
+from hugectr_run import calls_named, run_with_standin, summary_block
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -261,3 +261,12 @@ def test_seed003_with_the_embedding_training_cache(tmp_path: Path, version: str)
         assert calls_named(result, "hugectr.CreateHMemCache")[0]["kwargs"]["target_hit_rate"] == 0.5
     assert len(calls_named(result, "EmbeddingTrainingCache.update")) == 4
     assert len(calls_named(result, "Model.train")) == 16
+
+
+def test_summary_block_reads_a_real_hugectr_log():
+    """summary_block (used on a real HugeCTR's stdout) recovers the table from NVIDIA's printed output."""
+    raw = (FIXTURES / "hugectr_v23.08_continuous_training_summary.txt").read_text(encoding="utf-8")
+    table = raw.split("\n", 1)[1]  # drop the fixture's "### cell" header
+    stdout = ("[HCTR][08:03:33.001][INFO][RK0][main]: Graph analysis to resolve tensor dependency\n" + table
+              + "\n[HCTR][08:03:33.900][INFO][RK0][main]: Save the model graph to wdl.json successfully\n")
+    assert summary_block(stdout) == fixture_block("hugectr_v23.08_continuous_training_summary.txt", "cell 7")
