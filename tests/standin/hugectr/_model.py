@@ -126,15 +126,15 @@ class Model(_Obj):
             if s.repeat_dataset:
                 raise HugeCTRError(f"The {cache} can only be used under epoch mode, i.e., repeat_dataset is set False")
             if len(r.keyset) != len(r.source):
-                raise HugeCTRError(f"The number of keyset files must equal that of training data source when using "
-                                   f"{'model oversubscriber' if RELEASE < (3, 3) else 'embedding training cache'}")
+                raise HugeCTRError("The number of keyset files must equal that of training data source when using "
+                                   f"{cache}")
         self._input: Input | None = None
         self._tensors: dict[str, Tensor] = {}
         self._sparse: dict[str, DataReaderSparseParam] = {}
         self._embeddings: list[tuple[SparseEmbedding, OptParams]] = []
         self._layers: list[DenseLayer] = []
         self._analysed: list[tuple[DenseLayer, list[str], list[str]]] | None = None
-        self._shapes: dict[str, tuple] = {}
+        self._shapes: dict[int, list] = {}  # id(layer) -> (dims, built) per top, None for a loss
         self._compiled = False
         self._train_reader = DataReader(self, "train", r.source[0])
         self._eval_reader = DataReader(self, "eval", r.eval_source)
