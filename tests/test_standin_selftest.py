@@ -254,15 +254,17 @@ print(session.evaluate(num_batches=10, source="valid/_file_list.txt", data_reade
 
 
 def test_inference_session_of_3x(tmp_path: Path):
-    """hugectr.inference as seed 004's trainer uses it (3.2/3.3): evaluate() after the model files exist."""
+    """hugectr.inference as seed 004's trainer uses it: evaluate() after the model files exist."""
     ok = run(tmp_path, "3.2", INFERENCE.format(more=", i64_input_key=False"))
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.strip() == "0.0"
     assert calls_named(ok, "InferenceSession.evaluate")[0]["kwargs"]["data_reader_type"] == "DataReaderType_t.Parquet"
     missing = run(tmp_path, "3.3", INFERENCE.format(more=""))
     assert "InferenceParams() missing required argument 'i64_input_key'" in missing.stderr
-    later = run(tmp_path, "23.06", INFERENCE.format(more=", i64_input_key=False"))
-    assert "hugectr.inference is modelled for HugeCTR 3.2/3.3 only" in later.stderr
+    later = run(tmp_path, "23.06", INFERENCE.format(more=", i64_input_key=False, thread_pool_size=8"))
+    assert later.returncode == 0, later.stderr
+    older = run(tmp_path, "3.3", INFERENCE.format(more=", i64_input_key=False, thread_pool_size=8"))
+    assert "'thread_pool_size': HugeCTR 3.3 does not have it" in older.stderr
 
 
 def test_oversubscriber_needs_sparse_model_paths(tmp_path: Path):
