@@ -18,10 +18,13 @@ from .features import Features, describe_lock_drift, read_lock
 from .graph.build import build_job
 from .graph.ir import TrainingJob
 from .render.card import render_model_card
+from .render.cluster import render_cluster
 from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
 from .render.summary import render_summary
+from .render.task import render_task_py
+from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
@@ -131,9 +134,25 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
     files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
     files[PurePosixPath("summary.txt")] = render_summary(job)
+    targets = set(ctx.spec.targets)
+    if "task" in targets:
+        vertex = ctx.spec.vertex
+        files[PurePosixPath("task.py")] = render_task_py(
+            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} trainer for model {job.name!r}: "
+                                            "the graph of model.py, training knobs as arguments."),
+            lock=display_path(ctx.lock_path, ctx.root), eval_batches=vertex.eval_batches if vertex else None)
+    if "vertex" in targets:
+        header = python_header(ctx, digest, f"Vertex AI job submission for model {job.name!r}.")
+        for rel, text in render_vertex(ctx.loaded, job, header).items():
+            files[PurePosixPath("vertex") / rel] = text
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)
+    if "cluster" in targets:
+        header = python_header(ctx, digest, f"Multi-node launcher for model {job.name!r}.")
+        for rel, text in render_cluster(ctx.loaded, job, header, has_task="task" in targets,
+                                        has_torch=PurePosixPath("train_torch.py") in files).items():
+            files[PurePosixPath("cluster") / rel] = text
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
     return Rendered(name=job.name, files=files, job=job, digest=digest)
 
