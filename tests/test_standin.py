@@ -112,6 +112,7 @@ def test_every_spec_at_every_release(spec: Path, release: str, tmp_path: Path):
     out = tmp_path / "out"
     out.mkdir()
     for rel, content in rendered.files.items():
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(content, encoding="utf-8")
     cwd, root = tmp_path / "cwd", tmp_path / "root"
     cwd.mkdir()

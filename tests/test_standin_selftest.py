@@ -292,3 +292,10 @@ def test_numpy_values_are_accepted_like_pybind11(tmp_path: Path):
     assert calls_named(result, "hugectr.SparseEmbedding")[0]["kwargs"]["slot_size_array"] == [5] * 26
     bad = run(tmp_path, "23.06", "import numpy as np\n" + 'dense(L.InnerProduct, ["emb"], ["x"], num_output=np.float64(2))')
     assert "argument 'num_output' must be int, got float64" in bad.stderr
+
+
+def test_fit_leaves_the_readers_started(tmp_path: Path):
+    """After fit() (which calls start_data_reading), the low-level eval() reads on, as in HugeCTR."""
+    ok = run(tmp_path, "3.2", GRAPH + "model.compile()\nmodel.fit(max_iter=10, snapshot=0)\n"
+                                      "assert model.eval() and model.get_eval_metrics() == [('AUC', 0.0)]")
+    assert ok.returncode == 0, ok.stderr

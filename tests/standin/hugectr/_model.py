@@ -355,6 +355,10 @@ class Model(_Obj):
         if self._cache is not None:
             for k in self._reader.keyset:
                 _files.check_keyset(k, "Model.fit")
+        # fit starts the readers (start_data_reading in non-epoch mode, set_source per pass in epoch mode), so a
+        # later low-level eval()/train() finds them started
+        self._train_reader._started = self._eval_reader._started = True
+        self._eval_reader._checked = self._train_reader._checked = True  # fit checked the files above
         if not epoch_mode and b["snapshot"] > 0:
             for it in range(b["snapshot"], b["max_iter"], b["snapshot"]):
                 self._save_params(b["snapshot_prefix"], it)
