@@ -209,6 +209,8 @@ def _attach_commands() -> None:
     """Commands that live in their own packages (imported here so that `ctrgen --help` lists them)."""
     from .triton.cli_validate import validate_command
     main.add_command(validate_command, "validate")
+    from .triton.cli_assemble import assemble_command
+    main.add_command(assemble_command, "assemble")
     from .demo.cli import demo_command
     main.add_command(demo_command, "demo")
     from .keysets.cli import keysets_command

@@ -23,6 +23,7 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
+from .render.triton import plan_for, render_triton
 from .render.task import render_task_py
 from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
@@ -119,6 +120,7 @@ class Rendered:
     files: dict[PurePosixPath, str]  # relative to the output folder
     job: TrainingJob
     digest: str
+    triton: object = None            # codegen.triton.plan.RepositoryPlan when the spec's triton target is on
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:
@@ -131,6 +133,7 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     digest = inputs_digest(ctx.loaded.text, lock_text)
     files: dict[PurePosixPath, str] = {}
     what = "continuous-training script (fit per incremental pass)" if job.continuous else "training script"
+    plan = None
     files[PurePosixPath("model.py")] = render_model_py(
         job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} {what} for model {job.name!r}."))
     if job.continuous is not None and job.continuous.low_level:
@@ -158,8 +161,29 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         for rel, text in render_cluster(ctx.loaded, job, header, has_task="task" in targets,
                                         has_torch=PurePosixPath("train_torch.py") in files).items():
             files[PurePosixPath("cluster") / rel] = text
+    if ctx.spec.triton.enabled:
+        plan = plan_triton(ctx, job, features)
+        files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
+                                   digest=digest, nvtabular_note=_nvtabular_note(features)))
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
-    return Rendered(name=job.name, files=files, job=job, digest=digest)
+    return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan)
+
+
+def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features):
+    from .triton.plan import PlanError
+
+    try:
+        return plan_for(job, features, ctx.spec.triton)
+    except PlanError as exc:
+        if exc.source == "spec":
+            raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None
+        field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in exc.loc).replace(".[", "[")
+        raise UserError.one(display_path(ctx.lock_path, ctx.root), exc.message, field=field, fix=exc.fix) from None
+
+
+def _nvtabular_note(features: Features) -> str:
+    m = re.search(r"nvtabular [0-9][0-9A-Za-z.]*", features.provenance)
+    return f"({m.group(0)} saved the workflow)" if m else ""
 
 
 def manifest(ctx: SpecContext, digest: str, files: dict[PurePosixPath, str], features: Features) -> str:

@@ -238,6 +238,70 @@ class ContinuousTrainingSpec(Strict):
         ..., description="save_params_to_files prefix after the last pass")
     incremental_model: bool = Field(True, description="call get_incremental_model() after the last pass")
     low_level: bool = Field(True, description="also render model_low_level.py (the low-level training loop)")
+# ---- serving ------------------------------------------------------------------------------------------------------
+
+InstanceKind = Literal["KIND_GPU", "KIND_CPU", "KIND_AUTO"]
+
+
+class InstanceSpec(Strict):
+    """One Triton ``instance_group`` (NVTabular's exporter hard-coded these, triton.md §6.5, R11)."""
+
+    kind: InstanceKind = "KIND_CPU"
+    count: PosInt = 1
+    gpus: list[NonNegInt] | None = Field(None, description="GPU ids (KIND_GPU only; default: every GPU)")
+
+    @model_validator(mode="after")
+    def _gpus_need_gpu_kind(self) -> "InstanceSpec":
+        if self.gpus is not None and self.kind != "KIND_GPU":
+            raise ValueError("gpus is only valid with kind: KIND_GPU")
+        return self
+
+
+class PreprocessingSpec(Strict):
+    """The ``<name>_nvt`` python-backend model that runs the saved NVTabular workflow."""
+
+    instance: InstanceSpec = Field(default_factory=InstanceSpec)
+
+
+class HugeCTRServingSpec(Strict):
+    """The ``<name>`` HugeCTR-backend model and its ``ps.json`` entry (triton.md §2, §4)."""
+
+    gpus: list[NonNegInt] = Field(default_factory=lambda: [0], min_length=1,
+                                  description="instance_group gpus and ps.json deployed_device_list")
+    count: PosInt = Field(1, description="model instances (<= num_of_worker_buffer_in_pool)")
+    gpucache: bool = True
+    gpucacheper: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.5
+    hit_rate_threshold: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.9
+    num_of_worker_buffer_in_pool: PosInt | None = Field(None, description="default: count")
+    num_of_refresher_buffer_in_pool: PosInt = 1
+    cache_refresh_percentage_per_iteration: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.2
+    default_value_for_each_table: Float = 0.0
+    output_name: Ident = "OUTPUT0"
+    snapshot_iteration: PosInt | None = Field(
+        None, description="iteration in the weight file names (default: fit's last snapshot, else max_iter)")
+    snapshot_prefix: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]*$",
+                                        description="weight file prefix (default: training.snapshot_prefix)")
+
+    @model_validator(mode="after")
+    def _enough_buffers(self) -> "HugeCTRServingSpec":
+        if self.num_of_worker_buffer_in_pool is not None and self.num_of_worker_buffer_in_pool < self.count:
+            raise ValueError("num_of_worker_buffer_in_pool must be >= count (the backend refuses more instances "
+                             "than worker buffers)")
+        return self
+
+
+class TritonSpec(Strict):
+    """The Triton model repository written to generated/<name>/triton/ (on by default)."""
+
+    enabled: bool = True
+    max_batch_size: PosInt = Field(64, description="samples per request, equal in every config.pbtxt and ps.json")
+    model_root: str = Field("/model", pattern=r"^/[A-Za-z0-9_./-]*$",
+                            description="where the repository is mounted in the serving container")
+    version: PosInt = 1
+    preprocessing: PreprocessingSpec = Field(default_factory=PreprocessingSpec)
+    hugectr: HugeCTRServingSpec = Field(default_factory=HugeCTRServingSpec)
+
+
 # ---- launch targets (task.py, Vertex AI, clusters) ---------------------------------------------------------------
 
 TARGETS = ("hugectr", "task", "vertex", "cluster")
@@ -331,3 +395,5 @@ class Spec(Strict):
         description="what to render besides model.py: task (task.py), vertex (Vertex AI jobs), cluster (launchers)")
     vertex: VertexSpec | None = None
     cluster: ClusterSpec | None = None
+    triton: TritonSpec = Field(default_factory=TritonSpec,
+                               description="the Triton repository in generated/<name>/triton/ (on by default)")
