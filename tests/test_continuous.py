@@ -285,6 +285,11 @@ def test_etc_scripts_run_on_nvtabular_output_with_its_keysets(tmp_path):
     assert hmem["kwargs"] == {"num_blocks": 2, "target_hit_rate": 0.5, "max_num_evict": 0}
     assert len(calls_named(high, "Model.fit")) == 2 and len(calls_named(high, "Model.get_incremental_model")) == 1
     assert (run / "wdl.json").read_bytes() == (gen / "wdl_continuous_etc.json").read_bytes()
+    # The Triton repository serves what the run saved: save_params_to_files' dense file, the cache's sparse folders.
+    (entry,) = json.loads((gen / "triton" / "ps.json").read_text())["models"]
+    assert Path(entry["dense_file"]).name == "wdl_etc_dense_0.model" and (run / "wdl_etc_dense_0.model").is_file()
+    assert [Path(f).name for f in entry["sparse_files"]] == ["wdl_0_sparse_model", "wdl_1_sparse_model"]
+    assert all((run / Path(f).name).is_dir() for f in entry["sparse_files"])
     low = run_with_standin(gen / "model_low_level.py", "3.3", cwd=run, env=env)
     assert low.returncode == 0, low.stderr
     assert [c["args"] for c in calls_named(low, "EmbeddingTrainingCache.update")] == \
@@ -320,6 +325,8 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "wdl_mos_dense_0.model").write_bytes(b"")
+    for folder in ("wdl_0_sparse_model", "wdl_1_sparse_model"):   # the models a previous run left
+        (run / folder).mkdir()
     env = {"CTRGEN_STANDIN_SKIP_DATA": "1"}
     high = run_with_standin(gen / "model.py", "3.2", cwd=run, env=env)
     assert high.returncode == 0, high.stderr
