@@ -22,6 +22,7 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
 from .render.summary import render_summary
+from .render.torch_model import FEATURES_FILE, TorchTargetError, render_features_json, render_train_torch
 from .spec.load import LoadedSpec, load_spec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
@@ -127,9 +128,18 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     job = build(ctx, features)
     digest = inputs_digest(ctx.loaded.text, lock_text)
     files: dict[PurePosixPath, str] = {}
-    files[PurePosixPath("model.py")] = render_model_py(
-        job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
-    files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
+    targets = ctx.spec.targets
+    if "hugectr" in targets:
+        files[PurePosixPath("model.py")] = render_model_py(
+            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
+        files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
+    if "torch" in targets:
+        try:
+            files[PurePosixPath("train_torch.py")] = render_train_torch(
+                job, features, python_header(ctx, digest, f"PyTorch training script for model {job.name!r}."))
+        except TorchTargetError as exc:
+            raise ctx.loaded.error(exc.origin, exc.message, fix=exc.fix) from None
+        files[PurePosixPath(FEATURES_FILE)] = render_features_json(job, features)
     files[PurePosixPath("summary.txt")] = render_summary(job)
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,

@@ -209,3 +209,12 @@ class Spec(Strict):
     embeddings: list[EmbeddingSpec] = Field(default_factory=lambda: [EmbeddingSpec()], min_length=1)
     model: ModelSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
+    targets: list[Literal["hugectr", "torch"]] = Field(
+        default_factory=lambda: ["hugectr"], min_length=1,
+        description="what to render: 'hugectr' (model.py + graph JSON), 'torch' (train_torch.py + features.json)")
+
+    @model_validator(mode="after")
+    def _unique_targets(self) -> "Spec":
+        if len(set(self.targets)) != len(self.targets):
+            raise ValueError("targets must not repeat")
+        return self
