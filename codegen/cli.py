@@ -70,7 +70,8 @@ def _out_root(ctx_root: Path, out: Path | None) -> Path:
               help="read features from this saved workflow instead of the features lock")
 @click.option("--force", is_flag=True, help="overwrite files ctrgen did not generate")
 def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, force: bool) -> None:
-    """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, MANIFEST.json).
+    """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, MANIFEST.json; task.py, vertex/, cluster/
+    when the spec lists those targets).
 
     Everything is validated before anything is written; each output folder is written atomically.
     """
@@ -208,6 +209,8 @@ def _attach_commands() -> None:
     """Commands that live in their own packages (imported here so that `ctrgen --help` lists them)."""
     from .triton.cli_validate import validate_command
     main.add_command(validate_command, "validate")
+    from .triton.cli_assemble import assemble_command
+    main.add_command(assemble_command, "assemble")
     from .demo.cli import demo_command
     main.add_command(demo_command, "demo")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import UserError
@@ -46,6 +46,17 @@ class Features:
     source_kind: str = "recorded"
     # Free-form provenance shown in headers and model cards (e.g. "nvtabular 23.08.00").
     provenance: str = ""
+    # The raw columns a serving request carries: the workflow's input schema without the columns that only feed
+    # labels (e.g. C1 and C2, not the derived C1_C2). None when unknown (a dataset schema or an older lock); the
+    # Triton preprocessing model then takes the categorical and continuous columns. Not part of equality: it
+    # describes the request, not the columns HugeCTR reads.
+    inputs: tuple[Column, ...] | None = field(default=None, compare=False)
+
+    def request_columns(self) -> tuple[Column, ...]:
+        """What a serving request carries: ``inputs`` when known, else the categorical + continuous columns."""
+        if self.inputs is not None:
+            return self.inputs
+        return (*self.categorical, *self.continuous)
 
     def column(self, name: str) -> Column | None:
         for col in (*self.categorical, *self.continuous, *self.labels):
@@ -66,7 +77,7 @@ class Features:
                 out.append(d)
             return out
 
-        return {
+        doc = {
             "ctrgen_features_lock": LOCK_VERSION,
             "source": self.source_kind,
             "provenance": self.provenance,
@@ -74,6 +85,9 @@ class Features:
             "continuous": cols(self.continuous),
             "labels": cols(self.labels),
         }
+        if self.inputs is not None:
+            doc["inputs"] = cols(self.inputs)
+        return doc
 
     def lock_text(self) -> str:
         return json.dumps(self.to_lock(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -111,7 +125,10 @@ def features_from_lock(data: object, path: Path) -> Features:
         raise UserError.one(path, f"not a ctrgen features lock (expected \"ctrgen_features_lock\": {LOCK_VERSION})",
                             fix="regenerate it with 'ctrgen lock SPEC'")
     groups = {}
-    for key in ("categorical", "continuous", "labels"):
+    for key in ("categorical", "continuous", "labels", "inputs"):
+        if key == "inputs" and key not in data:
+            groups[key] = None
+            continue
         items = data.get(key, [])
         if not isinstance(items, list):
             raise UserError.one(path, "must be a list", field=key)
@@ -121,7 +138,8 @@ def features_from_lock(data: object, path: Path) -> Features:
             raise UserError.one(path, f"categorical column {c.name!r} has no cardinality", field=f"categorical[{i}]",
                                 fix="regenerate the lock from the workflow with 'ctrgen lock SPEC'")
     return Features(categorical=groups["categorical"], continuous=groups["continuous"], labels=groups["labels"],
-                    source_kind=str(data.get("source", "recorded")), provenance=str(data.get("provenance", "")))
+                    source_kind=str(data.get("source", "recorded")), provenance=str(data.get("provenance", "")),
+                    inputs=groups["inputs"])
 
 
 def read_lock(path: Path) -> Features:
@@ -149,7 +167,14 @@ def describe_lock_drift(locked: Features, fresh: Features) -> list[str]:
         for name in a.keys() & b.keys():
             if a[name] != b[name]:
                 out.append(f"{group}.{name}: lock has {_brief(a[name])}, workflow has {_brief(b[name])}")
+    if locked.inputs is not None and fresh.inputs is not None and locked.inputs != fresh.inputs:
+        out.append(f"inputs: lock has {[_brief_named(c) for c in locked.inputs]}, workflow has "
+                   f"{[_brief_named(c) for c in fresh.inputs]}")
     return sorted(out)
+
+
+def _brief_named(c: Column) -> str:
+    return f"{c.name} ({_brief(c)})"
 
 
 def _brief(c: Column) -> str:

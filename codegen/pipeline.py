@@ -18,11 +18,15 @@ from .features import Features, describe_lock_drift, read_lock
 from .graph.build import build_job
 from .graph.ir import TrainingJob
 from .render.card import render_model_card
+from .render.cluster import render_cluster
 from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_model_py
 from .render.summary import render_summary
 from .render.torch_model import FEATURES_FILE, TorchTargetError, render_features_json, render_train_torch
+from .render.triton import plan_for, render_triton
+from .render.task import render_task_py
+from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
@@ -117,6 +121,7 @@ class Rendered:
     files: dict[PurePosixPath, str]  # relative to the output folder
     job: TrainingJob
     digest: str
+    triton: object = None            # codegen.triton.plan.RepositoryPlan when the spec's triton target is on
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:
@@ -128,11 +133,11 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
     job = build(ctx, features)
     digest = inputs_digest(ctx.loaded.text, lock_text)
     files: dict[PurePosixPath, str] = {}
-    targets = ctx.spec.targets
-    if "hugectr" in targets:
-        files[PurePosixPath("model.py")] = render_model_py(
-            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
-        files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
+    plan = None
+    files[PurePosixPath("model.py")] = render_model_py(
+        job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} training script for model {job.name!r}."))
+    files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
+    targets = set(ctx.spec.targets)
     if "torch" in targets:
         try:
             files[PurePosixPath("train_torch.py")] = render_train_torch(
@@ -141,11 +146,47 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
             raise ctx.loaded.error(exc.origin, exc.message, fix=exc.fix) from None
         files[PurePosixPath(FEATURES_FILE)] = render_features_json(job, features)
     files[PurePosixPath("summary.txt")] = render_summary(job)
+    if "task" in targets:
+        vertex = ctx.spec.vertex
+        files[PurePosixPath("task.py")] = render_task_py(
+            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} trainer for model {job.name!r}: "
+                                            "the graph of model.py, training knobs as arguments."),
+            lock=display_path(ctx.lock_path, ctx.root), eval_batches=vertex.eval_batches if vertex else None)
+    if "vertex" in targets:
+        header = python_header(ctx, digest, f"Vertex AI job submission for model {job.name!r}.")
+        for rel, text in render_vertex(ctx.loaded, job, header).items():
+            files[PurePosixPath("vertex") / rel] = text
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
         preset=ctx.spec.model.preset)
+    if "cluster" in targets:
+        header = python_header(ctx, digest, f"Multi-node launcher for model {job.name!r}.")
+        for rel, text in render_cluster(ctx.loaded, job, header, has_task="task" in targets,
+                                        has_torch=PurePosixPath("train_torch.py") in files).items():
+            files[PurePosixPath("cluster") / rel] = text
+    if ctx.spec.triton.enabled:
+        plan = plan_triton(ctx, job, features)
+        files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
+                                   digest=digest, nvtabular_note=_nvtabular_note(features)))
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
-    return Rendered(name=job.name, files=files, job=job, digest=digest)
+    return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan)
+
+
+def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features):
+    from .triton.plan import PlanError
+
+    try:
+        return plan_for(job, features, ctx.spec.triton)
+    except PlanError as exc:
+        if exc.source == "spec":
+            raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None
+        field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in exc.loc).replace(".[", "[")
+        raise UserError.one(display_path(ctx.lock_path, ctx.root), exc.message, field=field, fix=exc.fix) from None
+
+
+def _nvtabular_note(features: Features) -> str:
+    m = re.search(r"nvtabular [0-9][0-9A-Za-z.]*", features.provenance)
+    return f"({m.group(0)} saved the workflow)" if m else ""
 
 
 def manifest(ctx: SpecContext, digest: str, files: dict[PurePosixPath, str], features: Features) -> str:

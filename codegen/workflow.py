@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -75,6 +75,8 @@ class SchemaInfo:
     columns: tuple[SchemaColumn, ...]
     # Column roles as _metadata.json lists them (the order HugeCTR reads); None without a _metadata.json.
     metadata_roles: dict[str, tuple[str, ...]] | None = None
+    # The loaded nvtabular Workflow (only when read with nvtabular): its input schema gives the request columns.
+    workflow: Any = field(default=None, compare=False, repr=False)
 
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
@@ -112,7 +114,22 @@ def read_features(path: Path, *, categorical: Sequence[str] | None = None, conti
                          for c in (column(n) for n in roles["continuous"])),
         labels=tuple(Column(c.name, c.dtype, None, c.multi_hot, c.max_len)
                      for c in (column(n) for n in roles["labels"])),
-        source_kind=info.source_kind, provenance=info.provenance)
+        source_kind=info.source_kind, provenance=info.provenance,
+        inputs=_request_inputs(info.workflow, roles["labels"]))
+
+
+def _request_inputs(workflow: Any, labels: Sequence[str]) -> tuple[Column, ...] | None:
+    """The workflow's raw input columns without those only labels need (what NVTabular's exporter did with
+    ``remove_inputs(label_columns)``, triton.md §6.2). Mutates the workflow, which is loaded for this read only."""
+    if workflow is None:
+        return None
+    import numpy as np  # already imported by nvtabular
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        schema = workflow.remove_inputs(list(labels)).input_schema if labels else workflow.input_schema
+    return tuple(Column(name=c.name, dtype=np.dtype(c.dtype.to_numpy).name, multi_hot=bool(c.is_list))
+                 for c in schema)
 
 
 def read_schema(path: Path, *, allow_import: bool = True) -> SchemaInfo:
@@ -223,7 +240,8 @@ def _read_workflow_dir(path: Path, *, allow_import: bool) -> SchemaInfo:
         info = _read_schema_pbtxt(pbtxt, shown=path)
     else:
         info = _load_workflow(path)
-    return SchemaInfo(path=path, source_kind="workflow", provenance=provenance, columns=info.columns)
+    return SchemaInfo(path=path, source_kind="workflow", provenance=provenance, columns=info.columns,
+                      workflow=info.workflow)
 
 
 def _workflow_provenance(path: Path) -> str:
@@ -258,7 +276,7 @@ def _load_workflow(path: Path) -> SchemaInfo:
                             fix="load it with the nvtabular version that saved it, or read the dataset's "
                                 ".merlin/schema.json instead") from None
     return SchemaInfo(path=path, source_kind="workflow", provenance=saved_with,
-                      columns=tuple(_column_from_merlin(col) for col in schema))
+                      columns=tuple(_column_from_merlin(col) for col in schema), workflow=workflow)
 
 
 def _column_from_merlin(col: Any) -> SchemaColumn:

@@ -39,7 +39,7 @@ def test_demo_generates_movielens_from_the_real_workflow() -> None:
 
 def test_demo_is_deterministic() -> None:
     demo, first = _demo("--only", "movielens")
-    files = {p: p.read_bytes() for p in (demo.root / "generated" / "movielens").iterdir()}
+    files = {p: p.read_bytes() for p in (demo.root / "generated" / "movielens").rglob("*") if p.is_file()}
     _, second = _demo("--only", "movielens")
     assert first.returncode == second.returncode == 0
     assert {p: p.read_bytes() for p in files} == files

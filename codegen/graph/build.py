@@ -126,6 +126,7 @@ class Builder:
                       f'(HugeCTR: "0 != batch_size%total_gpu_count")',
                       fix=f"use a multiple of {gpu_count}")
         self._check_solver()
+        self._check_files(gpu_count)
 
         sparse = self._sparse_inputs(cats)
         optimizer = self._optimizer()
@@ -186,6 +187,17 @@ class Builder:
                       fix="set training.num_epochs")
         if s.repeat_dataset and not t.max_iter:
             self.fail(("training", "max_iter"), '"Require max_iter>0 under non-epoch mode"', fix="set training.max_iter")
+
+    def _check_files(self, gpu_count: int) -> None:
+        d = self.spec.data
+        # HugeCTR's Parquet reader runs one worker per GPU over the file list (HugeCTR#298: "The number of data reader
+        # workers should be no greater than the number of files in the file list").
+        if d.train_files is not None and d.format == "parquet" and d.train_files < gpu_count:
+            self.fail(("data", "train_files"),
+                      f"{d.train_files} Parquet file(s) for {gpu_count} GPUs in solver.vvgpu: HugeCTR's Parquet reader "
+                      "runs one worker per GPU and needs at least one file per worker",
+                      fix=f"write the dataset as at least {gpu_count} files (to_parquet(out_files_per_proc=...)) "
+                          "or use fewer GPUs")
 
     def _solver_args(self, i64: bool) -> tuple:
         s = self.spec.solver

@@ -14,6 +14,13 @@ from ..graph.ir import Enum
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+class Code(str):
+    """Python source that ctrgen itself wrote (a variable, ``args.lr``, a call on literals made by :func:`py`).
+
+    Written verbatim by :func:`py`; never build one from user text (use :func:`py` for that part).
+    """
+
+
 def py_str(s: str) -> str:
     r = repr(s)
     if r[0] == "'" and '"' not in s:
@@ -29,6 +36,8 @@ def ident(name: str) -> str:
 
 
 def py(value: object) -> str:
+    if isinstance(value, Code):
+        return str(value)
     if isinstance(value, Enum):
         return f"hugectr.{ident(value.type)}.{ident(value.member)}"
     if isinstance(value, bool) or value is None:

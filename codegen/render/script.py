@@ -16,11 +16,36 @@ def _layer_comment(layer) -> str:
     return ""
 
 
-def render_model_py(job: TrainingJob, header: str) -> str:
+class Bindings:
+    """Where task.py puts an expression instead of model.py's literal. The default binds nothing (model.py)."""
+
+    def solver(self, key: str, value: object) -> object:
+        return value
+
+    def reader(self, key: str, value: object) -> object:
+        return value
+
+    def sparse_nnz(self, sparse, value: object) -> object:
+        return value
+
+    def embedding(self, embedding, args: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        return args
+
+    def layer(self, layer, args: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        return args
+
+    def reader_comments(self, slot_cols: list[str]) -> list[str]:
+        return [f"slot_size_array: cardinalities of {py(slot_cols)} from the features lock"]
+
+
+def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
+    """The values of templates/hugectr/_build.py.j2 (CreateSolver ... compile), shared by model.py and task.py."""
+    bind = bind or Bindings()
     g = job.graph
     optimizer_args = [("optimizer_type", Enum("Optimizer_t", job.optimizer.type)), *job.optimizer.hparams]
     sparse = [{
-        "name": py_str(s.name), "nnz": py(s.nnz_arg if isinstance(s.nnz_arg, int) else list(s.nnz_arg)),
+        "name": py_str(s.name),
+        "nnz": py(bind.sparse_nnz(s, s.nnz_arg if isinstance(s.nnz_arg, int) else list(s.nnz_arg))),
         "fixed": py(s.is_fixed_length), "slot_num": py(s.slot_num),
         "comment": f"slots: {py(list(s.columns))}",
     } for s in g.sparse]
@@ -39,6 +64,7 @@ def render_model_py(job: TrainingJob, header: str) -> str:
                  ("bottom_name", e.bottom)]
         if e.slot_size_array:
             args.append(("slot_size_array", list(e.slot_size_array)))
+        args = bind.embedding(e, args)
         embeddings.append(kwargs(args))
         if e.explicit_optimizer:
             embeddings[-1].append(("optimizer", ident("optimizer")))  # the variable, not a literal
@@ -47,29 +73,36 @@ def render_model_py(job: TrainingJob, header: str) -> str:
     for layer in g.layers:
         args = [("layer_type", Enum("Layer_t", layer.type)), ("bottom_names", list(layer.bottoms)),
                 ("top_names", list(layer.tops)), *layer.params]
+        args = bind.layer(layer, args)
         layers.append({"args": kwargs(args), "comment": _layer_comment(layer)})
 
     reader_comments = []
     slot_cols = [c for s in g.sparse for c in s.columns]
     if any(k == "slot_size_array" for k, _ in job.reader):
-        reader_comments.append(f"slot_size_array: cardinalities of {py(slot_cols)} from the features lock")
+        reader_comments.extend(bind.reader_comments(slot_cols))
 
-    return render(
-        "hugectr/model.py.j2",
-        header=header,
-        version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
-        solver=kwargs(job.solver),
+    return dict(
+        solver=kwargs([(k, bind.solver(k, v)) for k, v in job.solver]),
         optimizer=kwargs(optimizer_args),
         optimizer_inline="optimizer = hugectr.CreateOptimizer("
                          + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
-        reader=kwargs(job.reader),
+        reader=kwargs([(k, bind.reader(k, v)) for k, v in job.reader]),
         reader_comments=reader_comments,
         input=kwargs(input_args),
         sparse=sparse,
         embeddings=embeddings,
         layers=layers,
+    )
+
+
+def render_model_py(job: TrainingJob, header: str) -> str:
+    return render(
+        "hugectr/model.py.j2",
+        header=header,
+        version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
+        **build_context(job),
         fit=kwargs(job.fit),
         graph_json=py_str(job.graph_json),
         graph_to_json_before_fit=job.graph_to_json_before_fit,
-        shapes={k: fmt_shape(v) for k, v in g.tensor_shapes().items()},
+        shapes={k: fmt_shape(v) for k, v in job.graph.tensor_shapes().items()},
     )

@@ -2,8 +2,8 @@
 
 Columns are ``std::setw(40)`` then ``setw(30)``, left-aligned. Three layouts exist in the fixtures taken from NVIDIA's
 notebooks (shared/fixtures/summary): before 3.3 (rows without rules, several names joined by ','), 3.3 - 3.x (a rule
-after every row, one name per line) and 4.x and later (the same, with batch sizes instead of None and the auto-Slice
-rows of graph_analysis). Log prefixes with timestamps are not reproduced.
+after every row, one name per line) and 4.x and later (the same, with the built tensors' rows instead of None and the
+auto-Slice rows of graph_analysis). Log prefixes with timestamps are not reproduced.
 """
 
 from __future__ import annotations
@@ -22,14 +22,24 @@ def _shape(dims: tuple[int, ...], batch: str, compact: bool) -> str:
     return "(" + ("," if compact else ", ").join(parts) + ")"
 
 
+def _rows(s, batch: int) -> str:
+    """Rows of the built tensor on one GPU: a Reshape can move elements into the batch dimension (DeepFM's Reshape
+    of (B, 27, 11) to leading_dim 11 has 27·B rows), and 4.x summaries print the built shape (hugectr.md §3)."""
+    rows = batch * s.rows if isinstance(s, Shape) else batch
+    return str(int(rows))  # whole: the Reshape checks reject a leading_dim that does not divide the elements
+
+
 def render_summary(job: TrainingJob) -> str:
     p = V.profile(job.hugectr_version)
     assert p is not None
     g = job.graph
     batch_shapes = p.has("summary_batch_shapes")
     rules = p.has("summary_row_rules")
-    batch = str(job.batchsize // job.gpu_count) if batch_shapes else "None"
-    shape = lambda s: _shape(s.dims if isinstance(s, Shape) else s, batch, batch_shapes)  # noqa: E731
+    per_gpu = job.batchsize // job.gpu_count
+
+    def shape(s) -> str:
+        batch = _rows(s, per_gpu) if batch_shapes else "None"
+        return _shape(s.dims if isinstance(s, Shape) else s, batch, batch_shapes)
 
     lines = [BANNER]
     if batch_shapes:

@@ -32,6 +32,9 @@ class DataSpec(Strict):
         ..., min_length=1, description="training file list(s) (NVTabular writes _file_list.txt)")
     eval: Annotated[str, Field(min_length=1)] = Field(..., description="evaluation file list")
     num_workers: PosInt | None = Field(None, description="DataReaderParams num_workers (HugeCTR default 12)")
+    train_files: PosInt | None = Field(
+        None, description="number of files the training file list names (checked against the readers: HugeCTR's "
+                          "Parquet reader runs one worker per GPU and needs at least that many files)")
 
 
 class FeaturesSpec(Strict):
@@ -191,6 +194,137 @@ class TrainingSpec(Strict):
         return self
 
 
+# ---- serving ------------------------------------------------------------------------------------------------------
+
+InstanceKind = Literal["KIND_GPU", "KIND_CPU", "KIND_AUTO"]
+
+
+class InstanceSpec(Strict):
+    """One Triton ``instance_group`` (NVTabular's exporter hard-coded these, triton.md §6.5, R11)."""
+
+    kind: InstanceKind = "KIND_CPU"
+    count: PosInt = 1
+    gpus: list[NonNegInt] | None = Field(None, description="GPU ids (KIND_GPU only; default: every GPU)")
+
+    @model_validator(mode="after")
+    def _gpus_need_gpu_kind(self) -> "InstanceSpec":
+        if self.gpus is not None and self.kind != "KIND_GPU":
+            raise ValueError("gpus is only valid with kind: KIND_GPU")
+        return self
+
+
+class PreprocessingSpec(Strict):
+    """The ``<name>_nvt`` python-backend model that runs the saved NVTabular workflow."""
+
+    instance: InstanceSpec = Field(default_factory=InstanceSpec)
+
+
+class HugeCTRServingSpec(Strict):
+    """The ``<name>`` HugeCTR-backend model and its ``ps.json`` entry (triton.md §2, §4)."""
+
+    gpus: list[NonNegInt] = Field(default_factory=lambda: [0], min_length=1,
+                                  description="instance_group gpus and ps.json deployed_device_list")
+    count: PosInt = Field(1, description="model instances (<= num_of_worker_buffer_in_pool)")
+    gpucache: bool = True
+    gpucacheper: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.5
+    hit_rate_threshold: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.9
+    num_of_worker_buffer_in_pool: PosInt | None = Field(None, description="default: count")
+    num_of_refresher_buffer_in_pool: PosInt = 1
+    cache_refresh_percentage_per_iteration: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.2
+    default_value_for_each_table: Float = 0.0
+    output_name: Ident = "OUTPUT0"
+    snapshot_iteration: PosInt | None = Field(
+        None, description="iteration in the weight file names (default: fit's last snapshot, else max_iter)")
+    snapshot_prefix: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]*$",
+                                        description="weight file prefix (default: training.snapshot_prefix)")
+
+    @model_validator(mode="after")
+    def _enough_buffers(self) -> "HugeCTRServingSpec":
+        if self.num_of_worker_buffer_in_pool is not None and self.num_of_worker_buffer_in_pool < self.count:
+            raise ValueError("num_of_worker_buffer_in_pool must be >= count (the backend refuses more instances "
+                             "than worker buffers)")
+        return self
+
+
+class TritonSpec(Strict):
+    """The Triton model repository written to generated/<name>/triton/ (on by default)."""
+
+    enabled: bool = True
+    max_batch_size: PosInt = Field(64, description="samples per request, equal in every config.pbtxt and ps.json")
+    model_root: str = Field("/model", pattern=r"^/[A-Za-z0-9_./-]*$",
+                            description="where the repository is mounted in the serving container")
+    version: PosInt = 1
+    preprocessing: PreprocessingSpec = Field(default_factory=PreprocessingSpec)
+    hugectr: HugeCTRServingSpec = Field(default_factory=HugeCTRServingSpec)
+
+
+# ---- launch targets (task.py, Vertex AI, clusters) ---------------------------------------------------------------
+
+TARGETS = ("hugectr", "task", "vertex", "cluster", "torch")
+# #SBATCH lines are read by sbatch, not by a shell: their values must be plain tokens (no spaces, quotes, newlines).
+SlurmToken = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:@%+=,/-]+$", max_length=128)]
+
+
+class StudyParameter(Strict):
+    """One tuned task.py argument (a Vertex AI StudySpec.ParameterSpec)."""
+
+    name: Ident = Field(..., description="the task.py argument it sets, e.g. lr or dropout_rate")
+    type: Literal["double", "integer", "discrete", "categorical"]
+    min: Float | None = Field(None, description="double / integer: lower bound")
+    max: Float | None = Field(None, description="double / integer: upper bound")
+    values: list[Float] | list[str] | None = Field(None, description="discrete (numbers) / categorical (strings)")
+    scale: Literal["linear", "log", "reverse_log"] | None = Field(None, description="double / integer / discrete")
+
+
+class StudySpec(Strict):
+    metric: Literal["AUC"] = Field("AUC", description="the metric task.py reports to hypertune")
+    goal: Literal["maximize", "minimize"] = "maximize"
+    parameters: list[StudyParameter] = Field(..., min_length=1)
+    max_trial_count: PosInt = 4
+    parallel_trial_count: PosInt = 2
+    max_failed_trial_count: NonNegInt | None = None
+    algorithm: Literal["grid", "random"] | None = Field(None, description="omitted: Vertex AI's default (Bayesian)")
+
+
+class VertexSpec(Strict):
+    """Vertex AI custom training (seed 004): one node, the GPUs of solver.vvgpu, task.py in a container."""
+
+    display_name: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
+        None, description="job display name (default: hugectr-<name>)")
+    image_uri: Annotated[str, Field(min_length=1)] = Field(
+        ..., description="training container; {project} and {region} are filled in by submit.py")
+    machine_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+$")] = "a2-highgpu-1g"
+    accelerator_type: Annotated[str, Field(pattern=r"^[A-Z0-9_]+$")] = "NVIDIA_TESLA_A100"
+    command: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=lambda: ["python", "-m", "task"])
+    train_data: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="--train_data as the container sees it, e.g. /gcs/{bucket}/train/_file_list.txt "
+                                        "(default: data.train); {bucket} is filled in by submit.py")
+    valid_data: Annotated[str, Field(min_length=1)] | None = Field(None, description="--valid_data (default: data.eval)")
+    schema_path: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="--schema: the transformed dataset's schema.pbtxt as the container sees it")
+    eval_batches: PosInt | None = Field(None, description="--eval_batches: batches of the final evaluation")
+    study: StudySpec | None = Field(None, description="hyperparameter tuning job (omitted: custom job only)")
+
+
+class SlurmSpec(Strict):
+    partition: SlurmToken | None = None
+    account: SlurmToken | None = None
+    time: SlurmToken | None = Field(None, description="e.g. 04:00:00")
+
+
+class ClusterSpec(Strict):
+    """Multi-node launchers: one process per node for HugeCTR (mpirun, srun), torchrun for the PyTorch trainer."""
+
+    hosts: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, description="mpirun hosts, one per node (default: the HOSTFILE environment variable)")
+    gpus_per_node: PosInt | None = Field(None, description="default: the length of each solver.vvgpu row")
+    python: Annotated[str, Field(min_length=1)] = "python3"
+    rdzv_endpoint: Annotated[str, Field(min_length=1)] = Field(
+        "localhost:29500", description="torchrun --rdzv-endpoint (host:port of node 0)")
+    rdzv_backend: Literal["c10d", "etcd", "etcd-v2", "static"] = "c10d"
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+
+
 class Spec(Strict):
     """A ctrgen model spec (version 1)."""
 
@@ -209,12 +343,11 @@ class Spec(Strict):
     embeddings: list[EmbeddingSpec] = Field(default_factory=lambda: [EmbeddingSpec()], min_length=1)
     model: ModelSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
-    targets: list[Literal["hugectr", "torch"]] = Field(
-        default_factory=lambda: ["hugectr"], min_length=1,
-        description="what to render: 'hugectr' (model.py + graph JSON), 'torch' (train_torch.py + features.json)")
-
-    @model_validator(mode="after")
-    def _unique_targets(self) -> "Spec":
-        if len(set(self.targets)) != len(self.targets):
-            raise ValueError("targets must not repeat")
-        return self
+    targets: list[Literal[TARGETS]] = Field(
+        default_factory=lambda: ["hugectr"],
+        description="what to render besides model.py: task (task.py), vertex (Vertex AI jobs), cluster (launchers), "
+                    "torch (train_torch.py + features.json)")
+    vertex: VertexSpec | None = None
+    cluster: ClusterSpec | None = None
+    triton: TritonSpec = Field(default_factory=TritonSpec,
+                               description="the Triton repository in generated/<name>/triton/ (on by default)")

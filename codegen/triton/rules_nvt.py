@@ -14,6 +14,9 @@ from .graphjson import Graph
 from .modelconfig import ConfigFile
 
 NVT_OUTPUT_MODEL = "hugectr"
+# ctrgen's preprocessing model marks its runtime with this parameter: it builds one CSR per table and sends every key
+# of multi-hot slots (triton.md §3), so the one-hot / one-table limits of NVTabular's runner do not apply.
+VCSR_PARAM, VCSR_VALUE = "key_layout", "vcsr"
 
 
 def is_hugectr_preprocessor(cfg: ConfigFile) -> bool:
@@ -41,8 +44,13 @@ def _columns(ctx: Context, cfg: ConfigFile, key: str) -> list[str] | None:
     return value
 
 
+def builds_vcsr(cfg: ConfigFile) -> bool:
+    return cfg.string_param(VCSR_PARAM) == VCSR_VALUE
+
+
 def check_preprocessor(ctx: Context, nvt: ConfigFile, hugectr: ConfigFile | None, graph: Graph | None) -> None:
     cats, conts = _columns(ctx, nvt, "cats"), _columns(ctx, nvt, "conts")
+    vcsr = builds_vcsr(nvt)
     lock = ctx.lock
     if lock is not None:
         where = f"the features lock {ctx.show_path(ctx.lock_path)}"
@@ -55,7 +63,7 @@ def check_preprocessor(ctx: Context, nvt: ConfigFile, hugectr: ConfigFile | None
             _add(ctx, nvt, "conts", f"{conts} != the continuous columns of {where} {want_conts} (triton.md §6.4)",
                  f"set conts to {json.dumps(want_conts)}", actual=conts, expected=want_conts)
         multi = [c.name for c in lock.categorical if c.multi_hot]
-        if multi:
+        if multi and not vcsr:
             _add(ctx, nvt, "output_model", f"NVTabular's HugeCTR runner is one-hot only, but {where} marks "
                  f"{', '.join(multi)} multi-hot (triton.md §6.4-§6.5, R19)",
                  "serve multi-hot models with a preprocessing model that builds VCSR (triton.md §3)")
@@ -68,7 +76,7 @@ def check_preprocessor(ctx: Context, nvt: ConfigFile, hugectr: ConfigFile | None
     if conts is not None and len(conts) != graph.dense_dim:
         _add(ctx, nvt, "conts", f"{len(conts)} columns {conts}, but {hugectr.name!r} reads dense_dim "
              f"{graph.dense_dim} (triton.md §6.4)", "list the continuous columns of training", actual=conts)
-    if len(graph.tables) > 1:
+    if len(graph.tables) > 1 and not vcsr:
         _add(ctx, nvt, "output_model", f"NVTabular's HugeCTR runner builds ROWINDEX for one table, but "
              f"{hugectr.name!r} has {graph.describe_tables()} (triton.md §6.4-§6.5, R19)",
              "serve multi-table models with a preprocessing model that builds one CSR per table (triton.md §3)")

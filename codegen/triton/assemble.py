@@ -1,0 +1,126 @@
+"""``ctrgen assemble``: a deployable Triton repository = the generated one + the saved workflow + the trained files.
+
+The generated repository (``generated/<name>/triton/``) must be up to date with the spec (the same check as
+``ctrgen check``). The planner names what each model still needs in its version folder (``ModelPlan.required_files``):
+the preprocessing model its ``workflow/``, the HugeCTR model the dense file and one sparse folder per table, exactly
+as ps.json and config.pbtxt name them. Everything is copied into a temporary folder beside ``--out`` and moved into
+place at the end, so a failed run leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import UserError
+from ..output import compare
+from .plan import NVT_SUFFIX, RepositoryPlan
+
+WORKFLOW_PICKLE = "workflow.pkl"
+SPARSE_PARTS = ("key", "emb_vector")
+
+
+@dataclass(frozen=True)
+class Assembled:
+    out: Path
+    copied: list[str]            # paths added to the generated files, relative to out
+    command: str                 # the tritonserver command line
+
+
+def check_generated(generated: Path, files: dict[PurePosixPath, str], spec_display: str) -> None:
+    if not generated.is_dir():
+        raise UserError.one(generated, "generated Triton repository not found", field="--generated",
+                            fix=f"run 'ctrgen generate {spec_display}' first, or pass --generated")
+    drift = compare(generated, files, display=str(generated))
+    if not drift.clean:
+        raise UserError.one(generated, "the generated Triton repository is out of date with the spec",
+                            field="--generated", fix=f"run 'ctrgen generate {spec_display}'")
+
+
+def _check_workflow(workflow: Path) -> None:
+    if not (workflow / WORKFLOW_PICKLE).is_file():
+        what = "not found" if not workflow.exists() else f"has no {WORKFLOW_PICKLE}"
+        raise UserError.one(workflow / WORKFLOW_PICKLE if workflow.is_dir() else workflow,
+                            f"saved NVTabular workflow {what}", field="--workflow",
+                            fix="pass the folder Workflow.save wrote (workflow.pkl, metadata.json, categories/)")
+
+
+def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, model: str) -> None:
+    if not weights.is_dir():
+        raise UserError.one(weights, "folder of trained model files not found", field="--weights",
+                            fix="pass the folder where training wrote its snapshot files")
+    for name in names:
+        path = weights / name
+        served = plan.served_path(model, name)
+        if "_sparse_" in name:
+            if not path.is_dir():
+                raise UserError.one(path, f"sparse model folder not found (ps.json sparse_files names {served})",
+                                    field="--weights", fix="copy the <prefix><i>_sparse_<iter>.model folders of "
+                                    "training here, or set triton.hugectr.snapshot_iteration / snapshot_prefix")
+            for part in SPARSE_PARTS:
+                if not (path / part).is_file():
+                    raise UserError.one(path / part, f"sparse model file not found (in {served})", field="--weights",
+                                        fix="copy the whole sparse model folder from training")
+        elif not path.is_file():
+            raise UserError.one(path, f"dense model file not found (ps.json dense_file names {served})",
+                                field="--weights", fix="copy <prefix>_dense_<iter>.model of training here, or set "
+                                "triton.hugectr.snapshot_iteration / snapshot_prefix")
+
+
+def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: Path, out: Path,
+             force: bool = False) -> Assembled:
+    nvt_name = plan.name + NVT_SUFFIX
+    _check_workflow(workflow)
+    for model in plan.models:
+        if model.name != nvt_name and model.required_files:
+            _check_weights(weights, model.required_files, plan, model.name)
+    out = Path(out)
+    if out.exists() and not force:
+        raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")
+    if out.resolve() == generated.resolve() or generated.resolve() in out.resolve().parents:
+        raise UserError.one(out, "the output must not be inside the generated repository", field="--out")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".ctrgen-assemble-", dir=out.parent))
+    copied: list[str] = []
+    try:
+        stage = tmp / "repo"
+        shutil.copytree(generated, stage, ignore=shutil.ignore_patterns(".gitkeep"))
+        for model in plan.models:
+            version = stage / model.name / str(plan.version)
+            version.mkdir(parents=True, exist_ok=True)
+            for name in model.required_files:
+                src = workflow if model.name == nvt_name else weights / name
+                dest = version / name
+                if src.is_dir():
+                    shutil.copytree(src, dest)
+                else:
+                    shutil.copy2(src, dest)
+                copied.append(f"{model.name}/{plan.version}/{name}")
+                ntp = Path(str(src) + ".ntp.json")  # non-trainable parameters beside the dense file (hugectr.md §5)
+                if src.is_file() and ntp.is_file():
+                    shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
+                    copied.append(f"{model.name}/{plan.version}/{ntp.name}")
+        old = tmp / "old"
+        if out.exists():
+            os.replace(out, old)
+        try:
+            os.replace(stage, out)
+        except OSError:
+            if old.exists():
+                os.replace(old, out)   # put the previous repository back
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Assembled(out=out, copied=copied, command=server_command(plan))
+
+
+def server_command(plan: RepositoryPlan) -> str:
+    root = plan.model_root.rstrip("/") or "/"
+    parts = [f"tritonserver --model-repository={root}"]
+    if plan.ps is not None:
+        parts.append(f"--backend-config=hugectr,ps={root.rstrip('/')}/ps.json")
+    parts += ["--model-control-mode=explicit", f"--load-model={plan.name}_ens"]
+    return " ".join(parts)

@@ -1,0 +1,355 @@
+"""Plan a Triton model repository for one model: three models and ps.json, as plain data (no text).
+
+The layout is the one NVTabular's ``export_hugectr_ensemble`` wrote (triton.md §6.2-§6.3)::
+
+    ps.json                      (the exporter wrote none; here it comes with the configs, R12)
+    <name>_nvt/                  preprocessing: python backend, raw request columns -> DES, CATCOLUMN, ROWINDEX
+    <name>/                      the model step (HugeCTR backend)
+    <name>_ens/                  ensemble: <name>_nvt, then <name>, wired through "<X>_nvt" tensors
+
+The model step is a :class:`ModelStep`; :class:`HugeCTRStep` is the HugeCTR one. Another step (e.g. a python-backend
+PyTorch model) implements the same small interface and is passed to :func:`plan_repository` instead: the
+preprocessing model and the ensemble wiring are planned from the tensors the step consumes.
+
+Every number comes from the training job (graph) and the features lock, never from a JSON scraped later (R10).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..features import Column, Features
+from ..graph.ir import TrainingJob
+from ..spec.model import TritonSpec
+
+class PlanError(Exception):
+    """A repository that cannot be planned; the pipeline reports it against the spec (``source="spec"``, with the
+    field's line) or the features lock (``source="lock"``)."""
+
+    def __init__(self, source: str, loc: tuple[str | int, ...], message: str, fix: str = ""):
+        super().__init__(message)
+        self.source, self.loc, self.message, self.fix = source, loc, message, fix
+
+
+# numpy dtype name of a raw request column -> Triton DataType name.
+TRITON_DTYPES = {
+    "bool": "TYPE_BOOL", "uint8": "TYPE_UINT8", "uint16": "TYPE_UINT16", "uint32": "TYPE_UINT32",
+    "uint64": "TYPE_UINT64", "int8": "TYPE_INT8", "int16": "TYPE_INT16", "int32": "TYPE_INT32", "int64": "TYPE_INT64",
+    "float16": "TYPE_FP16", "float32": "TYPE_FP32", "float64": "TYPE_FP64", "object": "TYPE_STRING",
+    "str": "TYPE_STRING",
+}
+NVT_SUFFIX, MODEL_SUFFIX, ENSEMBLE_SUFFIX = "_nvt", "", "_ens"
+PREPROCESS_OUTPUTS = ("DES", "CATCOLUMN", "ROWINDEX")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    dtype: str                        # Triton DataType name, e.g. "TYPE_FP32"
+    dims: tuple[int, ...] = (-1,)
+
+
+@dataclass(frozen=True)
+class Instance:
+    kind: str                         # "KIND_GPU", "KIND_CPU", "KIND_AUTO"
+    count: int | None = None
+    gpus: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    model_name: str
+    input_map: tuple[tuple[str, str], ...]     # model input -> ensemble tensor
+    output_map: tuple[tuple[str, str], ...]    # model output -> ensemble tensor
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One ``config.pbtxt`` (fields of Triton's ModelConfig) plus the files of its version folder."""
+
+    name: str
+    max_batch_size: int
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    backend: str = ""
+    platform: str = ""
+    instances: tuple[Instance, ...] = ()
+    parameters: tuple[tuple[str, str], ...] = ()
+    steps: tuple[Step, ...] = ()
+    version_files: tuple[str, ...] = ()          # names in <name>/<version>/ that generation writes
+    required_files: tuple[str, ...] = ()         # names in <name>/<version>/ that `ctrgen assemble` adds
+
+
+@dataclass(frozen=True)
+class Slot:
+    column: str
+    cardinality: int
+    offset: int                       # added to the column's ids: exclusive prefix sum of slot_size_array
+    max_keys: int                     # keys per sample in this slot (1 for one-hot columns)
+    multi_hot: bool
+    nnz: int = 1                      # the graph's nnz_per_slot
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str                         # embedding "top" name = HPS table name
+    input: str                        # sparse input feeding it
+    slots: tuple[Slot, ...]
+    vec_size: int
+
+    @property
+    def max_keys(self) -> int:
+        """Keys per sample in this table: the slot count when every column is one-hot, else Σ nnz_per_slot, as
+        HugeCTR derives it (get_max_feature_num_per_sample_from_nnz_per_slot; lint fixtures README)."""
+        if any(s.multi_hot for s in self.slots):
+            return sum(s.nnz for s in self.slots)
+        return len(self.slots)
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """What the generated ``<name>_nvt/1/model.py`` bakes in (a VCSR request, triton.md §3)."""
+
+    request: tuple[Column, ...]       # raw columns the request carries
+    tables: tuple[Table, ...]
+    continuous: tuple[str, ...]
+    key_dtype: str                    # numpy name of CATCOLUMN: "int64" or "uint32"
+    labels: tuple[str, ...]           # removed from the workflow before transforming
+    workflow_dir: str = "workflow"    # in the version folder
+
+
+@dataclass(frozen=True)
+class RepositoryPlan:
+    name: str
+    version: int
+    model_root: str
+    preprocessing: Preprocessing
+    models: tuple[ModelPlan, ...]     # preprocessing, model step, ensemble
+    ps: dict | None                   # ps.json document, or None when the model step needs none
+    graph_json: str                   # file name of the graph JSON in the model step's version folder
+
+    def model(self, suffix: str) -> ModelPlan:
+        return next(m for m in self.models if m.name == self.name + suffix)
+
+    def served_path(self, model: str, *parts: str) -> str:
+        """A path as the serving container sees it (``model_root/<model>/<version>/...``)."""
+        return "/".join([self.model_root.rstrip("/"), model, str(self.version), *parts])
+
+
+class ModelStep(Protocol):
+    """The model that consumes the preprocessing outputs (HugeCTR here; a python-backend model elsewhere)."""
+
+    def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]: ...
+
+    def plan(self, ctx: "PlanContext") -> ModelPlan: ...
+
+    def ps_json(self, ctx: "PlanContext", model: ModelPlan) -> dict | None: ...
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    job: TrainingJob
+    features: Features
+    spec: TritonSpec
+    pre: Preprocessing
+    name: str
+
+    def served_path(self, model: str, *parts: str) -> str:
+        return "/".join([self.spec.model_root.rstrip("/"), model, str(self.spec.version), *parts])
+
+
+# ---- preprocessing ------------------------------------------------------------------------------------------------
+
+def plan_preprocessing(job: TrainingJob, features: Features) -> Preprocessing:
+    g = job.graph
+    by_col = {c.name: c for c in features.categorical}
+    slot_order = [c for s in g.sparse for c in s.columns]
+    reader = dict(job.reader)
+    # The Parquet reader adds per-slot offsets (exclusive prefix sums of slot_size_array, hugectr.md §1.3); serving
+    # must send the same shifted keys (triton.md §3, R3). Other readers read the keys as they are.
+    shifted = reader.get("slot_size_array") is not None
+    offsets, total = {}, 0
+    for col in slot_order:
+        offsets[col] = total if shifted else 0
+        total += by_col[col].cardinality or 0
+    inputs = {s.name: s for s in g.sparse}
+    tables = []
+    for e in g.embeddings:
+        s = inputs[e.bottom]
+        slots = tuple(Slot(column=col, cardinality=int(by_col[col].cardinality or 0), offset=offsets[col],
+                           max_keys=_slot_keys(by_col[col], nnz), multi_hot=by_col[col].multi_hot, nnz=nnz)
+                      for col, nnz in zip(s.columns, s.nnz_per_slot))
+        tables.append(Table(name=e.name, input=s.name, slots=slots, vec_size=e.vec_size))
+    request = features.request_columns()
+    for i, c in enumerate(request):
+        if c.dtype not in TRITON_DTYPES:
+            raise PlanError("lock", ("inputs", i), f"request column {c.name!r} has dtype {c.dtype!r}, which has no "
+                            "Triton data type", "cast the column in the workflow, or set triton: {enabled: false}")
+    return Preprocessing(request=tuple(request), tables=tuple(tables),
+                         continuous=tuple(c.name for c in features.continuous),
+                         key_dtype="int64" if job.i64_input_key else "uint32",
+                         labels=tuple(c.name for c in features.labels))
+
+
+def _slot_keys(col: Column, nnz: int) -> int:
+    """Keys one sample has in a slot: 1 for a one-hot column, else up to nnz_per_slot (capped by the list length)."""
+    if not col.multi_hot:
+        return 1
+    return min(nnz, col.max_len) if col.max_len else nnz
+
+
+def _instance(spec_instance) -> Instance:
+    gpus = tuple(spec_instance.gpus) if spec_instance.gpus is not None else None
+    return Instance(kind=spec_instance.kind, count=spec_instance.count, gpus=gpus)
+
+
+def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...]) -> ModelPlan:
+    pre = ctx.pre
+    inputs = tuple(t for c in pre.request for t in request_tensors(c))
+    outputs = tuple(t for t in _preprocess_outputs(pre) if t.name in {c.name for c in consumed})
+    params = (
+        ("cats", json.dumps([s.column for t in pre.tables for s in t.slots])),
+        ("conts", json.dumps(list(pre.continuous))),
+        # NVTabular's exporter named the consumer this way (triton.md §6.3); ctrgen's runtime is its own module.
+        ("output_model", "hugectr"),
+        # Multi-hot slots and several tables: one CSR per table (triton.md §3), unlike NVTabular's runner (R19).
+        ("key_layout", "vcsr"),
+    )
+    return ModelPlan(name=ctx.name + NVT_SUFFIX, max_batch_size=ctx.spec.max_batch_size, inputs=inputs,
+                     outputs=outputs, backend="python", instances=(_instance(ctx.spec.preprocessing.instance),),
+                     parameters=params, version_files=("model.py",), required_files=(pre.workflow_dir,))
+
+
+def request_tensors(col: Column) -> tuple[Tensor, ...]:
+    """A scalar column is one tensor [batch, 1]. A list column is ``<col>`` [batch, longest list] padded with
+    anything, plus ``<col>__lengths`` [batch, 1] int32 (Triton requires one batch size for all inputs of a request,
+    so the flat values + lengths pair of merlin-systems would not pass its checks here)."""
+    if col.multi_hot:
+        return (Tensor(col.name, TRITON_DTYPES[col.dtype]), Tensor(f"{col.name}__lengths", "TYPE_INT32"))
+    return (Tensor(col.name, TRITON_DTYPES[col.dtype]),)
+
+
+def _preprocess_outputs(pre: Preprocessing) -> tuple[Tensor, ...]:
+    key = "TYPE_INT64" if pre.key_dtype == "int64" else "TYPE_UINT32"
+    return (Tensor("DES", "TYPE_FP32"), Tensor("CATCOLUMN", key), Tensor("ROWINDEX", "TYPE_INT32"))
+
+
+# ---- the HugeCTR model step ---------------------------------------------------------------------------------------
+
+class HugeCTRStep:
+    """``backend: "hugectr"`` with the parameters of NVTabular's ``_generate_hugectr_config`` (triton.md §2, §6.3)."""
+
+    def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]:
+        key = "TYPE_INT64" if job.i64_input_key else "TYPE_UINT32"
+        return (Tensor("DES", "TYPE_FP32"), Tensor("CATCOLUMN", key), Tensor("ROWINDEX", "TYPE_INT32"))
+
+    def weight_files(self, ctx: PlanContext) -> tuple[str, tuple[str, ...]]:
+        h = ctx.spec.hugectr
+        prefix = h.snapshot_prefix if h.snapshot_prefix is not None else dict(ctx.job.fit).get("snapshot_prefix", "")
+        it = h.snapshot_iteration or last_snapshot(ctx.job)
+        if it is None:
+            raise PlanError("spec", ("triton", "hugectr", "snapshot_iteration"), "the weight file names need the "
+                            "training iteration, and fit runs by epochs",
+                            "set triton.hugectr.snapshot_iteration to the iteration of the saved model")
+        dense = f"{prefix}_dense_{it}.model"
+        sparse = tuple(f"{prefix}{i}_sparse_{it}.model" for i in range(len(ctx.job.graph.embeddings)))
+        return dense, sparse
+
+    def plan(self, ctx: PlanContext) -> ModelPlan:
+        g, h, pre = ctx.job.graph, ctx.spec.hugectr, ctx.pre
+        graph_json = f"{ctx.name}.json"
+        slots = sum(s.slot_num for s in g.sparse)
+        params = (
+            ("cat_feature_num", str(sum(t.max_keys for t in pre.tables))),
+            ("config", ctx.served_path(ctx.name, graph_json)),
+            ("des_feature_num", str(g.dense_dim)),
+            ("embedding_vector_size", str(sum(e.vec_size for e in g.embeddings))),
+            ("embeddingkey_long_type", _bool(ctx.job.i64_input_key)),
+            ("gpucache", _bool(h.gpucache)),
+            ("gpucacheper", _num(h.gpucacheper)),
+            ("hit_rate_threshold", _num(h.hit_rate_threshold)),
+            ("label_dim", str(sum(g.label_dims))),
+            ("max_nnz", str(max(n for s in g.sparse for n in s.nnz_per_slot))),
+            ("slots", str(slots)),
+        )
+        dense, sparse = self.weight_files(ctx)
+        return ModelPlan(name=ctx.name, max_batch_size=ctx.spec.max_batch_size, inputs=self.consumes(ctx.job),
+                         outputs=(Tensor(h.output_name, "TYPE_FP32"),), backend="hugectr",
+                         instances=(Instance("KIND_GPU", h.count, tuple(h.gpus)),), parameters=params,
+                         version_files=(graph_json,), required_files=(dense, *sparse))
+
+    def ps_json(self, ctx: PlanContext, model: ModelPlan) -> dict:
+        g, h, pre = ctx.job.graph, ctx.spec.hugectr, ctx.pre
+        dense, sparse = self.weight_files(ctx)
+        tables = len(g.embeddings)
+        entry = {
+            "model": model.name,
+            "sparse_files": [ctx.served_path(model.name, s) for s in sparse],
+            "dense_file": ctx.served_path(model.name, dense),
+            "network_file": ctx.served_path(model.name, f"{ctx.name}.json"),
+            "num_of_worker_buffer_in_pool": h.num_of_worker_buffer_in_pool or h.count,
+            "num_of_refresher_buffer_in_pool": h.num_of_refresher_buffer_in_pool,
+            "cache_refresh_percentage_per_iteration": h.cache_refresh_percentage_per_iteration,
+            "deployed_device_list": list(h.gpus),
+            "max_batch_size": model.max_batch_size,
+            "default_value_for_each_table": [h.default_value_for_each_table] * tables,
+            "hit_rate_threshold": h.hit_rate_threshold,
+            "gpucacheper": h.gpucacheper,
+            "gpucache": h.gpucache,
+            "maxnum_des_feature_per_sample": g.dense_dim,
+            "maxnum_catfeature_query_per_table_per_sample": [t.max_keys for t in pre.tables],
+            "embedding_vecsize_per_table": [e.vec_size for e in g.embeddings],
+            "embedding_table_names": [e.name for e in g.embeddings],
+            "label_dim": sum(g.label_dims),
+            "slot_num": sum(s.slot_num for s in g.sparse),
+        }
+        return {"supportlonglong": ctx.job.i64_input_key, "models": [entry]}
+
+
+def last_snapshot(job: TrainingJob) -> int | None:
+    """The iteration of fit's last snapshot (written when ``iter % snapshot == 0 and iter != 0``, hugectr.md §3),
+    else ``max_iter`` (the iteration to pass to ``save_params_to_files``); None when fit runs by epochs."""
+    fit = dict(job.fit)
+    max_iter = fit.get("max_iter")
+    if max_iter is None:
+        return None
+    snapshot = fit.get("snapshot", 10000)
+    last = (max_iter - 1) // snapshot * snapshot if snapshot else 0
+    return last if last > 0 else max_iter
+
+
+def _bool(v: bool) -> str:
+    return "true" if v else "false"
+
+
+def _num(v: float) -> str:
+    return repr(float(v))
+
+
+# ---- the ensemble -------------------------------------------------------------------------------------------------
+
+def plan_ensemble(ctx: PlanContext, nvt: ModelPlan, model: ModelPlan) -> ModelPlan:
+    """NVTabular's ``_generate_ensemble_config``: request columns in, the model's outputs out, the preprocessing
+    outputs renamed ``<X>_nvt`` between the two steps (triton.md §6.3)."""
+    consumed = {t.name for t in model.inputs}
+    wired = [t.name for t in nvt.outputs if t.name in consumed]
+    steps = (
+        Step(nvt.name, tuple((t.name, t.name) for t in nvt.inputs), tuple((x, x + NVT_SUFFIX) for x in wired)),
+        Step(model.name, tuple((x, x + NVT_SUFFIX) for x in wired), tuple((t.name, t.name) for t in model.outputs)),
+    )
+    return ModelPlan(name=ctx.name + ENSEMBLE_SUFFIX, max_batch_size=nvt.max_batch_size, inputs=nvt.inputs,
+                     outputs=model.outputs, platform="ensemble", steps=steps)
+
+
+def plan_repository(job: TrainingJob, features: Features, spec: TritonSpec,
+                    step: ModelStep | None = None) -> RepositoryPlan:
+    step = step or HugeCTRStep()
+    pre = plan_preprocessing(job, features)
+    ctx = PlanContext(job=job, features=features, spec=spec, pre=pre, name=job.name)
+    model = step.plan(ctx)
+    nvt = plan_preprocessing_model(ctx, model.inputs)
+    ens = plan_ensemble(ctx, nvt, model)
+    return RepositoryPlan(name=job.name, version=spec.version, model_root=spec.model_root, preprocessing=pre,
+                          models=(nvt, model, ens), ps=step.ps_json(ctx, model), graph_json=f"{job.name}.json")

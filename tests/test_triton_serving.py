@@ -1,0 +1,311 @@
+"""The generated preprocessing models served by a real Triton server (2.51, python backend) on loopback.
+
+One server per module serves the assembled repositories of the MovieLens specs (one-hot ``movielens`` and multi-hot
+``movielens_genres``), generated from the demo's real NVTabular workflows (tests/demo_data.py builds them once per
+session). Responses over HTTP and gRPC are compared with the offline workflow transform (nvtabular in-process),
+packed into VCSR here by a straightforward loop (triton.md §3), independent of the model's vectorised code.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from codegen.demo.cli import DEMO_SPECS, demo_spec_text
+from codegen.output import write
+from codegen.pipeline import open_spec, read_workflow_features, render_spec
+from tests.conftest import REPO, run_ctrgen
+from tests.demo_data import built_demo
+from tests.triton_server import Server
+
+pytestmark = pytest.mark.slow
+SPECS = ("movielens", "movielens_genres")
+SERVED = (*SPECS, "wdl")       # wdl: two embedding tables, BYTES request columns, 13 continuous columns
+TAGGED_SPEC = """\
+version: 1
+name: tagged
+hugectr_version: "23.06"
+workflow: {workflow}
+data: {{format: parquet, train: [/data/train/_file_list.txt], eval: /data/valid/_file_list.txt}}
+features: {{label: [y]}}
+input:
+  sparse:
+    - name: data1
+      nnz_per_slot: [1, 3]
+embeddings:
+  - name: sparse_embedding1
+    input: data1
+    embedding_vec_size: 8
+    workspace_size_per_gpu_in_mb: 0
+    slot_size_array: true
+model: {{preset: mlp, units: [16]}}
+"""
+
+
+def _tagged_workflow(folder: Path) -> Path:
+    """A workflow whose raw input is a list column (tags): the request carries tags__values / tags__lengths."""
+    from codegen.demo import etl
+
+    nvt = etl.import_nvtabular()
+    rng = np.random.default_rng(7)
+    n = 60
+    frame = pd.DataFrame({"userId": rng.integers(1, 12, n).astype(np.int64),
+                          "tags": [rng.integers(1, 9, rng.integers(1, 4)).astype(np.int64) for _ in range(n)],
+                          "y": rng.integers(0, 2, n).astype(np.float32)})
+    workflow = nvt.Workflow((["userId", "tags"] >> nvt.ops.Categorify()) + (["y"] >> nvt.ops.AddTags(["target"])))
+    folder.mkdir(parents=True)
+    with etl.scratch_cwd(), etl.quiet():
+        workflow.fit(nvt.Dataset(frame, cpu=True))
+        etl.save_workflow(workflow, folder / "workflow")
+    frame.to_parquet(folder / "valid.parquet")
+    return folder / "workflow"
+
+
+def _fake_weights(folder: Path, plan) -> None:
+    """Placeholder trained files with the names ps.json gives (HugeCTR cannot train here)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    model = plan.model("")
+    for name in model.required_files:
+        if "_sparse_" in name:
+            (folder / name).mkdir()
+            (folder / name / "key").write_bytes(np.arange(2, dtype=np.int64).tobytes())
+            (folder / name / "emb_vector").write_bytes(np.zeros(2 * 16, dtype=np.float32).tobytes())
+        else:
+            (folder / name).write_bytes(np.zeros(8, dtype=np.float32).tobytes())
+
+
+def _deploy(spec: Path, workflow: Path, scratch: Path) -> dict:
+    """ctrgen generate + assemble (placeholder weights) for one spec; the lock must be current."""
+    ctx = open_spec(spec)
+    rendered = render_spec(ctx)
+    write(ctx.root / "generated" / rendered.name, rendered.files)                                  # ctrgen generate
+    weights = scratch / "weights" / rendered.name
+    _fake_weights(weights, rendered.triton)
+    repo = scratch / "repos" / rendered.name
+    result = run_ctrgen("assemble", str(spec), "--workflow", str(workflow), "--weights", str(weights),
+                        "--out", str(repo))
+    assert result.returncode == 0, result.stderr
+    assert "--backend-config=hugectr,ps=/model/ps.json" in result.stdout
+    return {"repo": repo, "workflow": workflow, "plan": rendered.triton}
+
+
+@pytest.fixture(scope="module")
+def deployed():
+    demo = built_demo()
+    scratch = Path(tempfile.mkdtemp(prefix="ctrgen-serving-"))
+    server = None
+    try:
+        out = {}
+        spec_dir = demo.root / "serving_specs"       # demo_spec_text wants the data below its parent
+        spec_dir.mkdir(exist_ok=True)
+        for name in SERVED:
+            dataset = DEMO_SPECS[name]
+            spec = spec_dir / f"{name}.yaml"
+            spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
+                                           dataset_dir=demo.root / dataset, spec_dir=spec_dir))
+            ctx = open_spec(spec)
+            ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())   # ctrgen lock
+            out[name] = {**_deploy(spec, ctx.workflow_path, scratch), "raw": demo.paths[dataset]["raw"]}
+        # The committed movielens spec keeps ml-25m's cardinalities: its model must refuse the demo's workflow.
+        stale = spec_dir / "movielens_stale.yaml"
+        stale.write_text((REPO / "specs" / "movielens.yaml").read_text().replace("name: movielens\n",
+                                                                               "name: movielens_stale\n"))
+        shutil.copy(REPO / "specs" / "movielens.features.lock.json", spec_dir / "movielens_stale.features.lock.json")
+        out["movielens_stale"] = _deploy(stale, demo.paths["movielens"]["workflow"], scratch)
+        tagged_wf = _tagged_workflow(scratch / "tagged")
+        tagged = spec_dir / "tagged.yaml"
+        tagged.write_text(TAGGED_SPEC.format(workflow=json.dumps(str(tagged_wf))))
+        ctx = open_spec(tagged)
+        ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+        out["tagged"] = {**_deploy(tagged, tagged_wf, scratch), "raw": scratch / "tagged"}
+        server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
+        server.start(load=[f"{n}_nvt" for n in (*SERVED, "tagged")])
+        yield server, out
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def request_frame(raw: Path, plan) -> pd.DataFrame:
+    """Validation rows as a client sends them (complete rows: BYTES cannot carry None); MovieLens adds an id the
+    workflow never saw (mapped to its out-of-vocabulary id)."""
+    columns = [c.name for c in plan.preprocessing.request]
+    valid = pd.read_parquet(raw / "valid.parquet")[columns].dropna().head(9).reset_index(drop=True)
+    if "userId" in columns:
+        unseen = valid.head(1).copy()
+        unseen["userId"] = 10_000_000
+        valid = pd.concat([valid, unseen], ignore_index=True)
+    return valid
+
+
+def offline_vcsr(workflow_dir: Path, plan, frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    import nvtabular as nvt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        workflow = nvt.Workflow.load(str(workflow_dir))
+        workflow.remove_inputs(list(plan.preprocessing.labels))
+        out = workflow.transform(nvt.Dataset(frame, cpu=True)).to_ddf().compute().reset_index(drop=True)
+    keys, rowindex = [], []
+    per_table = {t.name: [0] for t in plan.preprocessing.tables}
+    for i in range(len(out)):
+        for table in plan.preprocessing.tables:
+            for slot in table.slots:
+                value = out[slot.column].iloc[i]
+                ids = list(value) if isinstance(value, (list, np.ndarray)) else [value]
+                keys += [int(v) + slot.offset for v in ids]
+                per_table[table.name].append(per_table[table.name][-1] + len(ids))
+    for table in plan.preprocessing.tables:
+        rowindex += per_table[table.name]
+    des = out[list(plan.preprocessing.continuous)].to_numpy(np.float32).ravel()
+    return {"DES": des, "CATCOLUMN": np.array(keys, np.int64), "ROWINDEX": np.array(rowindex, np.int32)}
+
+
+WIRE = {"int64": "INT64", "int32": "INT32", "float64": "FP64", "float32": "FP32", "object": "BYTES"}
+
+
+def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, cast: dict | None = None) -> dict:
+    if protocol == "http":
+        import tritonclient.http as client
+        conn = client.InferenceServerClient(server.http_url)
+    else:
+        import tritonclient.grpc as client
+        conn = client.InferenceServerClient(server.grpc_url)
+    inputs = []
+    for col in frame.columns:
+        if isinstance(frame[col].iloc[0], np.ndarray):     # a list column: <col> padded, <col>__lengths
+            lengths = np.array([len(v) for v in frame[col]], np.int32)
+            padded = np.full((len(frame), lengths.max()), -7, dtype=np.int64)      # padding is never read
+            for i, v in enumerate(frame[col]):
+                padded[i, :len(v)] = v
+            parts = {col: padded, f"{col}__lengths": lengths.reshape(-1, 1)}
+            for part, data in parts.items():
+                t = client.InferInput(part, list(data.shape), WIRE[data.dtype.name])
+                t.set_data_from_numpy(data)
+                inputs.append(t)
+            continue
+        data = frame[col].to_numpy()
+        if cast and col in cast:
+            data = data.astype(cast[col])
+        if data.dtype == object:
+            data = np.array([str(v).encode() for v in data], dtype=np.object_)
+        data = data.reshape(-1, 1)
+        t = client.InferInput(col, list(data.shape), WIRE[data.dtype.name])
+        t.set_data_from_numpy(data)
+        inputs.append(t)
+    outputs = [client.InferRequestedOutput(n) for n in ("DES", "CATCOLUMN", "ROWINDEX")]
+    result = conn.infer(model, inputs, outputs=outputs)
+    got = {n: result.as_numpy(n) for n in ("DES", "CATCOLUMN", "ROWINDEX")}
+    for n in ("DES", "CATCOLUMN", "ROWINDEX"):
+        out = result.get_output(n)
+        got[n + ".datatype"] = out["datatype"] if isinstance(out, dict) else out.datatype
+    return got
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+@pytest.mark.parametrize("name", (*SERVED, "tagged"))
+def test_preprocessing_matches_offline_transform(deployed, name, protocol):
+    server, out = deployed
+    d = out[name]
+    frame = request_frame(d["raw"], d["plan"])
+    got = infer(server, protocol, f"{name}_nvt", frame)
+    want = offline_vcsr(d["workflow"], d["plan"], frame)
+    # (an empty DES comes back as a float64 numpy array from the HTTP client; the wire datatype is what counts)
+    assert [got[n + ".datatype"] for n in ("DES", "CATCOLUMN", "ROWINDEX")] == ["FP32", "INT64", "INT32"]
+    for key in ("DES", "CATCOLUMN", "ROWINDEX"):
+        np.testing.assert_array_equal(got[key].ravel(), want[key], err_msg=key)
+    tables = d["plan"].preprocessing.tables
+    slots = sum(len(t.slots) for t in tables)
+    assert got["ROWINDEX"].size == len(frame) * slots + len(tables)        # B x S + T (triton.md §3)
+    if name == "movielens_genres":
+        assert got["CATCOLUMN"].size > len(frame) * 2                      # multi-hot genres carry several keys
+        genres = next(s for s in tables[0].slots if s.column == "genres")
+        assert genres.offset == sum(s.cardinality for s in tables[0].slots[:2])
+    elif name == "tagged":
+        assert got["CATCOLUMN"].size == len(frame) + sum(len(v) for v in frame["tags"])
+        assert len({len(v) for v in frame["tags"]}) > 1                   # ragged lists in one request
+    elif name == "wdl":
+        assert [t.name for t in tables] == ["sparse_embedding2", "sparse_embedding1"]     # wide, then deep
+        assert got["DES"].size == len(frame) * 13 and got["CATCOLUMN"].size == len(frame) * 27
+        assert "C1_C2" not in frame.columns and {"C1", "C2"} <= set(frame.columns)
+    else:
+        assert got["CATCOLUMN"].size == len(frame) * 2
+
+
+def test_request_carries_raw_columns_only(deployed):
+    """movielens_genres joins genres inside the workflow: the request has userId and movieId, not genres."""
+    import tritonclient.http as client
+
+    server, _ = deployed
+    meta = client.InferenceServerClient(server.http_url).get_model_metadata("movielens_genres_nvt")
+    assert [i["name"] for i in meta["inputs"]] == ["userId", "movieId"]
+    assert [o["name"] for o in meta["outputs"]] == ["DES", "CATCOLUMN", "ROWINDEX"]
+
+
+def test_hugectr_model_unavailable_only_for_missing_backend(deployed):
+    import tritonclient.http as client
+    from tritonclient.utils import InferenceServerException
+
+    server, _ = deployed
+    conn = client.InferenceServerClient(server.http_url)
+    with pytest.raises(InferenceServerException) as err:
+        conn.load_model("movielens")
+    assert "unable to find backend library for backend 'hugectr'" in str(err.value)
+    index = {m["name"]: m for m in conn.get_model_repository_index()}
+    assert index["movielens"]["state"] == "UNAVAILABLE"
+    assert "unable to find backend library for backend 'hugectr'" in index["movielens"]["reason"]
+    assert index["movielens_nvt"]["state"] == "READY" and index["movielens_genres_nvt"]["state"] == "READY"
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_wrong_dtype_is_a_triton_error_and_model_stays_ready(deployed, protocol):
+    from tritonclient.utils import InferenceServerException
+
+    server, out = deployed
+    frame = request_frame(out["movielens"]["raw"], out["movielens"]["plan"])
+    with pytest.raises(InferenceServerException) as err:
+        infer(server, protocol, "movielens_nvt", frame, cast={"userId": np.int32})
+    assert "INT32" in str(err.value) and "INT64" in str(err.value)
+    import tritonclient.http as client
+    assert client.InferenceServerClient(server.http_url).is_model_ready("movielens_nvt")
+    got = infer(server, protocol, "movielens_nvt", frame)
+    assert got["CATCOLUMN"].size == len(frame) * 2
+
+
+def test_bad_shape_is_answered_by_the_model(deployed):
+    """A [batch, 2] tensor passes Triton's checks (dims [-1]) and is refused by the model itself."""
+    import tritonclient.http as client
+    from tritonclient.utils import InferenceServerException
+
+    server, _ = deployed
+    conn = client.InferenceServerClient(server.http_url)
+    inputs = []
+    for col in ("userId", "movieId"):
+        t = client.InferInput(col, [3, 2], "INT64")
+        t.set_data_from_numpy(np.ones((3, 2), np.int64))
+        inputs.append(t)
+    with pytest.raises(InferenceServerException) as err:
+        conn.infer("movielens_nvt", inputs)
+    assert "must have shape [batch, 1]" in str(err.value)
+    assert conn.is_model_ready("movielens_nvt")
+
+
+def test_stale_workflow_is_refused_at_load(deployed):
+    """A model generated for other cardinalities would shift keys wrongly: it fails to load, with the reason."""
+    import tritonclient.http as client
+    from tritonclient.utils import InferenceServerException
+
+    server, _ = deployed
+    conn = client.InferenceServerClient(server.http_url)
+    with pytest.raises(InferenceServerException) as err:
+        conn.load_model("movielens_stale_nvt")
+    assert "cardinality" in str(err.value) and "userId" in str(err.value)
+    assert conn.is_model_ready("movielens_nvt")
