@@ -34,7 +34,9 @@ pytestmark = pytest.mark.slow
 
 # Iterations and batch per spec: enough to learn the planted signal, small enough for 2 CPU cores.
 RUNS = {"movielens": (120, 256), "movielens_genres": (80, 256), "wdl": (50, 256), "dcn": (50, 256),
-        "dlrm": (150, 128), "deepfm": (60, 256)}
+        "dlrm": (150, 128), "deepfm": (60, 256), "deepfm_vertex": (60, 256), "deepfm_multinode": (60, 256)}
+# Every example spec -> the demo dataset it trains on (the launch specs are DeepFM on the Criteo workflow).
+SPECS = {**DEMO_SPECS, "deepfm_vertex": "criteo", "deepfm_multinode": "criteo"}
 LEARNS_MARGIN = 0.05
 
 
@@ -50,7 +52,7 @@ def scripts(demo, tmp_path_factory) -> dict[str, Path]:
     spec_dir = demo.root / "torch-specs"      # beside the datasets: demo specs name them relative to their folder
     spec_dir.mkdir(exist_ok=True)
     folders = {}
-    for name, dataset in DEMO_SPECS.items():
+    for name, dataset in SPECS.items():
         spec = spec_dir / f"{name}.yaml"
         spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
                                        dataset_dir=demo.root / dataset, spec_dir=spec_dir))
@@ -86,27 +88,31 @@ def truth(demo, dataset: str) -> dict:
 # ---- rendering -----------------------------------------------------------------------------------------------------
 
 def test_every_example_spec_renders_the_torch_target():
-    for name in DEMO_SPECS:
+    assert sorted(SPECS) == sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))
+    for name in SPECS:
         folder = REPO / "generated" / name
         assert {"train_torch.py", "features.json", "model.py"} <= {p.name for p in folder.iterdir()}, name
         text = (folder / "train_torch.py").read_text()
         assert "import nvtabular" not in text and 'if __name__ == "__main__":' in text
         compile(text, str(folder / "train_torch.py"), "exec")
         features = json.loads((folder / "features.json").read_text())
-        lock = json.loads((REPO / "specs" / (open_spec(REPO / "specs" / f"{name}.yaml").lock_path.name)).read_text())
+        ctx = open_spec(REPO / "specs" / f"{name}.yaml")
+        lock = {c["name"]: c for c in json.loads(ctx.lock_path.read_text())["categorical"]}
+        wanted = ctx.spec.features.categorical or list(lock)
         slots = [c["name"] for s in features["sparse"] for c in s["columns"]]
-        assert slots == [c["name"] for c in lock["categorical"]]                      # slot order of the lock
+        assert slots == wanted                                                         # slot order of the lock
         assert [c["cardinality"] for s in features["sparse"] for c in s["columns"]] == \
-            [c["cardinality"] for c in lock["categorical"]]
+            [lock[c]["cardinality"] for c in wanted]
 
 
 def test_targets_select_the_outputs(tmp_path):
-    spec = (REPO / "specs" / "movielens.yaml").read_text().replace("targets: [hugectr, torch]", "targets: [torch]")
+    spec = (REPO / "specs" / "movielens.yaml").read_text()
     path = write_spec(tmp_path, spec, MOVIELENS_LOCK, name="movielens")
     files = {str(p) for p in render_spec(open_spec(path)).files}
-    assert {"train_torch.py", "features.json"} <= files and "model.py" not in files and "movielens.json" not in files
-    path = write_spec(tmp_path, spec.replace("targets: [torch]", "targets: [hugectr]"), name="movielens")
-    assert "train_torch.py" not in {str(p) for p in render_spec(open_spec(path)).files}
+    assert {"train_torch.py", "features.json", "model.py", "movielens.json"} <= files
+    path = write_spec(tmp_path, spec.replace("targets: [hugectr, torch]", "targets: [hugectr]"), name="movielens")
+    files = {str(p) for p in render_spec(open_spec(path)).files}
+    assert "train_torch.py" not in files and "features.json" not in files and "model.py" in files
 
 
 def test_untranslatable_optimizer_is_a_spec_error(tmp_path):
@@ -130,12 +136,12 @@ def test_movielens_reaches_the_planted_structure(demo, scripts, tmp_path):
     assert metrics["iterations"] == iters and metrics["world_size"] == 1 and not metrics["cuda_graph"]
 
 
-@pytest.mark.parametrize("name", [n for n in DEMO_SPECS if n != "movielens"])
+@pytest.mark.parametrize("name", [n for n in SPECS if n != "movielens"])
 def test_every_spec_trains_and_learns(demo, scripts, tmp_path, name):
     iters, batch = RUNS[name]
     metrics = train(scripts[name], tmp_path / "out", iters, batch)
     assert metrics["auc"] > 0.5 + LEARNS_MARGIN, metrics
-    assert metrics["auc"] < truth(demo, DEMO_SPECS[name])["oracle_auc_valid"] + 0.02
+    assert metrics["auc"] < truth(demo, SPECS[name])["oracle_auc_valid"] + 0.02
 
 
 def test_checkpoint_loads_into_the_importable_model(demo, scripts, tmp_path):
