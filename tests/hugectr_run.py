@@ -11,8 +11,9 @@ The script runs as ``sys.executable script *args`` in a subprocess with ``tests/
 
 Real HugeCTR: when the interpreter can import a real ``hugectr`` (checked once, in a fresh interpreter without the
 stand-in on its path), the script runs against it instead and ``result.real`` is True. The real module records
-nothing (``calls`` is empty) and is whatever release is installed (``version`` is only exported). Set
-``CTRGEN_FORCE_STANDIN=1`` to use the stand-in anyway.
+nothing (``calls`` is empty), is whatever release is installed (``version`` is only exported), and prints log lines
+around its summary (``summary_block(stdout)`` extracts the table either way). Set ``CTRGEN_FORCE_STANDIN=1`` to use
+the stand-in anyway.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -69,6 +71,25 @@ def run_with_standin(script: Path, version: str, *, cwd: Path, args: Sequence[st
     finally:
         os.unlink(record)
     return StandinResult(proc.returncode, proc.stdout, proc.stderr, [json.loads(ln) for ln in lines], use_real)
+
+
+_LOG_PREFIX = re.compile(r"^\[HCTR\]\[[^\]]*\]\[[A-Z]+\]\[RK0\]\[main\]: ")
+_BANNER = "=" * 51 + "Model Summary" + "=" * 51
+
+
+def summary_block(stdout: str) -> str:
+    """The model.summary() table in stdout, as the stand-in prints it: from the banner to the last rule line, with
+    a real HugeCTR's log prefixes removed (the stand-in prints only the table, so this is its whole output)."""
+    lines = stdout.splitlines()
+    start = lines.index(_BANNER)
+    block = []
+    for line in lines[start:]:
+        if block and line.startswith("[HCTR]") and not _LOG_PREFIX.match(line):
+            break
+        block.append(_LOG_PREFIX.sub("", line))
+    while block and not block[-1].startswith(("-", "\u2014")):
+        block.pop()
+    return "\n".join(block) + "\n"
 
 
 def calls_named(result: StandinResult, name: str) -> list[dict]:

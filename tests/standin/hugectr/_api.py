@@ -11,7 +11,7 @@ from ._enums import (Activation_t, AllReduceAlgo, Alignment_t, CommunicationType
                      Update_t)
 from ._record import next_id, record
 from ._release import NAME, RELEASE, Span
-from ._sig import P, bind
+from ._sig import P, _convert, _kind_ok, bind
 
 V32, V33 = (3, 2), (3, 3)
 
@@ -210,8 +210,12 @@ class DataReaderSparseParam(_Obj):
 
     def __init__(self, *args, **kwargs):
         b = _call("hugectr.DataReaderSparseParam", SPARSE_PARAM, args, kwargs)
-        nnz = b["nnz_per_slot"]
-        if not (isinstance(nnz, int) or (isinstance(nnz, (list, tuple)) and all(isinstance(x, int) for x in nnz))):
+        nnz = b["nnz_per_slot"]  # two overloads: int or List[int]
+        if _kind_ok("int", nnz):
+            nnz = _convert("int", nnz)
+        elif _kind_ok("list[int]", nnz):
+            nnz = _convert("list[int]", nnz)
+        else:
             raise TypeError("hugectr.DataReaderSparseParam(): nnz_per_slot must be an int or a list of ints, "
                             f"got {nnz!r}")
         if b["slot_num"] <= 0:

@@ -32,7 +32,8 @@ def output(path: str) -> Path:
     if mapped:
         p.parent.mkdir(parents=True, exist_ok=True)
     elif not p.parent.is_dir():
-        raise HugeCTRError(f"Cannot open {path} for writing: folder {p.parent} does not exist")
+        raise HugeCTRError(f"Cannot open {path} for writing: folder {p.parent} does not exist (HugeCTR's ofstream "
+                           "would silently write nothing)")
     return p
 
 

@@ -9,13 +9,12 @@ import os
 from collections import Counter
 
 from . import _files
-from ._api import (DataReaderParams, DenseLayer, DataReaderSparseParam, EmbeddingTrainingCacheParams, HugeCTRError,
-                   Input, ModelOversubscriberParams, OptParams, Solver, SparseEmbedding, _call, _overload, _Obj,
-                   CreateOptimizer)
-from ._enums import Embedding_t, Initializer_t, Layer_t, Optimizer_t, Update_t, Activation_t, FcPosition_t, \
-    Regularizer_t, Tensor_t
+from ._api import (ETC_SPAN, MOS_SPAN, CreateOptimizer, DataReaderParams, DataReaderSparseParam, DenseLayer,
+                   EmbeddingTrainingCacheParams, HugeCTRError, Input, ModelOversubscriberParams, OptParams, Solver, SparseEmbedding, _Obj, _overload)
+from ._enums import (Activation_t, Embedding_t, FcPosition_t, Initializer_t, Layer_t, Optimizer_t, Regularizer_t,
+                     Update_t)
 from ._record import quiet, record
-from ._release import NAME, RELEASE, at_least
+from ._release import NAME, RELEASE, Span, at_least
 from ._shapes import LOSSES, Tensor, infer
 from ._sig import P, bind
 from . import _writer as W
@@ -39,14 +38,14 @@ class DataReader(_Obj):
     def __init__(self, model: "Model", role: str, source: str):
         super().__init__({})
         self._model, self._role, self._source = model, role, source
-        self._left, self._checked = _batches(), False
+        self._left, self._checked, self._started = _batches(), False, False
 
     def set_source(self, *args, **kwargs):
         record("DataReader.set_source", args, kwargs)
         b = bind("DataReader.set_source", [P("file_name", "", "str")], args, kwargs)
         if b["file_name"]:
             self._source = b["file_name"]
-        self._left, self._checked = _batches(), False
+        self._left, self._checked, self._started = _batches(), False, True
 
     def is_eof(self, *args, **kwargs) -> bool:
         record("DataReader.is_eof", args, kwargs)
@@ -54,6 +53,9 @@ class DataReader(_Obj):
         return self._left <= 0
 
     def _next_batch(self) -> bool:
+        if not self._started:
+            what = "train" if self._role == "train" else "eval"
+            raise HugeCTRError(f"Start the data reader first before calling Model::{what}()")
         if not self._checked:
             _files.check_source(self._source, self._model._reader.data_reader_type.name,
                                 f"{self._role} data reader")
@@ -102,10 +104,12 @@ class Model(_Obj):
     def __init__(self, *args, **kwargs):
         record("hugectr.Model", args, kwargs)
         cache_arg = "mos_params" if RELEASE < (3, 3) else "etc_params"
-        cache_kind = "obj:ModelOversubscriberParams" if RELEASE < (3, 3) else "obj:EmbeddingTrainingCacheParams"
         b = bind("hugectr.Model", [P("solver", kind="obj:Solver"), P("reader_params", kind="obj:DataReaderParams"),
-                                   P("opt_params", kind="obj:OptParams"), P(cache_arg, None, cache_kind)],
+                                   P("opt_params", kind="obj:OptParams"),
+                                   P("mos_params", None, "obj:ModelOversubscriberParams", MOS_SPAN),
+                                   P("etc_params", None, "obj:EmbeddingTrainingCacheParams", ETC_SPAN)],
                  args, kwargs)
+        b.setdefault(cache_arg, None)
         super().__init__({})
         self._solver: Solver = b["solver"]
         self._reader: DataReaderParams = b["reader_params"]
@@ -117,24 +121,24 @@ class Model(_Obj):
         if s.batchsize % s.gpu_count != 0:
             raise HugeCTRError("0 != batch_size%total_gpu_count")
         if self._cache_params is not None:
+            # 3.2 names the model oversubscriber (upstream pre-3.3 HugeCTR/pybind/model.cpp), later the ETC (§4.1)
+            cache = "model oversubscriber" if RELEASE < (3, 3) else "embedding training cache"
             if s.repeat_dataset:
-                raise HugeCTRError("The embedding training cache can only be used under epoch mode, i.e., "
-                                   "repeat_dataset is set False")
+                raise HugeCTRError(f"The {cache} can only be used under epoch mode, i.e., repeat_dataset is set False")
             if len(r.keyset) != len(r.source):
                 raise HugeCTRError("The number of keyset files must equal that of training data source when using "
-                                   "embedding training cache")
+                                   f"{cache}")
         self._input: Input | None = None
         self._tensors: dict[str, Tensor] = {}
         self._sparse: dict[str, DataReaderSparseParam] = {}
         self._embeddings: list[tuple[SparseEmbedding, OptParams]] = []
         self._layers: list[DenseLayer] = []
         self._analysed: list[tuple[DenseLayer, list[str], list[str]]] | None = None
-        self._shapes: dict[str, tuple] = {}
+        self._shapes: dict[int, list] = {}  # id(layer) -> (dims, built) per top, None for a loss
         self._compiled = False
         self._train_reader = DataReader(self, "train", r.source[0])
         self._eval_reader = DataReader(self, "eval", r.eval_source)
         self._cache = _Cache(_cache_name()) if self._cache_params is not None else None
-        self._reading = False
         self._iteration = 0
 
     # ---- building ----------------------------------------------------------------------------------------------
@@ -144,8 +148,11 @@ class Model(_Obj):
 
     def add(self, *args, **kwargs) -> None:
         record("Model.add", args, kwargs)
-        b = bind("Model.add", [P("layer", kind="obj:Input|SparseEmbedding|DenseLayer|GroupDenseLayer")], args, kwargs)
-        obj = b["layer"]
+        # one overload per kind, each with its own argument name (model_wrapper.hpp)
+        b = _overload("Model.add", [[P("input", kind="obj:Input")], [P("sparse_embedding", kind="obj:SparseEmbedding")],
+                                    [P("dense_layer", kind="obj:DenseLayer")],
+                                    [P("group_dense_layer", kind="obj:GroupDenseLayer")]], args, kwargs)
+        (obj,) = b.values()
         if self._analysed is not None:
             raise HugeCTRError("hugectr stand-in: Model.add after compile()/graph_to_json(): HugeCTR has finalised "
                                "the graph")
@@ -267,13 +274,24 @@ class Model(_Obj):
         if self._input is None or len(self._embeddings) + len(self._layers) < 2:
             raise HugeCTRError("The model should include input and at least two layers")
         self._graph_analysis()
+        if isinstance(self._cache_params, ModelOversubscriberParams):  # pre-3.3 source: compile creates the MOS
+            mos = self._cache_params
+            files = mos.dest_sparse_models if mos.train_from_scratch else mos.trained_sparse_models
+            if not files:
+                raise HugeCTRError("must provide sparse_model_file. if train from scratch, please specify a name to "
+                                   "store the trained embedding model")
+            if not mos.train_from_scratch:
+                for f in files:
+                    _files.check_model_file(f, "Model.compile (model oversubscriber)")
         self._compiled = True
 
     def summary(self, *args, **kwargs) -> None:
         record("Model.summary", args, kwargs)
         bind("Model.summary", [], args, kwargs)
-        if self._input is None:
-            raise HugeCTRError("hugectr stand-in: summary() of a model without Input")
+        if self._input is None or len(self._embeddings) + len(self._layers) < 2:
+            raise HugeCTRError("The model should include input and at least two layers")
+        if at_least(3, 3):  # summary() finalises the graph like compile() (graph_analysis, auto Slices)
+            self._graph_analysis()
         rows = []
         for emb, _ in self._embeddings:
             t = self._tensors[emb.sparse_embedding_name]
@@ -337,6 +355,10 @@ class Model(_Obj):
         if self._cache is not None:
             for k in self._reader.keyset:
                 _files.check_keyset(k, "Model.fit")
+        # fit starts the readers (start_data_reading in non-epoch mode, set_source per pass in epoch mode), so a
+        # later low-level eval()/train() finds them started
+        self._train_reader._started = self._eval_reader._started = True
+        self._eval_reader._checked = self._train_reader._checked = True  # fit checked the files above
         if not epoch_mode and b["snapshot"] > 0:
             for it in range(b["snapshot"], b["max_iter"], b["snapshot"]):
                 self._save_params(b["snapshot_prefix"], it)
@@ -345,22 +367,20 @@ class Model(_Obj):
         record("Model.start_data_reading", args, kwargs)
         bind("Model.start_data_reading", [], args, kwargs)
         self._need_compiled()
-        self._reading = True
+        self._train_reader._started = self._eval_reader._started = True
 
-    def _first_batch_params(self) -> list[P]:
-        return [P("is_first_batch", True, "bool")] if (3, 3) <= RELEASE < (23, 6) else []
+    FIRST_BATCH = P("is_first_batch", True, "bool", Span((3, 3), (23, 6)))  # train/eval argument of 3.3 - 4.x
 
     def train(self, *args, **kwargs) -> bool:
         record("Model.train", args, kwargs)
-        bind("Model.train", self._first_batch_params(), args, kwargs)
+        bind("Model.train", [self.FIRST_BATCH], args, kwargs)
         self._need_compiled()
         self._iteration += 1
         return self._train_reader._next_batch()
 
     def eval(self, *args, **kwargs) -> bool:
         record("Model.eval", args, kwargs)
-        params = self._first_batch_params() if RELEASE >= (3, 3) else [P("eval_batch", -1, "int")]
-        bind("Model.eval", params, args, kwargs)
+        bind("Model.eval", [P("eval_batch", -1, "int", Span((3, 2), (3, 3))), self.FIRST_BATCH], args, kwargs)
         self._need_compiled()
         return self._eval_reader._next_batch()
 
@@ -412,11 +432,15 @@ class Model(_Obj):
         b = _overload("Model.set_source", [
             [P("source", kind="list[str]"), P("keyset", kind="list[str]"), P("eval_source", kind="str")],
             [P("source", kind="str"), P("eval_source", kind="str")]], args, kwargs)
-        if self._cache is None:
-            raise HugeCTRError("The set source method can only be used under the embedding training cache mode")
+        cache = "model oversubscription" if RELEASE < (3, 3) else "embedding training cache"
+        if isinstance(b["source"], list):  # the MOS/ETC overload
+            if self._solver.repeat_dataset or self._cache is None:
+                raise HugeCTRError(f"The set source method can only be used under the {cache} mode")
+        elif self._solver.repeat_dataset or self._cache is not None:  # the epoch-mode overload
+            raise HugeCTRError("The set source method can only be used under the epoch mode")
         source = b["source"] if isinstance(b["source"], list) else [b["source"]]
         keyset = b.get("keyset", self._reader.keyset)
-        if len(source) != len(keyset):
+        if "keyset" in b and len(source) != len(keyset):
             raise HugeCTRError("The number of training data sources should equal that of the keyset files")
         self._reader.source, self._reader.keyset, self._reader.eval_source = source, keyset, b["eval_source"]
         self._train_reader._source, self._eval_reader._source = source[0], b["eval_source"]
@@ -451,18 +475,34 @@ class Model(_Obj):
         self._need_compiled()
         self._save_params(b["prefix"], b["iter"])
 
+    def _cache_sparse_paths(self) -> list[str] | None:
+        """Where the MOS/ETC keeps the sparse models (it dumps them there instead of <prefix><i>_sparse_<iter>)."""
+        c = self._cache_params
+        if isinstance(c, ModelOversubscriberParams):
+            return c.dest_sparse_models if c.train_from_scratch else c.trained_sparse_models
+        if isinstance(c, EmbeddingTrainingCacheParams):
+            return c.sparse_models
+        return None
+
     def _save_params(self, prefix: str, it: int) -> None:
         """The files of §5, as placeholders: the dense file has the real size (4 bytes per trainable weight) and
-        zeros; a sparse model is a folder with empty key / emb_vector (/ slot_id) files."""
+        zeros; a sparse model is a folder with empty key / emb_vector (/ slot_id) files. With MOS/ETC the sparse
+        models go to the cache's own paths (Model::download_params_to_files)."""
         _files.output(f"{prefix}_dense_{it}.model").write_bytes(bytes(4 * self._dense_param_count()))
         _files.output(f"{prefix}_opt_dense_{it}.model").write_bytes(b"")
+        cache_paths = self._cache_sparse_paths()
         for i, (emb, _) in enumerate(self._embeddings):
-            d = _files.output(f"{prefix}{i}_sparse_{it}.model")
+            if cache_paths is not None:
+                if i >= len(cache_paths):
+                    continue
+                d = _files.output(cache_paths[i])
+            else:
+                d = _files.output(f"{prefix}{i}_sparse_{it}.model")
+                _files.output(f"{prefix}{i}_opt_sparse_{it}.model").write_bytes(b"")
             d.mkdir(exist_ok=True)
             names = ["key", "emb_vector"] + (["slot_id"] if "Localized" in emb.embedding_type.name else [])
             for n in names:
                 (d / n).write_bytes(b"")
-            _files.output(f"{prefix}{i}_opt_sparse_{it}.model").write_bytes(b"")
 
     def _dense_param_count(self) -> int:
         n = 0
@@ -483,9 +523,17 @@ class Model(_Obj):
                     width = out
         return n
 
+    def _need_compiled_for(self, what: str, sparse: bool = False) -> None:
+        if not self._compiled:
+            raise HugeCTRError(f"Cannot load {what} before calling Model.compile()")
+        if sparse and self._cache is not None:
+            cache = "model oversubscriber" if RELEASE < (3, 3) else "embedding training cache"
+            raise HugeCTRError(f"Cannot load {what} after {cache} is created")
+
     def load_dense_weights(self, *args, **kwargs) -> None:
         record("Model.load_dense_weights", args, kwargs)
         b = bind("Model.load_dense_weights", [P("dense_model_file", kind="str")], args, kwargs)
+        self._need_compiled_for("the dense weights")
         _files.check_model_file(b["dense_model_file"], "Model.load_dense_weights")
 
     def load_sparse_weights(self, *args, **kwargs) -> None:
@@ -494,6 +542,7 @@ class Model(_Obj):
         if at_least(3, 3):
             sigs.append([P("sparse_embedding_files_map", kind="any")])
         b = _overload("Model.load_sparse_weights", sigs, args, kwargs)
+        self._need_compiled_for("the sparse weights", sparse=True)
         files = b.get("sparse_embedding_files") or list(b["sparse_embedding_files_map"].values())
         for f in files:
             _files.check_model_file(f, "Model.load_sparse_weights")
@@ -520,6 +569,36 @@ class Model(_Obj):
         if "embedding_name" in b and b["embedding_name"] not in [e.sparse_embedding_name for e, _ in self._embeddings]:
             raise HugeCTRError(f"No such embedding name: {b['embedding_name']}")
 
+    def load_dense_optimizer_states(self, *args, **kwargs) -> None:
+        record("Model.load_dense_optimizer_states", args, kwargs)
+        b = bind("Model.load_dense_optimizer_states", [P("dense_opt_states_file", kind="str")], args, kwargs)
+        self._need_compiled_for("the dense optimizer states")
+        _files.check_model_file(b["dense_opt_states_file"], "Model.load_dense_optimizer_states")
+
+    def load_sparse_optimizer_states(self, *args, **kwargs) -> None:
+        record("Model.load_sparse_optimizer_states", args, kwargs)
+        sigs = [[P("sparse_opt_states_files", kind="list[str]")]]
+        if at_least(3, 3):
+            sigs.append([P("sparse_opt_states_files_map", kind="any")])
+        b = _overload("Model.load_sparse_optimizer_states", sigs, args, kwargs)
+        self._need_compiled_for("the sparse optimizer states", sparse=True)
+        for f in b.get("sparse_opt_states_files") or list(b["sparse_opt_states_files_map"].values()):
+            _files.check_model_file(f, "Model.load_sparse_optimizer_states")
+
+    def check_out_tensor(self, *args, **kwargs) -> list:
+        """A tensor's values after the last train/eval step: zeros of the built shape (nothing is computed)."""
+        record("Model.check_out_tensor", args, kwargs)
+        b = bind("Model.check_out_tensor", [P("tensor_name", kind="str"), P("tensor_type", kind="Tensor_t")],
+                 args, kwargs)
+        self._need_compiled()
+        if b["tensor_name"] not in self._tensors:
+            raise HugeCTRError(f"Cannot find tensor: {b['tensor_name']}")
+        built = self._tensors[b["tensor_name"]].built
+
+        def zeros(dims):
+            return [0.0] * dims[0] if len(dims) == 1 else [zeros(dims[1:]) for _ in range(dims[0])]
+        return zeros(built)
+
     def export_predictions(self, *args, **kwargs) -> None:
         record("Model.export_predictions", args, kwargs)
         b = bind("Model.export_predictions", [P("output_prediction_file_name", kind="str"),
@@ -527,6 +606,31 @@ class Model(_Obj):
         self._need_compiled()
         _files.output(b["output_prediction_file_name"]).write_text("")
         _files.output(b["output_label_file_name"]).write_text("")
+
+
+# Methods that only some releases have (hugectr.md §1.8): absent elsewhere, with a message naming where they exist.
+_METHOD_SPANS = {
+    "get_model_oversubscriber": MOS_SPAN,
+    "get_embedding_training_cache": ETC_SPAN,
+    "set_source": Span((3, 2), ETC_SPAN.until),
+    "get_incremental_model": Span((3, 2), ETC_SPAN.until),
+    "dump_incremental_model_2kafka": ETC_SPAN,
+}
+_ABSENT_METHODS = {}
+for _name, _span in _METHOD_SPANS.items():
+    if not _span.covers():
+        _ABSENT_METHODS[_name] = _span
+        delattr(Model, _name)
+
+
+def _model_getattr(self, name: str):
+    if name in _ABSENT_METHODS:
+        raise AttributeError(f"hugectr.Model.{name} does not exist in HugeCTR {NAME} (it exists in "
+                             f"{_ABSENT_METHODS[name].describe()})")
+    raise AttributeError(f"'hugectr.Model' object has no attribute {name!r} (HugeCTR {NAME} stand-in)")
+
+
+Model.__getattr__ = _model_getattr
 
 
 class _AutoSlice:
@@ -620,4 +724,4 @@ def _load_graph(model: Model, graph: dict, include_dense: bool) -> None:
         model.add(DenseLayer(**kw))
 
 
-__all__ = ["Model", "DataReader", "LearningRateScheduler", "Tensor_t"]
+__all__ = ["Model", "DataReader", "LearningRateScheduler"]

@@ -25,6 +25,8 @@ def render(v):
         return {str(render(k)): render(x) for k, x in v.items()}
     if isinstance(v, PurePath):
         return str(v)
+    if hasattr(v, "tolist"):  # numpy scalars and arrays
+        return render(v.tolist())
     return f"<{type(v).__module__}.{type(v).__qualname__}>"
 
 
