@@ -23,6 +23,7 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
+from .render.torch_model import FEATURES_FILE, TorchTargetError, render_features_json, render_train_torch
 from .render.triton import plan_for, render_triton
 from .render.task import render_task_py
 from .render.vertex import render_vertex
@@ -141,8 +142,15 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
             job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} continuous training of model "
                                             f"{job.name!r} with the low-level API (train/eval loop)."))
     files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
-    files[PurePosixPath("summary.txt")] = render_summary(job)
     targets = set(ctx.spec.targets)
+    if "torch" in targets:
+        try:
+            files[PurePosixPath("train_torch.py")] = render_train_torch(
+                job, features, python_header(ctx, digest, f"PyTorch training script for model {job.name!r}."))
+        except TorchTargetError as exc:
+            raise ctx.loaded.error(exc.origin, exc.message, fix=exc.fix) from None
+        files[PurePosixPath(FEATURES_FILE)] = render_features_json(job, features)
+    files[PurePosixPath("summary.txt")] = render_summary(job)
     if "task" in targets:
         vertex = ctx.spec.vertex
         files[PurePosixPath("task.py")] = render_task_py(

@@ -304,7 +304,7 @@ class TritonSpec(Strict):
 
 # ---- launch targets (task.py, Vertex AI, clusters) ---------------------------------------------------------------
 
-TARGETS = ("hugectr", "task", "vertex", "cluster")
+TARGETS = ("hugectr", "task", "vertex", "cluster", "torch")
 # #SBATCH lines are read by sbatch, not by a shell: their values must be plain tokens (no spaces, quotes, newlines).
 SlurmToken = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:@%+=,/-]+$", max_length=128)]
 
@@ -392,7 +392,8 @@ class Spec(Strict):
                           "pass and model_low_level.py)")
     targets: list[Literal[TARGETS]] = Field(
         default_factory=lambda: ["hugectr"],
-        description="what to render besides model.py: task (task.py), vertex (Vertex AI jobs), cluster (launchers)")
+        description="what to render besides model.py: task (task.py), vertex (Vertex AI jobs), cluster (launchers), "
+                    "torch (train_torch.py + features.json)")
     vertex: VertexSpec | None = None
     cluster: ClusterSpec | None = None
     triton: TritonSpec = Field(default_factory=TritonSpec,

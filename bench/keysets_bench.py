@@ -1,6 +1,6 @@
 """How fast `ctrgen keysets` reads keys: a synthetic Criteo-shaped Norm file (Check_t.Sum and Non) and Parquet file.
 
-    PYTHONPATH=. python benchmarks/keysets_bench.py [--records 200000]
+    PYTHONPATH=. python bench/keysets_bench.py [--records 200000]
 
 Prints records per second for each reader. The data is written with numpy here (27 slots, 1-2 keys per slot,
 13 dense values), independently of the readers under test.

@@ -1,0 +1,326 @@
+"""TrainingJob -> train_torch.py (templates/torch/train_torch.py.j2) and its features.json.
+
+The PyTorch model is a line-by-line translation of the same intermediate graph model.py is rendered from: one
+``SparseEmbedding`` per HugeCTR embedding (all slots of an input in one table, slot ids offset by the cardinalities
+before them), then every dense layer of ``graph.layers`` in model.py's order, each top tensor a local variable named
+as in HugeCTR. Tensors keep HugeCTR's memory layout (batch * rows, *dims), so Reshape is a plain ``reshape`` and the
+rows a Reshape moves into the batch dimension (DeepFM) need no special case. Automatic Slices of graph_analysis()
+are not needed: a Python variable can feed several layers.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+from dataclasses import dataclass, field
+
+from ..features import Features
+from ..graph.ir import Layer, TrainingJob
+from ..graph.shapes import fmt_shape
+from .env import render
+from .literals import py, py_str
+
+FEATURES_FILE = "features.json"
+FEATURES_FORMAT = 1
+
+# Names the generated forward() uses itself, and nn.Module attributes a layer attribute must not shadow.
+RESERVED_LOCALS = frozenset({"self", "torch", "nn", "F", "np", "math", "json"}) | frozenset(keyword.kwlist)
+MODULE_ATTRS = frozenset({
+    "training", "forward", "parameters", "named_parameters", "buffers", "named_buffers", "children", "modules",
+    "named_modules", "state_dict", "load_state_dict", "train", "eval", "to", "cuda", "cpu", "float", "double", "half",
+    "type", "apply", "zero_grad", "register_buffer", "register_parameter", "add_module", "requires_grad_", "dump_patches",
+    "call_super_init", "extra_repr", "get_submodule", "get_parameter", "get_buffer", "share_memory", "bfloat16",
+    "ipu", "xpu", "mtia", "to_empty", "register_module", "compile",
+})
+
+# HugeCTR optimizer -> (torch class, keyword arguments from the effective HugeCTR values, CUDA-graph capturable).
+OPTIMIZERS = {
+    "Adam": ("Adam", lambda v: [("betas", (v["beta1"], v["beta2"])), ("eps", v["epsilon"])], True),
+    "SGD": ("SGD", lambda v: [], True),
+    "MomentumSGD": ("SGD", lambda v: [("momentum", v["momentum_factor"])], True),
+    "Nesterov": ("SGD", lambda v: [("momentum", v["momentum_factor"]), ("nesterov", True)], True),
+    "AdaGrad": ("Adagrad", lambda v: [("initial_accumulator_value", v["initial_accu_value"]),
+                                      ("eps", v["epsilon"])], False),
+    "RMSProp": ("RMSprop", lambda v: [("alpha", v["beta"] or 0.9), ("eps", v["epsilon"])], False),
+}
+DEFAULT_LR = 0.001  # CreateSolver's lr default
+
+
+class TorchTargetError(ValueError):
+    """The graph uses something the PyTorch target cannot translate; ``origin`` is the spec location."""
+
+    def __init__(self, origin: tuple, message: str, fix: str = ""):
+        super().__init__(message)
+        self.origin, self.message, self.fix = origin, message, fix
+
+
+@dataclass
+class _Names:
+    """Python names for HugeCTR tensor names: kept when safe, otherwise prefixed (and always unique)."""
+
+    locals_: dict[str, str] = field(default_factory=dict)
+    attrs: dict[str, str] = field(default_factory=dict)
+
+    def var(self, tensor: str) -> str:
+        if tensor not in self.locals_:
+            name = tensor if tensor not in RESERVED_LOCALS else f"t_{tensor}"
+            while name in self.locals_.values():
+                name = f"t_{name}"
+            self.locals_[tensor] = name
+        return self.locals_[tensor]
+
+    def attr(self, tensor: str) -> str:
+        if tensor not in self.attrs:
+            name = tensor if tensor not in MODULE_ATTRS and not tensor.startswith("_") else f"layer_{tensor}"
+            while name in self.attrs.values():
+                name = f"layer_{name}"
+            self.attrs[tensor] = name
+        return self.attrs[tensor]
+
+
+@dataclass
+class _Model:
+    init: list[str] = field(default_factory=list)      # lines of Model.__init__ after super().__init__()
+    forward: list[str] = field(default_factory=list)   # lines of Model.forward before the return
+    helpers: set[str] = field(default_factory=set)     # helper classes / functions the model needs
+    output: str = ""
+
+
+def _width(shape) -> int:
+    return shape.dims[-1]
+
+
+def _layer(m: _Model, n: _Names, layer: Layer) -> None:
+    t, p = layer.type, dict(layer.params)
+    ins = [n.var(b) for b in layer.bottoms]
+    outs = [n.var(x) for x in layer.tops]
+    top = layer.tops[0]
+    shape = ", ".join(str(d) for d in layer.out_shapes[0].dims) if layer.out_shapes else ""
+    comment = f"  # {fmt_shape(layer.out_shapes[0])}" if t not in ("BinaryCrossEntropyLoss",) else ""
+
+    def module(expr: str) -> str:
+        attr = n.attr(top)
+        m.init.append(f"self.{attr} = {expr}")
+        return f"self.{attr}"
+
+    if t == "Reshape":
+        if p.get("selected"):
+            slots = [int(s) for s in p.get("selected_slots") or []]
+            m.forward.append(f"{outs[0]} = {ins[0]}[:, {py(slots)}, :].reshape(-1, {shape}){comment}")
+        else:
+            m.forward.append(f"{outs[0]} = {ins[0]}.reshape(-1, {shape}){comment}")
+    elif t == "Concat":
+        axis = int(p.get("axis", 1))
+        m.forward.append(f"{outs[0]} = torch.cat([{', '.join(ins)}], dim={axis}){comment}")
+    elif t == "Slice":
+        for out, (start, end) in zip(outs, p["ranges"]):
+            m.forward.append(f"{out} = {ins[0]}[..., {int(start)}:{int(end)}]")
+    elif t in ("InnerProduct", "FusedInnerProduct"):
+        fc = module(f"nn.Linear({_width(layer.in_shapes[0])}, {int(p.get('num_output', 1))})")
+        expr = f"{fc}({ins[0]})"
+        act = p.get("act_type")
+        if t == "FusedInnerProduct" and (act is None or act.member == "Relu"):
+            expr = f"F.relu({expr})"
+        for out in outs:
+            m.forward.append(f"{out} = {expr}{comment}")
+    elif t in ("ReLU", "ReLUHalf"):
+        m.forward.append(f"{outs[0]} = F.relu({ins[0]})")
+    elif t == "Sigmoid":
+        m.forward.append(f"{outs[0]} = torch.sigmoid({ins[0]})")
+    elif t == "ELU":
+        m.forward.append(f"{outs[0]} = F.elu({ins[0]}, alpha={py(float(p.get('elu_alpha', 1.0)))})")
+    elif t == "Softmax":
+        m.forward.append(f"{outs[0]} = F.softmax({ins[0]}, dim=-1)")
+    elif t == "Cast":
+        m.forward.append(f"{outs[0]} = {ins[0]}  # Cast: float32 throughout")
+    elif t == "Dropout":
+        drop = module(f"nn.Dropout(p={py(float(p.get('dropout_rate', 0.5)))})")
+        m.forward.append(f"{outs[0]} = {drop}({ins[0]})")
+    elif t == "BatchNorm":
+        bn = module(f"nn.BatchNorm1d({_width(layer.in_shapes[0])}, eps={py(float(p.get('eps', 1e-5)))}, "
+                    f"momentum={py(float(p.get('factor', 1.0)))})")
+        m.forward.append(f"{outs[0]} = {bn}({ins[0]})")
+    elif t == "LayerNorm":
+        ln = module(f"nn.LayerNorm({_width(layer.in_shapes[0])}, eps={py(float(p.get('eps', 1e-5)))})")
+        m.forward.append(f"{outs[0]} = {ln}({ins[0]})")
+    elif t in ("Add", "Sub", "ElementwiseMultiply"):
+        op = {"Add": " + ", "Sub": " - ", "ElementwiseMultiply": " * "}[t]
+        m.forward.append(f"{outs[0]} = {op.join(ins)}{comment}")
+    elif t == "MultiCross":
+        m.helpers.add("MultiCross")
+        proj = p.get("projection_dim")
+        extra = f", projection_dim={int(proj)}" if proj else ""
+        mc = module(f"MultiCross({_width(layer.in_shapes[0])}, num_layers={int(p['num_layers'])}{extra})")
+        m.forward.append(f"{outs[0]} = {mc}({ins[0]}){comment}")
+    elif t == "Interaction":
+        m.helpers.add("Interaction")
+        it = module(f"Interaction(num_features={layer.in_shapes[1].dims[0] + 1})")
+        for out in outs:
+            m.forward.append(f"{out} = {it}({ins[0]}, {ins[1]}){comment}")
+    elif t == "FmOrder2":
+        m.helpers.add("fm_order2")
+        m.forward.append(f"{outs[0]} = fm_order2({ins[0]}, out_dim={int(p['out_dim'])}){comment}")
+    elif t == "WeightMultiply":
+        m.helpers.add("WeightMultiply")
+        rows, cols = (int(d) for d in p["weight_dims"])
+        wm = module(f"WeightMultiply({rows}, {cols})")
+        m.forward.append(f"{outs[0]} = {wm}({ins[0]}){comment}")
+    elif t in ("ReduceSum", "ReduceMean"):
+        fn = "sum" if t == "ReduceSum" else "mean"
+        m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(p.get('axis', 1))}, keepdim=True){comment}")
+    elif t == "BinaryCrossEntropyLoss":
+        m.output = ins[0]
+    else:
+        raise TorchTargetError(layer.origin or ("model",), f"layer {top!r}: the torch target has no translation for "
+                               f"layer type {t!r}", fix="use the layer types of the presets, or drop 'torch' from "
+                                                        "targets")
+
+
+def _sparse_layout(job: TrainingJob, features: Features) -> list[dict]:
+    out = []
+    by_name = {c.name: c for c in features.categorical}
+    for s in job.graph.sparse:
+        cols = []
+        for name, card, nnz, multi in zip(s.columns, s.cardinalities, s.nnz_per_slot,
+                                          s.multi_hot or (False,) * s.slot_num):
+            cols.append({"name": name, "dtype": by_name[name].dtype if name in by_name else "int64",
+                         "cardinality": int(card), "multi_hot": bool(multi), "nnz": int(nnz) if multi else 1})
+        out.append({"input": s.name, "nnz": max(c["nnz"] for c in cols), "columns": cols})
+    return out
+
+
+def features_json(job: TrainingJob, features: Features) -> dict:
+    """The data contract of train_torch.py (and of a server that loads its checkpoint): columns by role, slots in
+    slot order with cardinalities, the longest list each input pads to."""
+    g = job.graph
+    label_cols = [c for c in features.labels] if len(g.label_names) > 1 else []
+    if not label_cols:
+        label_cols = list(features.labels[:1])
+    return {
+        "ctrgen_torch_features": FEATURES_FORMAT,
+        "model": job.name,
+        "labels": [{"name": c.name, "dtype": c.dtype} for c in label_cols],
+        "continuous": [{"name": c.name, "dtype": c.dtype} for c in features.continuous][:g.dense_dim],
+        "sparse": _sparse_layout(job, features),
+    }
+
+
+def render_features_json(job: TrainingJob, features: Features) -> str:
+    return json.dumps(features_json(job, features), indent=2, ensure_ascii=False) + "\n"
+
+
+def _layout(doc: dict) -> dict:
+    """What the script's code depends on (names, order, list widths); cardinalities and dtypes may change."""
+    return {"labels": [c["name"] for c in doc["labels"]], "continuous": [c["name"] for c in doc["continuous"]],
+            "sparse": [[s["input"], s["nnz"], [c["name"] for c in s["columns"]]] for s in doc["sparse"]]}
+
+
+def _wrapped(items: list, indent: str, width: int = 116) -> str:
+    """A list literal broken over lines of at most ``width`` characters."""
+    one = py(items)
+    if len(indent) + len(one) <= width:
+        return one
+    lines, line = [], ""
+    for item in items:
+        text = py(item) + ","
+        if line and len(indent) + 4 + len(line) + 1 + len(text) > width:
+            lines.append(line)
+            line = text
+        else:
+            line = f"{line} {text}" if line else text
+    lines.append(line)
+    return "[\n" + "".join(f"{indent}    {x}\n" for x in lines) + f"{indent}]"
+
+
+def _layout_literal(layout: dict) -> str:
+    sparse = ",\n".join(f"        [{py(name)}, {nnz}, {_wrapped(cols, '        ', 110)}]"
+                        for name, nnz, cols in layout["sparse"])
+    return ("{\n"
+            f"    \"labels\": {_wrapped(layout['labels'], '    ')},\n"
+            f"    \"continuous\": {_wrapped(layout['continuous'], '    ')},\n"
+            f"    \"sparse\": [\n{sparse},\n    ],\n"
+            "}")
+
+
+def _lr_schedule(job: TrainingJob) -> dict:
+    solver = dict(job.solver)
+    return {"lr": float(solver.get("lr", DEFAULT_LR)), "warmup_steps": int(solver.get("warmup_steps", 0) or 0),
+            "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1) or 1),
+            "decay_power": float(solver.get("decay_power", 2.0)), "end_lr": float(solver.get("end_lr", 0.0))}
+
+
+def check_torch_target(job: TrainingJob) -> None:
+    """Raise TorchTargetError for what the target cannot translate (before anything is rendered)."""
+    build_model(job)
+    if job.optimizer.type not in OPTIMIZERS:
+        raise TorchTargetError(("optimizer", "type"), f"the torch target has no {job.optimizer.type} optimizer",
+                               fix="use one of " + ", ".join(sorted(OPTIMIZERS)) + ", or drop 'torch' from targets")
+    if len(job.graph.label_names) != 1:
+        raise TorchTargetError(("features", "label"), "the torch target trains a single label",
+                               fix="use one label, or drop 'torch' from targets")
+
+
+def build_model(job: TrainingJob) -> _Model:
+    g = job.graph
+    n, m = _Names(), _Model()
+    for e in g.embeddings:
+        sparse = next(s for s in g.sparse if s.name == e.bottom)
+        m.init.append(f"self.{n.attr(e.name)} = SparseEmbedding(cardinalities[{py_str(sparse.name)}], "
+                      f"vec_size={e.vec_size}, combiner={py_str(e.combiner)})")
+        m.forward.append(f"{n.var(e.name)} = self.{n.attr(e.name)}({n.var(e.bottom)})  # {fmt_shape(e.shape)}")
+    for layer in g.layers:
+        _layer(m, n, layer)
+    if not m.output:
+        raise TorchTargetError(("model",), "the graph ends without a BinaryCrossEntropyLoss",
+                               fix="end it with BinaryCrossEntropyLoss, or drop 'torch' from targets")
+    m.forward_args = [n.var(g.dense_name)] + [n.var(s.name) for s in g.sparse]  # type: ignore[attr-defined]
+    return m
+
+
+def render_train_torch(job: TrainingJob, features: Features, header: str) -> str:
+    check_torch_target(job)
+    m = build_model(job)
+    doc = features_json(job, features)
+    opt_class, opt_kwargs, graph_safe = OPTIMIZERS[job.optimizer.type]
+    opt_args = "".join(f", {k}={py(v)}" for k, v in opt_kwargs(job.optimizer.values))
+    if opt_class == "Adam":
+        opt_args += ", capturable=capturable, fused=fused or None"
+    elif opt_class == "SGD":
+        opt_args += ", fused=fused or None"
+    solver = dict(job.solver)
+    fit = dict(job.fit)
+    defaults = {
+        "train": list(dict(job.reader)["source"]),
+        "eval": dict(job.reader)["eval_source"],
+        "batch_size": job.batchsize,
+        "eval_batch_size": int(solver.get("batchsize_eval", job.batchsize)),
+        "max_eval_batches": int(solver.get("max_eval_batches", 100)),
+        "max_iter": int(fit["max_iter"]) if "max_iter" in fit else None,
+        "num_epochs": int(fit["num_epochs"]) if "num_epochs" in fit else None,
+        "display": int(fit.get("display", 200)),
+        "eval_interval": int(fit.get("eval_interval", 1000)),
+        "snapshot": int(fit.get("snapshot", 10000)),
+        "seed": int(solver.get("seed", 0) or 0),
+    }
+    return render(
+        "torch/train_torch.py.j2",
+        header=header,
+        name=py_str(job.name),
+        name_text=job.name,
+        features_file=py_str(FEATURES_FILE),
+        features_format=FEATURES_FORMAT,
+        layout=_layout_literal(_layout(doc)),
+        defaults=[(k, py(v)) for k, v in defaults.items()],
+        schedule=[(k, py(v)) for k, v in _lr_schedule(job).items()],
+        optimizer_class=opt_class,
+        optimizer_args=opt_args,
+        optimizer_name=job.optimizer.type,
+        graph_safe_optimizer=graph_safe,
+        tf32=bool(solver.get("enable_tf32_compute", False)),
+        init=m.init,
+        forward=m.forward,
+        forward_args=m.forward_args,  # type: ignore[attr-defined]
+        output=m.output,
+        helpers=m.helpers,
+        hugectr_version=job.hugectr_version,
+    )

@@ -1,0 +1,252 @@
+"""The PyTorch target: train_torch.py for every example spec, trained for real on the CPU on the demo's NVTabular output.
+
+The scripts are rendered the way `ctrgen demo` renders them (the committed spec pointed at the demo dataset, its lock
+recorded from the demo's saved workflow), then run as subprocesses with small iteration counts. MovieLens must reach
+close to what logistic regression on the same ids reaches (truth.json: the planted structure); every other spec must
+learn (AUC clearly above chance). Bad data stops with one line naming file and column, exit status 2.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from codegen.demo.cli import DEMO_SPECS, demo_spec_text
+from codegen.demo.metrics import roc_auc
+from codegen.errors import UserError
+from codegen.output import write
+from codegen.pipeline import open_spec, read_workflow_features, render_spec
+from conftest import REPO
+from demo_data import built_demo
+from specfactory import MOVIELENS_LOCK, write_spec
+
+pytestmark = pytest.mark.slow
+
+# Iterations and batch per spec: enough to learn the planted signal, small enough for 2 CPU cores.
+RUNS = {"movielens": (120, 256), "movielens_genres": (80, 256), "wdl": (50, 256), "dcn": (50, 256),
+        "dlrm": (150, 128), "deepfm": (60, 256), "deepfm_vertex": (60, 256), "deepfm_multinode": (60, 256)}
+# Every example spec -> the demo dataset it trains on (the launch specs are DeepFM on the Criteo workflow).
+SPECS = {**DEMO_SPECS, "deepfm_vertex": "criteo", "deepfm_multinode": "criteo"}
+LEARNS_MARGIN = 0.05
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return built_demo()
+
+
+@pytest.fixture(scope="module")
+def scripts(demo, tmp_path_factory) -> dict[str, Path]:
+    """generated/<name>/ folders rendered against the demo datasets (as `ctrgen demo` does)."""
+    out = tmp_path_factory.mktemp("torch-demo")
+    spec_dir = demo.root / "torch-specs"      # beside the datasets: demo specs name them relative to their folder
+    spec_dir.mkdir(exist_ok=True)
+    folders = {}
+    for name, dataset in SPECS.items():
+        spec = spec_dir / f"{name}.yaml"
+        spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
+                                       dataset_dir=demo.root / dataset, spec_dir=spec_dir))
+        ctx = open_spec(spec)
+        ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+        rendered = render_spec(ctx)
+        write(out / name, rendered.files)
+        folders[name] = out / name
+    return folders
+
+
+def run_script(folder: Path, *args: str, torchrun: int = 0, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONPATH", None)   # the script stands alone: torch, numpy, pyarrow only
+    cmd = [sys.executable]
+    if torchrun:
+        cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={torchrun}"]
+    cmd += [str(folder / "train_torch.py"), "--device", "cpu", *args]
+    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def train(folder: Path, out: Path, iters: int, batch: int, *extra: str, torchrun: int = 0) -> dict:
+    proc = run_script(folder, "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(iters),
+                      "--eval-interval", str(iters), "--output-dir", str(out), *extra, torchrun=torchrun)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return json.loads((out / "metrics.json").read_text())
+
+
+def truth(demo, dataset: str) -> dict:
+    return json.loads(demo.paths[dataset]["truth"].read_text())
+
+
+# ---- rendering -----------------------------------------------------------------------------------------------------
+
+def test_every_example_spec_renders_the_torch_target():
+    assert sorted(SPECS) == sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))
+    for name in SPECS:
+        folder = REPO / "generated" / name
+        assert {"train_torch.py", "features.json", "model.py"} <= {p.name for p in folder.iterdir()}, name
+        text = (folder / "train_torch.py").read_text()
+        assert "import nvtabular" not in text and 'if __name__ == "__main__":' in text
+        compile(text, str(folder / "train_torch.py"), "exec")
+        features = json.loads((folder / "features.json").read_text())
+        ctx = open_spec(REPO / "specs" / f"{name}.yaml")
+        lock = {c["name"]: c for c in json.loads(ctx.lock_path.read_text())["categorical"]}
+        wanted = ctx.spec.features.categorical or list(lock)
+        slots = [c["name"] for s in features["sparse"] for c in s["columns"]]
+        assert slots == wanted                                                         # slot order of the lock
+        assert [c["cardinality"] for s in features["sparse"] for c in s["columns"]] == \
+            [lock[c]["cardinality"] for c in wanted]
+
+
+def test_targets_select_the_outputs(tmp_path):
+    spec = (REPO / "specs" / "movielens.yaml").read_text()
+    path = write_spec(tmp_path, spec, MOVIELENS_LOCK, name="movielens")
+    files = {str(p) for p in render_spec(open_spec(path)).files}
+    assert {"train_torch.py", "features.json", "model.py", "movielens.json"} <= files
+    path = write_spec(tmp_path, spec.replace("targets: [hugectr, torch]", "targets: [hugectr]"), name="movielens")
+    files = {str(p) for p in render_spec(open_spec(path)).files}
+    assert "train_torch.py" not in files and "features.json" not in files and "model.py" in files
+
+
+def test_untranslatable_optimizer_is_a_spec_error(tmp_path):
+    spec = (REPO / "specs" / "movielens.yaml").read_text().replace("type: Adam", "type: Ftrl")
+    spec = spec.replace('hugectr_version: "3.3"', 'hugectr_version: "23.06"')
+    path = write_spec(tmp_path, spec, MOVIELENS_LOCK, name="movielens")
+    with pytest.raises(UserError) as exc:
+        render_spec(open_spec(path))
+    text = exc.value.format()
+    assert "movielens.yaml:" in text and "optimizer.type" in text and "Ftrl" in text and "fix:" in text
+
+
+# ---- training on the demo data -------------------------------------------------------------------------------------
+
+def test_movielens_reaches_the_planted_structure(demo, scripts, tmp_path):
+    t = truth(demo, "movielens")
+    iters, batch = RUNS["movielens"]
+    metrics = train(scripts["movielens"], tmp_path / "out", iters, batch)
+    # Logistic regression on the same ids is what this MLP should match; the oracle bounds it from above.
+    assert t["baseline_auc_valid"]["onehot"] - 0.03 < metrics["auc"] < t["oracle_auc_valid"] + 0.02
+    assert metrics["iterations"] == iters and metrics["world_size"] == 1 and not metrics["cuda_graph"]
+
+
+@pytest.mark.parametrize("name", [n for n in SPECS if n != "movielens"])
+def test_every_spec_trains_and_learns(demo, scripts, tmp_path, name):
+    iters, batch = RUNS[name]
+    metrics = train(scripts[name], tmp_path / "out", iters, batch)
+    assert metrics["auc"] > 0.5 + LEARNS_MARGIN, metrics
+    assert metrics["auc"] < truth(demo, SPECS[name])["oracle_auc_valid"] + 0.02
+
+
+def test_checkpoint_loads_into_the_importable_model(demo, scripts, tmp_path):
+    """model.pt + features.json rebuild the model in another process (the serving path) with the same AUC."""
+    folder = scripts["movielens_genres"]
+    out = tmp_path / "out"
+    metrics = train(folder, out, 30, 256, "--snapshot", "20")
+    assert (out / "checkpoint_20.pt").is_file()
+    ckpt = torch.load(out / "checkpoint_20.pt", weights_only=False)
+    assert ckpt["iteration"] == 20 and set(ckpt) == {"model", "optimizer", "iteration", "features"}
+    spec = importlib.util.spec_from_file_location("train_torch_under_test", folder / "train_torch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)                      # no training on import
+    features = json.loads((out / "features.json").read_text())
+    model = module.Model(features)
+    model.load_state_dict(torch.load(out / "model.pt"))
+    model.eval()
+    arrays = module.read_split(module.data_files(str(demo.paths["movielens_genres"]["valid"])), features,
+                               max_rows=160 * 2048)
+    with torch.no_grad():
+        scores = model(torch.from_numpy(arrays["dense"]), torch.from_numpy(arrays["sparse"][0]))[:, 0]
+    assert roc_auc(arrays["labels"][:, 0], scores.numpy()) == pytest.approx(metrics["auc"], abs=1e-5)
+    assert arrays["sparse"][0].shape[1:] == (3, 10) and (arrays["sparse"][0][:, 2] >= 0).sum(axis=1).max() > 1
+
+
+def test_two_process_torchrun(demo, scripts, tmp_path):
+    """DDP over gloo: each rank reads one of the two part files, lr scaled by 2, metrics reduced across ranks."""
+    iters, batch = RUNS["movielens"]
+    metrics = train(scripts["movielens"], tmp_path / "out", iters, batch // 2, torchrun=2)
+    assert metrics["world_size"] == 2 and metrics["global_batch_size"] == batch
+    assert metrics["auc"] > truth(demo, "movielens")["baseline_auc_valid"]["onehot"] - 0.03
+
+
+def test_fewer_files_than_ranks_says_so(demo, scripts, tmp_path):
+    part = sorted(demo.paths["movielens"]["train"].glob("part_*.parquet"))[0]
+    proc = run_script(scripts["movielens"], "--train", str(part), "--max-iter", "2", "--output-dir",
+                      str(tmp_path / "out"), torchrun=2)
+    assert proc.returncode != 0
+    assert "1 training file(s) for 2 ranks" in proc.stderr and "fix:" in proc.stderr
+
+
+# ---- bad data ------------------------------------------------------------------------------------------------------
+
+def _broken_copy(src: Path, dest: Path, change) -> Path:
+    dest.mkdir(parents=True)
+    for f in sorted(src.glob("part_*.parquet")):
+        table = pq.read_table(f)
+        pq.write_table(change(table) if f.name == "part_1.parquet" else table, dest / f.name)
+    return dest / "part_1.parquet"
+
+
+def _replace(table: pa.Table, name: str, column) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, column)
+
+
+def _too_big(table: pa.Table) -> pa.Table:
+    ids = table.column("userId").to_numpy().copy()
+    ids[7] = 10_000_000
+    return _replace(table, "userId", pa.array(ids))
+
+
+@pytest.mark.parametrize("case,change,expected", [
+    ("missing", lambda t: t.drop(["movieId"]), "column 'movieId' is missing"),
+    ("dtype", lambda t: _replace(t, "userId", t.column("userId").cast(pa.float64())),
+     "column 'userId': type double, expected ids"),
+    ("range", _too_big, "column 'userId': id 10000000 is outside [0, "),
+])
+def test_bad_data_stops_with_one_line(demo, scripts, tmp_path, case, change, expected):
+    bad = _broken_copy(demo.paths["movielens"]["train"], tmp_path / "train", change)
+    proc = run_script(scripts["movielens"], "--train", str(tmp_path / "train"), "--max-iter", "2",
+                      "--output-dir", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith(f"error: {bad}: ") and expected in lines[0]
+    assert not (tmp_path / "out" / "model.pt").exists()
+
+
+def test_features_file_must_match_the_script(scripts, tmp_path):
+    features = json.loads((scripts["movielens"] / "features.json").read_text())
+    features["sparse"][0]["columns"].reverse()
+    path = tmp_path / "features.json"
+    path.write_text(json.dumps(features))
+    proc = run_script(scripts["movielens"], "--features", str(path), "--max-iter", "1")
+    assert proc.returncode == 2 and "not the ones this script was generated for" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_multi_hot_lists_longer_than_nnz_are_refused(demo, scripts, tmp_path):
+    def longer(table: pa.Table) -> pa.Table:
+        lists = table.column("genres").to_pylist()
+        lists[3] = list(range(3, 15))
+        return _replace(table, "genres", pa.array(lists, type=pa.list_(pa.int64())))
+
+    bad = _broken_copy(demo.paths["movielens_genres"]["train"], tmp_path / "train", longer)
+    proc = run_script(scripts["movielens_genres"], "--train", str(tmp_path / "train"), "--max-iter", "1")
+    assert proc.returncode == 2
+    assert f"{bad}: column 'genres': row 3 lists 12 ids, more than nnz_per_slot 10" in proc.stderr
+
+
+def test_roc_auc_of_the_script_matches_the_reference(scripts):
+    spec = importlib.util.spec_from_file_location("train_torch_auc", scripts["movielens"] / "train_torch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 2, 500)
+    s = rng.integers(0, 30, 500).astype(np.float32)        # many ties
+    assert module.roc_auc(torch.from_numpy(y), torch.from_numpy(s)) == pytest.approx(roc_auc(y, s), abs=1e-12)
