@@ -121,6 +121,9 @@ def test_launch_targets_are_refused(tmp_path):
                                         "features_lock: criteo.features.lock.json\ntargets: [hugectr, task]"))
     msg = problems(spec)
     assert f"{spec}:{line_of(spec, 'targets:')}:1: targets: ['task'] run task.py" in msg
+    spec = variant(tmp_path, ETC_SPEC, ("features_lock: criteo.features.lock.json",
+                                        "features_lock: criteo.features.lock.json\ntargets: [hugectr, torch]"))
+    assert "targets: the torch target (train_torch.py) does not train the incremental passes" in problems(spec)
 
 
 def test_bad_spec_writes_nothing(tmp_path):
