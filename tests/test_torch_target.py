@@ -36,7 +36,10 @@ pytestmark = pytest.mark.slow
 RUNS = {"movielens": (120, 256), "movielens_genres": (80, 256), "wdl": (50, 256), "dcn": (50, 256),
         "dlrm": (150, 128), "deepfm": (60, 256), "deepfm_vertex": (60, 256), "deepfm_multinode": (60, 256)}
 # Every example spec -> the demo dataset it trains on (the launch specs are DeepFM on the Criteo workflow).
-SPECS = {**DEMO_SPECS, "deepfm_vertex": "criteo", "deepfm_multinode": "criteo"}
+# Continuous-training specs refuse the torch target: train_torch.py does not run incremental passes yet.
+CONTINUOUS = {"wdl_continuous", "wdl_continuous_etc"}
+SPECS = {k: v for k, v in {**DEMO_SPECS, "deepfm_vertex": "criteo", "deepfm_multinode": "criteo"}.items()
+         if k not in CONTINUOUS}
 LEARNS_MARGIN = 0.05
 
 
@@ -88,7 +91,7 @@ def truth(demo, dataset: str) -> dict:
 # ---- rendering -----------------------------------------------------------------------------------------------------
 
 def test_every_example_spec_renders_the_torch_target():
-    assert sorted(SPECS) == sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))
+    assert sorted(SPECS) == sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if p.stem not in CONTINUOUS)
     for name in SPECS:
         folder = REPO / "generated" / name
         assert {"train_torch.py", "features.json", "model.py"} <= {p.name for p in folder.iterdir()}, name
