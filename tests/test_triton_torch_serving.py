@@ -15,7 +15,7 @@ import json
 import shutil
 import tempfile
 import warnings
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,7 @@ def deployed():
         spec_dir = demo.root / "torch_serving_specs"     # demo_spec_text wants the data below its parent
         spec_dir.mkdir(exist_ok=True)
         out = {name: _deploy(name, demo, spec_dir, scratch) for name in SERVED}
+        out["movielens_broken"] = _deploy_broken(spec_dir, scratch)
         server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
         server.start(load=[f"{name}_ens" for name in SERVED])       # loads each ensemble's two models too
         yield server, out
@@ -88,6 +89,26 @@ def deployed():
         if server is not None:
             server.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _deploy_broken(spec_dir: Path, scratch: Path) -> dict:
+    """movielens renamed, with a model.pt whose tensors do not fit the Model (assemble cannot see inside it)."""
+    spec = spec_dir / "movielens_broken.yaml"
+    spec.write_text((spec_dir / "movielens.yaml").read_text().replace("\nname: movielens\n",
+                                                                       "\nname: movielens_broken\n"))
+    shutil.copy(spec_dir / "movielens.features.lock.json", spec_dir / "movielens_broken.features.lock.json")
+    ctx = open_spec(spec)
+    rendered = render_spec(ctx)
+    write(ctx.root / "generated" / rendered.name, rendered.files)
+    checkpoint = scratch / "checkpoints" / "movielens_broken"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "features.json").write_text(rendered.files[PurePosixPath("features.json")])
+    torch.save({"fc1.weight": torch.zeros(3, 3)}, checkpoint / "model.pt")
+    repo = scratch / "repos" / "movielens_broken"
+    result = run_ctrgen("assemble", str(spec), "--workflow", str(ctx.workflow_path), "--checkpoint", str(checkpoint),
+                        "--out", str(repo))
+    assert result.returncode == 0, result.stderr
+    return {"repo": repo}
 
 
 def request_frame(raw: Path, plan, rows: int = 40) -> pd.DataFrame:
@@ -207,3 +228,16 @@ def test_malformed_vcsr_is_a_triton_error_and_the_model_stays_ready(deployed, pr
         conn.infer("movielens", inputs)
     assert "ROWINDEX has 4 entries" in str(err.value)
     assert conn.is_model_ready("movielens")
+
+
+def test_a_checkpoint_that_does_not_fit_fails_the_load_with_the_reason(deployed):
+    import tritonclient.http as client
+    from tritonclient.utils import InferenceServerException
+
+    server, _ = deployed
+    conn = client.InferenceServerClient(server.http_url)
+    with pytest.raises(InferenceServerException) as err:
+        conn.load_model("movielens_broken")
+    assert "model.pt does not fit the Model of train_torch.py" in str(err.value)
+    assert "sparse_embedding1.weight" in str(err.value)                  # strict load_state_dict names the keys
+    assert conn.is_model_ready("movielens_ens") and not conn.is_model_ready("movielens_broken")
