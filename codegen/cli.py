@@ -70,8 +70,8 @@ def _out_root(ctx_root: Path, out: Path | None) -> Path:
               help="read features from this saved workflow instead of the features lock")
 @click.option("--force", is_flag=True, help="overwrite files ctrgen did not generate")
 def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, force: bool) -> None:
-    """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, MANIFEST.json; task.py, vertex/, cluster/,
-    train_torch.py + features.json when the spec lists those targets).
+    """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, triton/, MANIFEST.json; task.py, vertex/,
+    cluster/, train_torch.py + features.json + triton_torch/ when the spec lists those targets).
 
     Everything is validated before anything is written; each output folder is written atomically.
     """

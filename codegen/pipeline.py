@@ -25,6 +25,7 @@ from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
 from .render.torch_model import FEATURES_FILE, TorchTargetError, render_features_json, render_train_torch
 from .render.triton import plan_for, render_triton
+from .triton.plan import TorchStep
 from .render.task import render_task_py
 from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
@@ -122,6 +123,7 @@ class Rendered:
     job: TrainingJob
     digest: str
     triton: object = None            # codegen.triton.plan.RepositoryPlan when the spec's triton target is on
+    triton_torch: object = None      # the same for generated/<name>/triton_torch/ (torch among the targets)
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:
@@ -169,19 +171,32 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         for rel, text in render_cluster(ctx.loaded, job, header, has_task="task" in targets,
                                         has_torch=PurePosixPath("train_torch.py") in files).items():
             files[PurePosixPath("cluster") / rel] = text
+    torch_plan = None
     if ctx.spec.triton.enabled:
         plan = plan_triton(ctx, job, features)
         files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
                                    digest=digest, nvtabular_note=_nvtabular_note(features)))
+        if "torch" in targets:
+            torch_plan = plan_triton(ctx, job, features, TorchStep())
+            files.update(render_triton(torch_plan, train_torch=files[PurePosixPath("train_torch.py")],
+                                       spec_display=ctx.display, digest=digest,
+                                       nvtabular_note=_nvtabular_note(features)))
+    elif "torch" in ctx.spec.triton.model_fields_set:
+        raise ctx.loaded.error(("triton", "torch"), "triton.torch configures the PyTorch Triton repository, but the "
+                               "Triton target is off", fix="remove triton.torch, or 'enabled: false'")
+    if "torch" in ctx.spec.triton.model_fields_set and "torch" not in targets:
+        raise ctx.loaded.error(("triton", "torch"), "triton.torch configures generated/<name>/triton_torch/, which "
+                               "is rendered only for the torch target", fix="add torch to targets, or remove "
+                               "triton.torch")
     files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
-    return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan)
+    return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan, triton_torch=torch_plan)
 
 
-def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features):
+def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features, step=None):
     from .triton.plan import PlanError
 
     try:
-        return plan_for(job, features, ctx.spec.triton)
+        return plan_for(job, features, ctx.spec.triton, step)
     except PlanError as exc:
         if exc.source == "spec":
             raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None

@@ -290,6 +290,16 @@ class HugeCTRServingSpec(Strict):
         return self
 
 
+class TorchServingSpec(Strict):
+    """The ``<name>`` python-backend model of ``generated/<name>/triton_torch/`` (rendered when ``torch`` is among
+    ``targets``): it loads train_torch.py's ``Model`` with the trained ``model.pt`` + ``features.json``."""
+
+    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(kind="KIND_AUTO"),
+                                   description="instance_group (default KIND_AUTO: a GPU when the server has one)")
+    output_name: Ident = Field("OUTPUT0", description="the prediction tensor (sigmoid of the logits), as the HugeCTR "
+                                                      "model names it")
+
+
 class TritonSpec(Strict):
     """The Triton model repository written to generated/<name>/triton/ (on by default)."""
 
@@ -300,6 +310,8 @@ class TritonSpec(Strict):
     version: PosInt = 1
     preprocessing: PreprocessingSpec = Field(default_factory=PreprocessingSpec)
     hugectr: HugeCTRServingSpec = Field(default_factory=HugeCTRServingSpec)
+    torch: TorchServingSpec = Field(default_factory=TorchServingSpec,
+                                    description="the PyTorch repository generated/<name>/triton_torch/ (targets: torch)")
 
 
 # ---- launch targets (task.py, Vertex AI, clusters) ---------------------------------------------------------------

@@ -1,23 +1,26 @@
 """``ctrgen assemble``: a deployable Triton repository = the generated one + the saved workflow + the trained files.
 
-The generated repository (``generated/<name>/triton/``) must be up to date with the spec (the same check as
-``ctrgen check``). The planner names what each model still needs in its version folder (``ModelPlan.required_files``):
-the preprocessing model its ``workflow/``, the HugeCTR model the dense file and one sparse folder per table, exactly
-as ps.json and config.pbtxt name them. Everything is copied into a temporary folder beside ``--out`` and moved into
+The generated repository (``generated/<name>/triton/``, or ``triton_torch/`` for the PyTorch model) must be up to
+date with the spec (the same check as ``ctrgen check``). The planner names what each model still needs in its version
+folder (``ModelPlan.required_files``): the preprocessing model its ``workflow/``, the HugeCTR model the dense file and
+one sparse folder per table, exactly as ps.json and config.pbtxt name them, the PyTorch model ``model.pt`` and
+``features.json`` of train_torch.py's output folder. Everything is copied into a temporary folder beside ``--out`` and moved into
 place at the end, so a failed run leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import UserError
 from ..output import compare
-from .plan import NVT_SUFFIX, RepositoryPlan
+from .plan import NVT_SUFFIX, RepositoryPlan, TorchStep
 
 WORKFLOW_PICKLE = "workflow.pkl"
 SPARSE_PARTS = ("key", "emb_vector")
@@ -70,13 +73,46 @@ def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, 
                                 "triton.hugectr.snapshot_iteration / snapshot_prefix")
 
 
+def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
+    """model.pt and features.json of train_torch.py's --output-dir; features.json must be the one generated with the
+    served train_torch.py (same columns, slot order and cardinalities), else the ids would index other rows."""
+    if not checkpoint.is_dir():
+        raise UserError.one(checkpoint, "checkpoint folder not found", field="--checkpoint",
+                            fix="pass the --output-dir of train_torch.py (model.pt, features.json)")
+    weights = checkpoint / "model.pt"
+    if not weights.is_file():
+        raise UserError.one(weights, "trained model not found", field="--checkpoint",
+                            fix="train_torch.py writes model.pt at the end of training into its --output-dir")
+    if not zipfile.is_zipfile(weights):
+        raise UserError.one(weights, "not a PyTorch state_dict file (torch.save writes a zip archive)",
+                            field="--checkpoint", fix="pass the model.pt train_torch.py wrote")
+    path = checkpoint / "features.json"
+    try:
+        trained = json.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        raise UserError.one(path, "features file not found", field="--checkpoint",
+                            fix="train_torch.py writes features.json beside model.pt") from None
+    except ValueError as exc:
+        raise UserError.one(path, f"not JSON ({exc})", field="--checkpoint") from None
+    if trained != json.loads(features_json):
+        raise UserError.one(path, "the model was trained on other features than the spec's (columns, slot order or "
+                            "cardinalities differ from the generated features.json)", field="--checkpoint",
+                            fix="retrain with the generated train_torch.py, or regenerate from the workflow the "
+                            "model was trained with ('ctrgen lock', then 'ctrgen generate')")
+
+
 def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: Path, out: Path,
-             force: bool = False) -> Assembled:
+             force: bool = False, features_json: str = "") -> Assembled:
+    """``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
+    checkpoint folder, whose features.json must equal ``features_json`` (the rendered one)."""
     nvt_name = plan.name + NVT_SUFFIX
     _check_workflow(workflow)
-    for model in plan.models:
-        if model.name != nvt_name and model.required_files:
-            _check_weights(weights, model.required_files, plan, model.name)
+    if plan.step == TorchStep.kind:
+        _check_checkpoint(weights, features_json)
+    else:
+        for model in plan.models:
+            if model.name != nvt_name and model.required_files:
+                _check_weights(weights, model.required_files, plan, model.name)
     out = Path(out)
     if out.exists() and not force:
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")

@@ -15,9 +15,14 @@ Examples:
       --weights .demo/train --out .demo/serve --force
 
 \b
+  # the PyTorch model (targets: [..., torch]): generated/<name>/triton_torch/ + train_torch.py's output folder
+  ctrgen assemble specs/movielens.yaml --workflow data/workflow --checkpoint torch_out --out deploy/model
+
+\b
 The result is the repository to mount at triton.model_root (default /model) in the serving container:
   <out>/ps.json, <out>/<name>/1/{<name>.json, <prefix>_dense_<N>.model, <prefix><i>_sparse_<N>.model/},
   <out>/<name>_nvt/1/{model.py, workflow/}, <out>/<name>_ens/1/
+With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.json} (python backend), no ps.json.
 """
 
 
@@ -26,33 +31,48 @@ The result is the repository to mount at triton.model_root (default /model) in t
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("--workflow", type=click.Path(path_type=Path), required=True,
               help="the saved NVTabular workflow folder (Workflow.save) the preprocessing model loads")
-@click.option("--weights", type=click.Path(path_type=Path), required=True,
-              help="folder holding the trained files ps.json names (dense file, one sparse folder per table)")
+@click.option("--weights", type=click.Path(path_type=Path),
+              help="HugeCTR: folder holding the trained files ps.json names (dense file, one sparse folder per table)")
+@click.option("--checkpoint", type=click.Path(path_type=Path),
+              help="PyTorch: the --output-dir of train_torch.py (model.pt, features.json); assembles triton_torch/")
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="the repository to write")
 @click.option("--generated", type=click.Path(path_type=Path),
-              help="the generated repository (default: generated/<name>/triton beside specs/)")
+              help="the generated repository (default: generated/<name>/triton, or triton_torch with "
+                   "--checkpoint, beside specs/)")
 @click.option("--force", is_flag=True, help="replace --out when it exists")
-def assemble_command(spec: Path, workflow: Path, weights: Path, out: Path, generated: Path | None,
-                     force: bool) -> None:
-    """Copy the generated Triton repository of SPEC, add the saved workflow and the trained HugeCTR files, check
-    they are the files ps.json and config.pbtxt name, and print the tritonserver command line."""
+def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoint: Path | None, out: Path,
+                     generated: Path | None, force: bool) -> None:
+    """Copy the generated Triton repository of SPEC, add the saved workflow and the trained files, check them, and
+    print the tritonserver command line. --weights: the HugeCTR model (generated/<name>/triton/; the files ps.json
+    and config.pbtxt name). --checkpoint: the PyTorch model (generated/<name>/triton_torch/; model.pt and the
+    features.json it was trained on, which must equal the generated one)."""
     from ..pipeline import open_spec, render_spec
     from .assemble import assemble, check_generated
 
+    if (weights is None) == (checkpoint is None):
+        raise UserError.one(spec, "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)",
+                            field="--weights/--checkpoint", fix="--weights SNAPSHOT_DIR or --checkpoint TORCH_OUT_DIR")
     ctx = open_spec(spec)
     rendered = render_spec(ctx)
     if rendered.triton is None:
         raise UserError.one(spec, "the Triton target is off for this spec", field="triton.enabled",
                             fix="remove 'triton: {enabled: false}' and run ctrgen generate")
-    generated = generated or ctx.root / "generated" / rendered.name / "triton"
-    prefix = PurePosixPath("triton")
-    files = {p.relative_to(prefix): t for p, t in rendered.files.items() if p.parts[0] == prefix.name}
+    torch = checkpoint is not None
+    if torch and rendered.triton_torch is None:
+        raise UserError.one(spec, "--checkpoint serves the PyTorch model, but 'torch' is not among the spec's targets",
+                            field="targets", fix="add torch to targets and run ctrgen generate, or pass --weights")
+    plan = rendered.triton_torch if torch else rendered.triton
+    folder = "triton_torch" if torch else "triton"
+    generated = generated or ctx.root / "generated" / rendered.name / folder
+    files = {PurePosixPath(*p.parts[1:]): t for p, t in rendered.files.items() if p.parts[0] == folder}
     check_generated(generated, files, ctx.display)
-    result = assemble(rendered.triton, generated, workflow=workflow, weights=weights, out=out, force=force)
+    features_json = rendered.files.get(PurePosixPath("features.json"), "")
+    result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
+                      force=force, features_json=features_json)
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)
-    plan = rendered.triton
     click.echo(f"Wrote {result.out}/ ({len(result.copied)} item(s) added to the generated repository).")
-    click.echo(f"Mount it at {plan.model_root} in the serving container (Merlin inference image with the HugeCTR "
-               "backend) and run:")
+    image = ("Triton image whose python backend can import torch and nvtabular" if torch
+             else "Merlin inference image with the HugeCTR backend")
+    click.echo(f"Mount it at {plan.model_root} in the serving container ({image}) and run:")
     click.echo(f"  {result.command}")

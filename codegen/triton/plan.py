@@ -7,9 +7,10 @@ The layout is the one NVTabular's ``export_hugectr_ensemble`` wrote (triton.md �
     <name>/                      the model step (HugeCTR backend)
     <name>_ens/                  ensemble: <name>_nvt, then <name>, wired through "<X>_nvt" tensors
 
-The model step is a :class:`ModelStep`; :class:`HugeCTRStep` is the HugeCTR one. Another step (e.g. a python-backend
-PyTorch model) implements the same small interface and is passed to :func:`plan_repository` instead: the
-preprocessing model and the ensemble wiring are planned from the tensors the step consumes.
+The model step is a :class:`ModelStep`: :class:`HugeCTRStep` (``generated/<name>/triton/``) or :class:`TorchStep`,
+a python-backend model running train_torch.py's ``Model`` (``generated/<name>/triton_torch/``). Both consume the same
+VCSR tensors, so the preprocessing model is the same in both repositories; the ensemble wiring is planned from the
+tensors the step consumes.
 
 Every number comes from the training job (graph) and the features lock, never from a JSON scraped later (R10).
 """
@@ -130,7 +131,8 @@ class RepositoryPlan:
     preprocessing: Preprocessing
     models: tuple[ModelPlan, ...]     # preprocessing, model step, ensemble
     ps: dict | None                   # ps.json document, or None when the model step needs none
-    graph_json: str                   # file name of the graph JSON in the model step's version folder
+    graph_json: str                   # file name of the graph JSON in the model step's version folder ("": none)
+    step: str = "hugectr"             # ModelStep.kind
 
     def model(self, suffix: str) -> ModelPlan:
         return next(m for m in self.models if m.name == self.name + suffix)
@@ -141,7 +143,9 @@ class RepositoryPlan:
 
 
 class ModelStep(Protocol):
-    """The model that consumes the preprocessing outputs (HugeCTR here; a python-backend model elsewhere)."""
+    """The model that consumes the preprocessing outputs."""
+
+    kind: str                         # "hugectr" or "torch": the _nvt model's output_model parameter
 
     def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]: ...
 
@@ -207,7 +211,7 @@ def _instance(spec_instance) -> Instance:
     return Instance(kind=spec_instance.kind, count=spec_instance.count, gpus=gpus)
 
 
-def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...]) -> ModelPlan:
+def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...], output_model: str) -> ModelPlan:
     pre = ctx.pre
     inputs = tuple(t for c in pre.request for t in request_tensors(c))
     outputs = tuple(t for t in _preprocess_outputs(pre) if t.name in {c.name for c in consumed})
@@ -215,7 +219,7 @@ def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...]) -> 
         ("cats", json.dumps([s.column for t in pre.tables for s in t.slots])),
         ("conts", json.dumps(list(pre.continuous))),
         # NVTabular's exporter named the consumer this way (triton.md §6.3); ctrgen's runtime is its own module.
-        ("output_model", "hugectr"),
+        ("output_model", output_model),
         # Multi-hot slots and several tables: one CSR per table (triton.md §3), unlike NVTabular's runner (R19).
         ("key_layout", "vcsr"),
     )
@@ -242,6 +246,8 @@ def _preprocess_outputs(pre: Preprocessing) -> tuple[Tensor, ...]:
 
 class HugeCTRStep:
     """``backend: "hugectr"`` with the parameters of NVTabular's ``_generate_hugectr_config`` (triton.md §2, §6.3)."""
+
+    kind = "hugectr"
 
     def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]:
         key = "TYPE_INT64" if job.i64_input_key else "TYPE_UINT32"
@@ -336,6 +342,33 @@ def _num(v: float) -> str:
     return repr(float(v))
 
 
+# ---- the PyTorch model step ---------------------------------------------------------------------------------------
+
+TORCH_MODEL_FILES = ("model.py", "train_torch.py")   # generated: the python-backend model, train_torch.py (Model)
+TORCH_CHECKPOINT_FILES = ("model.pt", "features.json")   # from training's --output-dir, added by `ctrgen assemble`
+
+
+class TorchStep:
+    """A python-backend model that rebuilds train_torch.py's ``Model`` from ``features.json``, loads ``model.pt`` and
+    answers the VCSR tensors of the preprocessing model with ``sigmoid(logits)``, the HugeCTR backend's output
+    (one value per sample and label, shape [1, batch x labels], FP32)."""
+
+    kind = "torch"
+
+    def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]:
+        return HugeCTRStep().consumes(job)
+
+    def plan(self, ctx: PlanContext) -> ModelPlan:
+        t = ctx.spec.torch
+        return ModelPlan(name=ctx.name, max_batch_size=ctx.spec.max_batch_size, inputs=self.consumes(ctx.job),
+                         outputs=(Tensor(t.output_name, "TYPE_FP32"),), backend="python",
+                         instances=(_instance(t.instance),), version_files=TORCH_MODEL_FILES,
+                         required_files=TORCH_CHECKPOINT_FILES)
+
+    def ps_json(self, ctx: PlanContext, model: ModelPlan) -> None:
+        return None
+
+
 # ---- the ensemble -------------------------------------------------------------------------------------------------
 
 def plan_ensemble(ctx: PlanContext, nvt: ModelPlan, model: ModelPlan) -> ModelPlan:
@@ -357,7 +390,8 @@ def plan_repository(job: TrainingJob, features: Features, spec: TritonSpec,
     pre = plan_preprocessing(job, features)
     ctx = PlanContext(job=job, features=features, spec=spec, pre=pre, name=job.name)
     model = step.plan(ctx)
-    nvt = plan_preprocessing_model(ctx, model.inputs)
+    nvt = plan_preprocessing_model(ctx, model.inputs, step.kind)
     ens = plan_ensemble(ctx, nvt, model)
     return RepositoryPlan(name=job.name, version=spec.version, model_root=spec.model_root, preprocessing=pre,
-                          models=(nvt, model, ens), ps=step.ps_json(ctx, model), graph_json=f"{job.name}.json")
+                          models=(nvt, model, ens), ps=step.ps_json(ctx, model), step=step.kind,
+                          graph_json=f"{job.name}.json" if step.kind == "hugectr" else "")

@@ -1,0 +1,175 @@
+"""generated/<name>/triton_torch/ without a server: configs through Triton's ModelConfig, the ensemble wiring and
+dtypes, the files of each version folder, spec errors, determinism, and ``ctrgen assemble --checkpoint``'s checks."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from tritonclient.grpc import model_config_pb2 as mc
+
+from codegen.pipeline import open_spec, render_spec
+from codegen.triton.modelconfig import load_config
+from tests.conftest import REPO, run_ctrgen
+from tests.specfactory import MOVIELENS_LOCK, write_spec
+
+GENERATED = REPO / "generated"
+TORCH_SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if "torch" in open_spec(p).spec.targets)
+
+
+def configs(name: str) -> dict[str, mc.ModelConfig]:
+    root = GENERATED / name / "triton_torch"
+    return {p.parent.name: load_config(p).config for p in sorted(root.glob("*/config.pbtxt"))}
+
+
+def dtypes(tensors) -> dict[str, str]:
+    return {t.name: mc.DataType.Name(t.data_type) for t in tensors}
+
+
+def test_every_torch_spec_has_a_torch_repository():
+    assert TORCH_SPECS == sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))     # all examples train with torch
+    for name in TORCH_SPECS:
+        assert sorted(configs(name)) == [name, f"{name}_ens", f"{name}_nvt"]
+        assert not (GENERATED / name / "triton_torch" / "ps.json").exists()
+
+
+@pytest.mark.parametrize("name", TORCH_SPECS)
+def test_ensemble_wiring_and_dtypes_agree(name):
+    cfgs = configs(name)
+    nvt, model, ens = cfgs[f"{name}_nvt"], cfgs[name], cfgs[f"{name}_ens"]
+    assert model.backend == "python" and nvt.backend == "python" and ens.platform == "ensemble"
+    assert nvt.parameters["output_model"].string_value == "torch"
+    assert model.max_batch_size == nvt.max_batch_size == ens.max_batch_size
+    # The model consumes exactly what the preprocessing model produces, with the same data types.
+    assert dtypes(model.input) == dtypes(nvt.output)
+    assert set(dtypes(model.input)) == {"DES", "CATCOLUMN", "ROWINDEX"}
+    assert dtypes(model.output) == {"OUTPUT0": "TYPE_FP32"} == dtypes(ens.output)
+    assert dtypes(ens.input) == dtypes(nvt.input)
+    first, second = ens.ensemble_scheduling.step
+    assert (first.model_name, second.model_name) == (nvt.name, model.name)
+    assert dict(first.input_map) == {i.name: i.name for i in nvt.input}
+    assert dict(second.input_map) == {k: v for k, v in first.output_map.items()}       # X -> X_nvt -> X
+    assert dict(second.output_map) == {"OUTPUT0": "OUTPUT0"}
+    # The HugeCTR repository's preprocessing model is the same code (only the consumer's name differs).
+    hugectr_nvt = load_config(GENERATED / name / "triton" / f"{name}_nvt" / "config.pbtxt").config
+    assert dtypes(hugectr_nvt.output) == dtypes(nvt.output) and dtypes(hugectr_nvt.input) == dtypes(nvt.input)
+    same = (GENERATED / name / "triton" / f"{name}_nvt" / "1" / "model.py").read_text()
+    assert (GENERATED / name / "triton_torch" / f"{name}_nvt" / "1" / "model.py").read_text() == same
+
+
+@pytest.mark.parametrize("name", TORCH_SPECS)
+def test_version_folder_reuses_the_generated_script(name):
+    version = GENERATED / name / "triton_torch" / name / "1"
+    assert sorted(p.name for p in version.iterdir()) == ["model.py", "train_torch.py"]
+    assert (version / "train_torch.py").read_bytes() == (GENERATED / name / "train_torch.py").read_bytes()
+    text = (version / "model.py").read_text()
+    compile(text, str(version / "model.py"), "exec")
+    assert "nn.Linear" not in text and "class Model" not in text        # the layers live in train_torch.py only
+    assert "spec_from_file_location" in text
+
+
+def test_ctrgen_validate_accepts_the_torch_repository():
+    for name in TORCH_SPECS:
+        result = run_ctrgen("validate", str(GENERATED / name / "triton_torch"))
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_instance_and_output_name_come_from_the_spec(tmp_path):
+    spec = (REPO / "specs" / "movielens.yaml").read_text()
+    spec += "triton:\n  torch:\n    instance: {kind: KIND_GPU, count: 2, gpus: [1]}\n    output_name: SCORE\n"
+    rendered = render_spec(open_spec(write_spec(tmp_path, spec, MOVIELENS_LOCK, name="movielens")))
+    model = rendered.triton_torch.model("")
+    assert [(i.kind, i.count, i.gpus) for i in model.instances] == [("KIND_GPU", 2, (1,))]
+    text = rendered.files[next(p for p in rendered.files if str(p) == "triton_torch/movielens_ens/config.pbtxt")]
+    assert 'name: "SCORE"' in text
+    default = render_spec(open_spec(write_spec(tmp_path, (REPO / "specs" / "movielens.yaml").read_text(),
+                                               name="movielens")))
+    assert [i.kind for i in default.triton_torch.model("").instances] == ["KIND_AUTO"]
+
+
+def test_triton_torch_without_the_torch_target_is_a_spec_error(tmp_path):
+    spec = (REPO / "specs" / "movielens.yaml").read_text().replace("targets: [hugectr, torch]", "targets: [hugectr]")
+    path = write_spec(tmp_path, spec + "triton:\n  torch:\n    output_name: SCORE\n", MOVIELENS_LOCK, name="movielens")
+    result = run_ctrgen("generate", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    line = result.stderr.strip().splitlines()[-1]
+    assert "movielens.yaml:" in line and "triton.torch" in line and "fix:" in line
+    assert not (tmp_path / "out").exists()
+    files = {str(p) for p in render_spec(open_spec(write_spec(tmp_path, spec, name="movielens"))).files}
+    assert not any(p.startswith("triton_torch/") for p in files) and "triton/movielens/config.pbtxt" in files
+
+
+def test_torch_repository_is_deterministic(tmp_path):
+    trees = []
+    for seed in ("0", "4242"):
+        out = tmp_path / seed
+        result = run_ctrgen("generate", str(REPO / "specs" / "wdl.yaml"), "--out", str(out),
+                            env={"PYTHONHASHSEED": seed})
+        assert result.returncode == 0, result.stderr
+        root = out / "wdl" / "triton_torch"
+        trees.append({str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()})
+    committed = GENERATED / "wdl" / "triton_torch"
+    assert trees[0] == trees[1] == {str(p.relative_to(committed)): p.read_bytes()
+                                    for p in sorted(committed.rglob("*")) if p.is_file()}
+
+
+# ---- ctrgen assemble --checkpoint ----------------------------------------------------------------------------------
+
+@pytest.fixture
+def inputs(tmp_path):
+    """A stand-in workflow folder (assemble checks workflow.pkl exists; loading it is the server tests' job) and a
+    checkpoint folder shaped like train_torch.py's output (model.pt is a zip archive as torch.save writes)."""
+    workflow = tmp_path / "workflow"
+    workflow.mkdir()
+    (workflow / "workflow.pkl").write_bytes(b"\x80\x04N.")
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
+        z.writestr("model/data.pkl", b"")
+    features = json.loads((GENERATED / "movielens" / "features.json").read_text())
+    (checkpoint / "features.json").write_text(json.dumps(features, indent=2) + "\n")
+    return workflow, checkpoint
+
+
+def assemble(*args):
+    return run_ctrgen("assemble", str(REPO / "specs" / "movielens.yaml"), *args)
+
+
+def test_assemble_checkpoint_builds_the_repository(inputs, tmp_path):
+    workflow, checkpoint = inputs
+    out = tmp_path / "repo"
+    result = assemble("--workflow", str(workflow), "--checkpoint", str(checkpoint), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (out / "movielens" / "1").iterdir()) == \
+        ["features.json", "model.pt", "model.py", "train_torch.py"]
+    assert (out / "movielens_nvt" / "1" / "workflow" / "workflow.pkl").is_file()
+    assert not (out / "ps.json").exists()
+    assert "tritonserver --model-repository=/model --model-control-mode=explicit --load-model=movielens_ens" \
+        in result.stdout
+
+
+@pytest.mark.parametrize("case,expected", [
+    ("features", "trained on other features than the spec's"),
+    ("missing", "trained model not found"),
+    ("not-zip", "not a PyTorch state_dict file"),
+    ("both", "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)"),
+])
+def test_assemble_checkpoint_refuses_bad_input(inputs, tmp_path, case, expected):
+    workflow, checkpoint = inputs
+    extra = []
+    if case == "features":
+        features = json.loads((checkpoint / "features.json").read_text())
+        features["sparse"][0]["columns"][0]["cardinality"] += 1
+        (checkpoint / "features.json").write_text(json.dumps(features))
+    elif case == "missing":
+        (checkpoint / "model.pt").unlink()
+    elif case == "not-zip":
+        (checkpoint / "model.pt").write_bytes(b"not a checkpoint")
+    else:
+        extra = ["--weights", str(checkpoint)]
+    out = tmp_path / "repo"
+    result = assemble("--workflow", str(workflow), "--checkpoint", str(checkpoint), "--out", str(out), *extra)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not list(tmp_path.glob(".ctrgen-assemble-*"))
