@@ -51,11 +51,6 @@ def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousT
     if launch:
         b.fail(("targets",), f"{launch} run task.py, one fit without the incremental passes of continuous_training",
                fix="keep targets: [hugectr] for continuous training (model.py and model_low_level.py)")
-    if "torch" in spec.targets:
-        b.fail(("targets",), "the torch target (train_torch.py) does not train the incremental passes of "
-                             "continuous_training; it would train data.train once",
-               fix="keep targets: [hugectr] for continuous training, or drop continuous_training for train_torch.py")
-
     # ---- epoch mode (hugectr.md §4.1) ---------------------------------------------------------------------------
     if spec.solver.repeat_dataset:
         b.fail(("solver", "repeat_dataset"), f"continuous training needs epoch mode: {EPOCH_MODE}",

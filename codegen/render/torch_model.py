@@ -44,6 +44,10 @@ OPTIMIZERS = {
     "RMSProp": ("RMSprop", lambda v: [("alpha", v["beta"] or 0.9), ("eps", v["epsilon"])], False),
 }
 DEFAULT_LR = 0.001  # CreateSolver's lr default
+# Continuous training: the embedding tables train with sparse gradients and an optimizer that updates only the rows
+# a batch looks up (HugeCTR's embedding cache holds only a pass's keyset, so rows outside it stay as they were).
+# Adam's sparse form is torch's SparseAdam (lazy Adam: moments of absent rows are neither read nor decayed).
+SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
 
 
 class TorchTargetError(ValueError):
@@ -258,6 +262,11 @@ def check_torch_target(job: TrainingJob) -> None:
     if len(job.graph.label_names) != 1:
         raise TorchTargetError(("features", "label"), "the torch target trains a single label",
                                fix="use one label, or drop 'torch' from targets")
+    if job.continuous is not None and job.optimizer.type not in SPARSE_OPTIMIZERS:
+        raise TorchTargetError(("optimizer", "type"), f"continuous training with the torch target updates only the "
+                               f"embedding rows of each pass, which needs a sparse {job.optimizer.type} (torch has none)",
+                               fix="use one of " + ", ".join(sorted(SPARSE_OPTIMIZERS)) +
+                                   ", or drop 'torch' from targets")
 
 
 def build_model(job: TrainingJob) -> _Model:
@@ -287,6 +296,12 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         opt_args += ", capturable=capturable, fused=fused or None"
     elif opt_class == "SGD":
         opt_args += ", fused=fused or None"
+    passes = None
+    sparse_args = ""
+    if job.continuous is not None:
+        passes = [{"train": list(p.source), "eval": p.eval_source} for p in job.continuous.passes]
+        sparse_args = "".join(f", {k}={py(v)}" for k, v in opt_kwargs(job.optimizer.values))
+        graph_safe = False   # sparse gradients cannot be captured
     solver = dict(job.solver)
     fit = dict(job.fit)
     defaults = {
@@ -313,6 +328,9 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         defaults=[(k, py(v)) for k, v in defaults.items()],
         schedule=[(k, py(v)) for k, v in _lr_schedule(job).items()],
         optimizer_class=opt_class,
+        passes=_wrapped(passes, "") if passes is not None else None,
+        sparse_optimizer_class=SPARSE_OPTIMIZERS.get(job.optimizer.type),
+        sparse_optimizer_args=sparse_args,
         optimizer_args=opt_args,
         optimizer_name=job.optimizer.type,
         graph_safe_optimizer=graph_safe,
