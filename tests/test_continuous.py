@@ -117,13 +117,18 @@ def test_first_pass_keysets_and_source(tmp_path):
 
 
 def test_launch_targets_are_refused(tmp_path):
-    spec = variant(tmp_path, ETC_SPEC, ("features_lock: criteo.features.lock.json",
-                                        "features_lock: criteo.features.lock.json\ntargets: [hugectr, task]"))
+    spec = variant(tmp_path, ETC_SPEC, ("targets: [hugectr, torch]", "targets: [hugectr, task]"))
     msg = problems(spec)
     assert f"{spec}:{line_of(spec, 'targets:')}:1: targets: ['task'] run task.py" in msg
-    spec = variant(tmp_path, ETC_SPEC, ("features_lock: criteo.features.lock.json",
-                                        "features_lock: criteo.features.lock.json\ntargets: [hugectr, torch]"))
-    assert "targets: the torch target (train_torch.py) does not train the incremental passes" in problems(spec)
+
+
+def test_torch_target_needs_a_sparse_optimizer(tmp_path):
+    """train_torch.py trains the passes with sparse embedding updates; momentum moves rows a batch does not touch."""
+    assert "torch" in open_spec(ETC_SPEC).spec.targets
+    spec = variant(tmp_path, ETC_SPEC, ("type: Adam", "type: MomentumSGD"))
+    msg = problems(spec)
+    assert "optimizer.type: continuous training with the torch target updates only the embedding rows" in msg
+    assert "fix: use one of AdaGrad, Adam, SGD" in msg
 
 
 def test_bad_spec_writes_nothing(tmp_path):

@@ -28,7 +28,8 @@ def dtypes(tensors) -> dict[str, str]:
 
 
 def test_every_torch_spec_has_a_torch_repository():
-    assert TORCH_SPECS == sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))     # all examples train with torch
+    # Every example trains with torch but the HugeCTR 3.2 continuous-training one (CreateMOS, HugeCTR only).
+    assert TORCH_SPECS == sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if p.stem != "wdl_continuous")
     for name in TORCH_SPECS:
         assert sorted(configs(name)) == [name, f"{name}_ens", f"{name}_nvt"]
         assert not (GENERATED / name / "triton_torch" / "ps.json").exists()
