@@ -156,7 +156,7 @@ def test_checkpoint_loads_into_the_importable_model(demo, scripts, tmp_path):
     metrics = train(folder, out, 30, 256, "--snapshot", "20")
     assert (out / "checkpoint_20.pt").is_file()
     ckpt = torch.load(out / "checkpoint_20.pt", weights_only=False)
-    assert ckpt["iteration"] == 20 and set(ckpt) == {"model", "optimizer", "iteration", "features"}
+    assert ckpt["iteration"] == 20 and set(ckpt) == {"model", "optimizer", "iteration", "rng", "features"}
     spec = importlib.util.spec_from_file_location("train_torch_under_test", folder / "train_torch.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)                      # no training on import
