@@ -28,7 +28,9 @@ def dtypes(tensors) -> dict[str, str]:
 
 
 def test_every_torch_spec_has_a_torch_repository():
-    assert TORCH_SPECS == sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))     # all examples train with torch
+    # All examples train with torch, except continuous training (train_torch.py runs no incremental passes yet).
+    assert TORCH_SPECS == sorted(p.stem for p in (REPO / "specs").glob("*.yaml")
+                                 if open_spec(p).spec.continuous_training is None)
     for name in TORCH_SPECS:
         assert sorted(configs(name)) == [name, f"{name}_ens", f"{name}_nvt"]
         assert not (GENERATED / name / "triton_torch" / "ps.json").exists()
