@@ -246,6 +246,11 @@ def _layout_literal(layout: dict) -> str:
             "}")
 
 
+def _passes_literal(passes: list[dict]) -> str:
+    return "[\n" + "".join(f"    {{\n        \"train\": {_wrapped(p['train'], '        ', 108)},\n"
+                            f"        \"eval\": {py(p['eval'])},\n    }},\n" for p in passes) + "]"
+
+
 def _lr_schedule(job: TrainingJob) -> dict:
     solver = dict(job.solver)
     return {"lr": float(solver.get("lr", DEFAULT_LR)), "warmup_steps": int(solver.get("warmup_steps", 0) or 0),
@@ -328,7 +333,7 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         defaults=[(k, py(v)) for k, v in defaults.items()],
         schedule=[(k, py(v)) for k, v in _lr_schedule(job).items()],
         optimizer_class=opt_class,
-        passes=_wrapped(passes, "") if passes is not None else None,
+        passes=_passes_literal(passes) if passes is not None else None,
         sparse_optimizer_class=SPARSE_OPTIMIZERS.get(job.optimizer.type),
         sparse_optimizer_args=sparse_args,
         optimizer_args=opt_args,
