@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from . import __version__
@@ -124,6 +124,20 @@ class Rendered:
     digest: str
     triton: object = None            # codegen.triton.plan.RepositoryPlan when the spec's triton target is on
     triton_torch: object = None      # the same for generated/<name>/triton_torch/ (torch among the targets)
+
+
+def spec_features(ctx: SpecContext) -> Features:
+    """The lock restricted to the columns the spec trains on, in the spec's order (a spec may use a subset of a
+    shared lock). The spec is built first, so unknown columns fail with generation's own messages."""
+    features, _ = load_features(ctx, check_stale=False)
+    build(ctx, features)
+    f = ctx.spec.features
+
+    def pick(names: list[str] | None, default: tuple) -> tuple:
+        return default if names is None else tuple(features.column(n) for n in names)
+
+    return replace(features, categorical=pick(f.categorical, features.categorical),
+                   continuous=pick(f.continuous, features.continuous), labels=pick(f.label, features.labels))
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:

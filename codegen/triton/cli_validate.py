@@ -19,6 +19,7 @@ Examples:
   ctrgen validate models/ --ps models/ps.json --format json
   ctrgen validate models/ --root-map /model=models      # ps.json says /model/movielens/1/...
   ctrgen validate generated/movielens/triton --features-lock specs/movielens.features.lock.json
+  ctrgen validate generated/deepfm_vertex/triton --spec specs/deepfm_vertex.yaml   # the spec's columns of its lock
 
 \b
 Checks (shared/reference/triton.md §2, §4, §5, §7):
@@ -49,17 +50,21 @@ def _parse_root_map(ctx: click.Context, param: click.Parameter, values: tuple[st
               help="read absolute paths under /PREFIX (as the serving container sees them) from DIR; repeatable")
 @click.option("--features-lock", "features_lock", type=click.Path(path_type=Path),
               help="check the training side against this features lock (specs/<name>.features.lock.json)")
+@click.option("--spec", "spec", type=click.Path(path_type=Path),
+              help="check the training side against this spec's columns of its features lock (a spec may use a "
+                   "subset of a shared lock)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--strict", is_flag=True, help="exit 1 on warnings too (data- or release-dependent findings)")
 def validate_command(path: Path, ps: Path | None, root_map: dict[str, Path], features_lock: Path | None,
-                     fmt: str, strict: bool) -> None:
+                     spec: Path | None, fmt: str, strict: bool) -> None:
     """Lint the Triton model repository at PATH: config.pbtxt <-> ps.json <-> graph JSON <-> features lock.
 
     Each finding names the file, the field, both values and the fix. Relative paths in config.pbtxt and ps.json
     are read from the repository root; absolute ones through --root-map.
     """
     try:
-        findings = validate_repository(path, ps=ps, root_map=root_map, features_lock=features_lock)
+        findings = validate_repository(path, ps=ps, root_map=root_map, features_lock=features_lock,
+                                       spec=spec)
     except UserError as exc:
         click.echo(exc.format(), err=True)
         sys.exit(2)

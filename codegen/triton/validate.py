@@ -11,6 +11,7 @@ everything wrong inside the repository is a :class:`Finding`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -40,7 +41,7 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 
 def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping[str, Path] = MappingProxyType({}),
-                        features_lock: Path | None = None) -> list[Finding]:
+                        features_lock: Path | None = None, spec: Path | None = None) -> list[Finding]:
     path = Path(path)
     if not path.exists():
         raise UserError.one(path, "no such file or directory", fix="pass the folder of a Triton model repository")
@@ -49,8 +50,16 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
     if ps is not None and not Path(ps).is_file():
         raise UserError.one(ps, "ps.json not found", field="--ps", fix="name an existing ps.json")
     ctx = Context(root=path, resolver=PathResolver(path, dict(root_map)))
+    if features_lock is not None and spec is not None:
+        raise UserError.one(Path(features_lock), "--features-lock and --spec both name the training side",
+                            field="--features-lock", fix="pass one of them (--spec reads the spec's own lock)")
     if features_lock is not None:
         ctx.lock, ctx.lock_path = read_lock(Path(features_lock)), Path(features_lock)
+    if spec is not None:
+        from ..pipeline import open_spec, spec_features
+
+        spec_ctx = open_spec(Path(spec))
+        ctx.lock, ctx.lock_path = spec_features(spec_ctx), Path(os.path.relpath(spec_ctx.lock_path))
 
     config_paths = _visible(path, CONFIG_NAME)
     if not config_paths:
