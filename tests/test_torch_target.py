@@ -188,6 +188,14 @@ def test_fewer_files_than_ranks_says_so(demo, scripts, tmp_path):
     assert "1 training file(s) for 2 ranks" in proc.stderr and "fix:" in proc.stderr
 
 
+def test_nccl_without_gpus_says_so(scripts, tmp_path):
+    proc = run_script(scripts["movielens"], "--dist-backend", "nccl", "--max-iter", "2", "--output-dir",
+                      str(tmp_path / "out"), torchrun=2)
+    assert proc.returncode != 0
+    assert "error: --dist-backend nccl needs CUDA GPUs (fix: --dist-backend gloo for the CPU)" in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
 # ---- bad data ------------------------------------------------------------------------------------------------------
 
 def _broken_copy(src: Path, dest: Path, change) -> Path:

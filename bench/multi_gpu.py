@@ -1,0 +1,102 @@
+"""Train the generated train_torch.py on one rank and on N ranks (torchrun + DistributedDataParallel) on the same data.
+
+Both runs see the same global batch and the same effective learning rate: one rank trains with batch N*B and
+lr N*base, the N ranks with batch B each (the script scales lr by the ranks, as seed 001 does). They evaluate the
+same validation rows, so their AUCs must agree within --tolerance; the rank count, global batch, samples/s and
+AUC of each run are printed (and written to --out as Markdown). Exit status 1 when the AUCs disagree.
+
+    python bench/multi_gpu.py --ranks 2                     # a machine with 2 GPUs: NCCL, one GPU per rank
+    python bench/multi_gpu.py --ranks 2 --backend gloo      # one GPU shared by both ranks: checks the code path
+                                                            # (sharding, seeds, reductions), not the speed-up
+    python bench/multi_gpu.py --ranks 2 --device cpu        # no GPU
+
+Needs torch, numpy and pyarrow (the data is synthesized from the committed generated/<model>/features.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_throughput import REPO, synthesize  # noqa: E402  (bench/ is a folder of scripts, not a package)
+
+
+def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batch: int, lr: float, iters: int,
+        device: str, backend: str) -> dict:
+    cmd = [sys.executable]
+    if ranks > 1:
+        cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
+    cmd += [str(script), "--train", str(data / "train"), "--eval", str(data / "valid"), "--features", str(features),
+            "--max-iter", str(iters), "--batch-size", str(batch), "--lr", repr(lr), "--display", str(max(iters // 4, 1)),
+            "--eval-interval", str(iters), "--snapshot", "0", "--eval-batch-size", "16384", "--max-eval-batches", "16",
+            "--output-dir", str(out), "--device", device, "--dist-backend", backend]
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "4")}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    print(proc.stdout, end="", flush=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:])
+        raise SystemExit(f"error: {' '.join(cmd[:6])} ... exited with {proc.returncode}")
+    return json.loads((out / "metrics.json").read_text())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="movielens", help="a generated/<model>/ with train_torch.py")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
+                    help="torch.distributed backend (gloo lets ranks share one GPU)")
+    ap.add_argument("--device", default="auto", help="auto, cuda or cpu")
+    ap.add_argument("--rows", type=int, default=2_000_000, help="synthetic training rows")
+    ap.add_argument("--batch", type=int, default=2048, help="batch per rank")
+    ap.add_argument("--iters", type=int, default=600)
+    ap.add_argument("--lr", type=float, default=0.001, help="learning rate of one rank")
+    ap.add_argument("--tolerance", type=float, default=0.005, help="largest allowed AUC difference")
+    ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
+    args = ap.parse_args()
+    if args.ranks < 2:
+        ap.error("--ranks must be at least 2")
+    script = REPO / "generated" / args.model / "train_torch.py"
+    features_path = script.with_name("features.json")
+    if not script.is_file():
+        ap.error(f"{script} not found (a spec with the torch target)")
+    device = args.device if args.device != "auto" else "cuda" if torch.cuda.is_available() else "cpu"
+    where = (f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}" if device == "cuda" else "CPU")
+
+    features = json.loads(features_path.read_text())
+    with tempfile.TemporaryDirectory(prefix="ctrgen-ranks-") as tmp_name:
+        tmp = Path(tmp_name)
+        ceiling = synthesize(features, args.rows, tmp / "data" / "train", files=2 * args.ranks, seed=1)
+        synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
+        print(f"{args.model}: {args.rows:,} synthetic rows in {2 * args.ranks} files (planted AUC ceiling "
+              f"{ceiling:.4f}); {where}", flush=True)
+        one = run(script, features_path, tmp / "data", tmp / "one", ranks=1, batch=args.batch * args.ranks,
+                  lr=args.lr * args.ranks, iters=args.iters, device=device, backend="auto")
+        many = run(script, features_path, tmp / "data", tmp / "many", ranks=args.ranks, batch=args.batch,
+                   lr=args.lr, iters=args.iters, device=device, backend=args.backend)
+
+    rows = [("1", "-", one), (str(args.ranks), args.backend, many)]
+    table = ["| ranks | backend | global batch | iterations | samples/s (last interval) | eval AUC |",
+             "|---:|---|---:|---:|---:|---:|"]
+    for ranks, backend, m in rows:
+        table.append(f"| {ranks} | {backend} | {m['global_batch_size']} | {m['iterations']} | "
+                     f"{m['interval_samples_per_second'][-1]:,.0f} | {m['auc']:.4f} |")
+    diff = abs(one["auc"] - many["auc"])
+    verdict = "agree" if diff <= args.tolerance else "DISAGREE"
+    text = "\n".join(table) + f"\n\nAUC difference {diff:.4f} (tolerance {args.tolerance}): {verdict}\n"
+    print(f"\n{args.model} on {where}, torch {torch.__version__}\n{text}")
+    if args.out:
+        args.out.write_text(f"{args.model} on {where}, torch {torch.__version__}\n\n{text}", encoding="utf-8")
+    return 0 if diff <= args.tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
