@@ -1,0 +1,220 @@
+"""Serve the PyTorch model step of generated/<model>/triton_torch/ on a real Triton server, on a GPU and on the CPU.
+
+For each instance kind (KIND_GPU when a GPU is visible, then KIND_CPU) it builds a one-model repository from the
+committed files (config.pbtxt with that kind, 1/model.py, 1/train_torch.py) plus a model.pt of the Model at its
+seeded initialisation and the committed features.json, starts tritonserver (explicit model control, loopback
+ports), checks from the server log which device the instance runs on, sends VCSR requests (DES, CATCOLUMN,
+ROWINDEX, as the preprocessing model sends them) over HTTP and compares every score with the offline forward of the
+same Model in this process. Prints the largest score difference (must be below 1e-5) and the median request
+latency per batch size. Exit status 1 when a score differs.
+
+    python bench/serve_torch.py                                   # needs torch, numpy and the nvidia-pytriton wheel
+    python bench/serve_torch.py --model movielens_genres --requests 50
+
+The ensemble with the NVTabular model (<model>_nvt) is tested in tests/test_triton_torch_serving.py; this script
+covers the model step alone, which is what runs on the GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def load_script(path: Path):
+    spec = importlib.util.spec_from_file_location(f"bench_{path.parent.name}_train_torch", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_repo(root: Path, name: str, kind: str, features_path: Path) -> Path:
+    """<root>/<name>/{config.pbtxt, 1/{model.py, train_torch.py, model.pt, features.json}}, instances of `kind`."""
+    src = REPO / "generated" / name / "triton_torch" / name
+    dest = root / name
+    shutil.copytree(src, dest)
+    config = (dest / "config.pbtxt").read_text()
+    generated_group = "instance_group {\n  count: 1\n}"
+    if generated_group not in config:
+        raise SystemExit(f"error: {src / 'config.pbtxt'}: no single-instance instance_group to set the kind of")
+    (dest / "config.pbtxt").write_text(config.replace(generated_group,
+                                                      f"instance_group {{\n  count: 1\n  kind: {kind}\n}}"))
+    script = load_script(dest / "1" / "train_torch.py")
+    features = script.load_features(features_path)
+    torch.manual_seed(0)
+    torch.save(script.Model(features).state_dict(), dest / "1" / "model.pt")
+    shutil.copy2(features_path, dest / "1" / "features.json")
+    return root
+
+
+class Server:
+    def __init__(self, tritonserver: Path, repo: Path, scratch: Path, model: str):
+        backends = scratch / "backends" / "python"
+        backends.mkdir(parents=True)
+        for f in ("libtriton_python.so", "triton_python_backend_utils.py"):
+            shutil.copy2(tritonserver / "backends" / "python" / f, backends / f)
+        version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        shutil.copy2(tritonserver / "python_backend_stubs" / version / "triton_python_backend_stub", backends)
+        self.port = free_port()
+        self.log = scratch / "tritonserver.log"
+        libs = tritonserver.parent.parent / "nvidia_pytriton.libs"
+        env = {**os.environ, "LD_LIBRARY_PATH": f"{sysconfig.get_config_var('LIBDIR')}:{libs}:"
+                                                f"{os.environ.get('LD_LIBRARY_PATH', '')}",
+               "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+               "PYTHONPATH": os.pathsep.join(p for p in [*sys.path[1:]] if p)}
+        cmd = [str(tritonserver / "bin" / "tritonserver"), f"--model-repository={repo}",
+               f"--backend-directory={backends.parent}", "--http-address=127.0.0.1", f"--http-port={self.port}",
+               "--allow-grpc=false", "--allow-metrics=false", "--model-control-mode=explicit",
+               f"--load-model={model}", "--log-verbose=1", "--exit-timeout-secs=10"]
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch,
+                                         start_new_session=False)
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"error: tritonserver exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v2/health/ready", timeout=1):
+                    return
+            except (OSError, urllib.error.HTTPError):
+                time.sleep(0.3)
+        self.stop()
+        raise SystemExit(f"error: tritonserver not ready after 180 s:\n{self.tail()}")
+
+    def tail(self) -> str:
+        return self.log.read_text(errors="replace")[-5000:]
+
+    def infer(self, model: str, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        dtypes = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32"}
+        body = {"inputs": [{"name": k, "shape": list(v.shape), "datatype": dtypes[v.dtype],
+                            "data": v.ravel().tolist()} for k, v in inputs.items()]}
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/v2/models/{model}/infer",
+                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                out = json.loads(response.read())["outputs"][0]
+        except urllib.error.HTTPError as exc:
+            raise SystemExit(f"error: {model}: HTTP {exc.code}: {exc.read().decode(errors='replace')}\n"
+                             f"server log:\n{self.tail()}") from None
+        return np.asarray(out["data"], dtype=np.float32).reshape(out["shape"])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def vcsr(features: dict, batch: int, rng: np.random.Generator) -> tuple[dict, list[np.ndarray], np.ndarray]:
+    """A request as the preprocessing model sends it, and the Model's own inputs for the same rows."""
+    dense = rng.normal(size=(batch, len(features["continuous"]))).astype(np.float32)
+    keys, rowindex, sparse = [], [], []
+    for s in features["sparse"]:
+        ids = np.full((batch, len(s["columns"]), s["nnz"]), -1, dtype=np.int64)
+        counts = np.zeros((batch, len(s["columns"])), dtype=np.int64)
+        for j, c in enumerate(s["columns"]):
+            n = rng.integers(1, s["nnz"] + 1, size=batch) if c["multi_hot"] else np.ones(batch, dtype=np.int64)
+            for b in range(batch):
+                ids[b, j, :n[b]] = rng.integers(0, c["cardinality"], size=n[b])
+            counts[:, j] = n
+        offsets = np.concatenate([[0], np.cumsum([c["cardinality"] for c in s["columns"]])[:-1]])
+        for b in range(batch):                   # sample-major, slot by slot, keys shifted by the slot's offset
+            for j in range(len(s["columns"])):
+                keys.extend((ids[b, j, :counts[b, j]] + offsets[j]).tolist())
+        rowindex.extend(np.concatenate([[0], np.cumsum(counts.ravel())]).tolist())
+        sparse.append(ids)
+    request = {"DES": dense.reshape(1, -1), "CATCOLUMN": np.asarray(keys, dtype=np.int64).reshape(1, -1),
+               "ROWINDEX": np.asarray(rowindex, dtype=np.int32).reshape(1, -1)}
+    return request, sparse, dense
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="movielens", help="a generated/<model>/ with triton_torch/")
+    ap.add_argument("--tritonserver", type=Path, help="the wheel's tritonserver folder (default: found by import)")
+    ap.add_argument("--batches", nargs="+", type=int, default=[1, 16, 64])
+    ap.add_argument("--requests", type=int, default=200, help="timed requests per batch size")
+    args = ap.parse_args()
+    tritonserver = args.tritonserver
+    if tritonserver is None:
+        found = importlib.util.find_spec("pytriton")
+        if found is None or not found.submodule_search_locations:
+            ap.error("the nvidia-pytriton wheel is not importable (install it, or pass --tritonserver)")
+        tritonserver = Path(list(found.submodule_search_locations)[0]) / "tritonserver"
+    features_path = REPO / "generated" / args.model / "features.json"
+    features = json.loads(features_path.read_text())
+    kinds = (["KIND_GPU"] if torch.cuda.is_available() else []) + ["KIND_CPU"]
+    ok = True
+    print(f"{args.model}: Triton python backend, torch {torch.__version__}"
+          + (f", {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""))
+    print("| instance | runs on | batch | median latency (ms) | samples/s | largest score difference |")
+    print("|---|---|---:|---:|---:|---:|")
+    for kind in kinds:
+        with tempfile.TemporaryDirectory(prefix="ctrgen-serve-") as tmp_name:
+            tmp = Path(tmp_name)
+            build_repo(tmp / "repo", args.model, kind, features_path)
+            script = load_script(tmp / "repo" / args.model / "1" / "train_torch.py")
+            model = script.Model(script.load_features(features_path))
+            model.load_state_dict(torch.load(tmp / "repo" / args.model / "1" / "model.pt", weights_only=True))
+            model.eval()
+            server = Server(tritonserver, tmp / "repo", tmp, args.model)
+            try:
+                placed = re.search(r"ModelInstanceInitialize: \S+ \(((?:CPU|GPU|MODEL) device \d+)\)",
+                                   server.log.read_text(errors="replace"))
+                where = placed.group(1) if placed else "?"
+                rng = np.random.default_rng(0)
+                for batch in args.batches:
+                    worst, times = 0.0, []
+                    for i in range(args.requests + 5):
+                        request, sparse, dense = vcsr(features, batch, rng)
+                        start = time.perf_counter()
+                        scores = server.infer(args.model, request)
+                        if i >= 5:                   # the first requests warm up the instance
+                            times.append(time.perf_counter() - start)
+                        with torch.no_grad():
+                            expected = torch.sigmoid(model(torch.from_numpy(dense),
+                                                           *[torch.from_numpy(x) for x in sparse])).numpy()
+                        worst = max(worst, float(np.abs(scores.reshape(-1) - expected.reshape(-1)).max()))
+                    ok = ok and worst < 1e-5
+                    median = statistics.median(times)
+                    print(f"| {kind} | {where} | {batch} | {median * 1e3:.2f} | {batch / median:,.0f} | {worst:.2e} |",
+                          flush=True)
+            finally:
+                server.stop()
+    print("ok" if ok else "FAILED: served scores differ from the offline forward by 1e-5 or more")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
