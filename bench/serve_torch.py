@@ -20,15 +20,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import urllib.error
@@ -39,12 +34,8 @@ import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(REPO / "tests"))
+from triton_server import Server, pytriton_dir  # noqa: E402  (the server fixture of the serving tests)
 
 
 def load_script(path: Path):
@@ -74,65 +65,20 @@ def build_repo(root: Path, name: str, kind: str, features_path: Path) -> Path:
     return root
 
 
-class Server:
-    def __init__(self, tritonserver: Path, repo: Path, scratch: Path, model: str):
-        backends = scratch / "backends" / "python"
-        backends.mkdir(parents=True)
-        for f in ("libtriton_python.so", "triton_python_backend_utils.py"):
-            shutil.copy2(tritonserver / "backends" / "python" / f, backends / f)
-        version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-        shutil.copy2(tritonserver / "python_backend_stubs" / version / "triton_python_backend_stub", backends)
-        self.port = free_port()
-        self.log = scratch / "tritonserver.log"
-        libs = tritonserver.parent.parent / "nvidia_pytriton.libs"
-        env = {**os.environ, "LD_LIBRARY_PATH": f"{sysconfig.get_config_var('LIBDIR')}:{libs}:"
-                                                f"{os.environ.get('LD_LIBRARY_PATH', '')}",
-               "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
-               "PYTHONPATH": os.pathsep.join(p for p in [*sys.path[1:]] if p)}
-        cmd = [str(tritonserver / "bin" / "tritonserver"), f"--model-repository={repo}",
-               f"--backend-directory={backends.parent}", "--http-address=127.0.0.1", f"--http-port={self.port}",
-               "--allow-grpc=false", "--allow-metrics=false", "--model-control-mode=explicit",
-               f"--load-model={model}", "--log-verbose=1", "--exit-timeout-secs=10"]
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=scratch,
-                                         start_new_session=False)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"error: tritonserver exited with {self.proc.returncode}:\n{self.tail()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v2/health/ready", timeout=1):
-                    return
-            except (OSError, urllib.error.HTTPError):
-                time.sleep(0.3)
-        self.stop()
-        raise SystemExit(f"error: tritonserver not ready after 180 s:\n{self.tail()}")
-
-    def tail(self) -> str:
-        return self.log.read_text(errors="replace")[-5000:]
-
-    def infer(self, model: str, inputs: dict[str, np.ndarray]) -> np.ndarray:
-        dtypes = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32"}
-        body = {"inputs": [{"name": k, "shape": list(v.shape), "datatype": dtypes[v.dtype],
-                            "data": v.ravel().tolist()} for k, v in inputs.items()]}
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/v2/models/{model}/infer",
-                                         data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                out = json.loads(response.read())["outputs"][0]
-        except urllib.error.HTTPError as exc:
-            raise SystemExit(f"error: {model}: HTTP {exc.code}: {exc.read().decode(errors='replace')}\n"
-                             f"server log:\n{self.tail()}") from None
-        return np.asarray(out["data"], dtype=np.float32).reshape(out["shape"])
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+def infer(server: Server, model: str, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """One request over HTTP/JSON (KServe v2), as any client sends it; the scores as an array."""
+    dtypes = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32"}
+    body = {"inputs": [{"name": k, "shape": list(v.shape), "datatype": dtypes[v.dtype], "data": v.ravel().tolist()}
+                       for k, v in inputs.items()]}
+    request = urllib.request.Request(f"http://{server.http_url}/v2/models/{model}/infer",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            out = json.loads(response.read())["outputs"][0]
+    except urllib.error.HTTPError as exc:
+        raise SystemExit(f"error: {model}: HTTP {exc.code}: {exc.read().decode(errors='replace')}\n"
+                         f"server log:\n{server.log_text()}") from None
+    return np.asarray(out["data"], dtype=np.float32).reshape(out["shape"])
 
 
 def vcsr(features: dict, batch: int, rng: np.random.Generator) -> tuple[dict, list[np.ndarray], np.ndarray]:
@@ -162,16 +108,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="movielens", help="a generated/<model>/ with triton_torch/")
-    ap.add_argument("--tritonserver", type=Path, help="the wheel's tritonserver folder (default: found by import)")
     ap.add_argument("--batches", nargs="+", type=int, default=[1, 16, 64])
     ap.add_argument("--requests", type=int, default=200, help="timed requests per batch size")
     args = ap.parse_args()
-    tritonserver = args.tritonserver
-    if tritonserver is None:
-        found = importlib.util.find_spec("pytriton")
-        if found is None or not found.submodule_search_locations:
-            ap.error("the nvidia-pytriton wheel is not importable (install it, or pass --tritonserver)")
-        tritonserver = Path(list(found.submodule_search_locations)[0]) / "tritonserver"
+    try:
+        pytriton_dir()
+    except RuntimeError as exc:
+        ap.error(str(exc))
     features_path = REPO / "generated" / args.model / "features.json"
     features = json.loads(features_path.read_text())
     kinds = (["KIND_GPU"] if torch.cuda.is_available() else []) + ["KIND_CPU"]
@@ -188,8 +131,12 @@ def main() -> int:
             model = script.Model(script.load_features(features_path))
             model.load_state_dict(torch.load(tmp / "repo" / args.model / "1" / "model.pt", weights_only=True))
             model.eval()
-            server = Server(tritonserver, tmp / "repo", tmp, args.model)
+            server = Server(repos=[tmp / "repo"], scratch=tmp, log_verbose=1)   # verbose: instance placement
             try:
+                try:
+                    server.start([args.model], timeout=180)
+                except RuntimeError as exc:
+                    raise SystemExit(f"error: {exc}") from None
                 placed = re.search(r"ModelInstanceInitialize: \S+ \(((?:CPU|GPU|MODEL) device \d+)\)",
                                    server.log.read_text(errors="replace"))
                 where = placed.group(1) if placed else "?"
@@ -199,7 +146,7 @@ def main() -> int:
                     for i in range(args.requests + 5):
                         request, sparse, dense = vcsr(features, batch, rng)
                         start = time.perf_counter()
-                        scores = server.infer(args.model, request)
+                        scores = infer(server, args.model, request)
                         if i >= 5:                   # the first requests warm up the instance
                             times.append(time.perf_counter() - start)
                         with torch.no_grad():

@@ -9,6 +9,7 @@ folders this server left, comparing with what existed before it started; it is c
 from __future__ import annotations
 
 import glob
+import importlib.util
 import os
 import shutil
 import signal
@@ -27,7 +28,11 @@ ENV_GLOB = os.path.join(tempfile.gettempdir(), "python_env_*")
 
 
 def pytriton_dir() -> Path:
-    return Path(sysconfig.get_paths()["purelib"]) / "pytriton" / "tritonserver"
+    """The wheel's tritonserver folder, wherever the wheel is importable from (a venv, or a --target folder)."""
+    found = importlib.util.find_spec("pytriton")
+    if found is None or not found.submodule_search_locations:
+        raise RuntimeError("the nvidia-pytriton wheel is not importable (environment.md §8.1)")
+    return Path(list(found.submodule_search_locations)[0]) / "tritonserver"
 
 
 def free_port() -> int:
@@ -53,6 +58,7 @@ class Server:
     scratch: Path
     http_port: int = field(default_factory=free_port)
     grpc_port: int = field(default_factory=free_port)
+    log_verbose: int = 0
     proc: subprocess.Popen | None = None
     log: Path | None = None
     shm_before: set[str] = field(default_factory=set)
@@ -68,7 +74,7 @@ class Server:
 
     def start(self, load: list[str], timeout: float = 120.0) -> None:
         self.shm_before, self.env_before = set(glob.glob(SHM_GLOB)), set(glob.glob(ENV_GLOB))
-        libs = Path(sysconfig.get_paths()["purelib"]) / "nvidia_pytriton.libs"
+        libs = pytriton_dir().parent.parent / "nvidia_pytriton.libs"
         env = {**os.environ,
                "LD_LIBRARY_PATH": f"{sysconfig.get_config_var('LIBDIR')}:{libs}",
                "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
@@ -77,7 +83,7 @@ class Server:
                f"--backend-directory={backend_dir(self.scratch)}",
                "--http-address=127.0.0.1", f"--http-port={self.http_port}",
                "--grpc-address=127.0.0.1", f"--grpc-port={self.grpc_port}",
-               "--allow-metrics=false", "--model-control-mode=explicit", "--log-verbose=0",
+               "--allow-metrics=false", "--model-control-mode=explicit", f"--log-verbose={self.log_verbose}",
                "--exit-timeout-secs=10", *[f"--load-model={m}" for m in load]]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.scratch)

@@ -1,0 +1,54 @@
+"""The GPU check scripts in bench/ also run on the CPU: small runs here keep them working between GPU sessions.
+
+They measure nothing here (speed is read from their GPU runs, docs/benchmarks.md); what is asserted is their
+verdicts on real runs of the committed generated/ scripts: N ranks reach the AUC of one rank, continuous passes move
+exactly their rows and resume bit for bit, and the served model step scores what the offline forward scores.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONPATH", None)          # the scripts need torch, numpy and pyarrow only (serve_torch: pytriton)
+    return subprocess.run([sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=REPO)
+
+
+def test_two_ranks_reach_the_auc_of_one_rank():
+    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "40000", "--iters", "40", "--batch",
+                 "256", "--tolerance", "0.01")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert len(rows) == 2 and all("| 512 | 40 |" in r for r in rows), rows   # same global batch and iterations
+    assert ": agree" in proc.stdout
+
+
+def test_continuous_passes_move_their_rows_and_resume_exactly():
+    proc = bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "resumed vs uninterrupted, largest weight difference: 0\n" in proc.stdout
+    tables = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| sparse_embedding")]
+    assert len(tables) == 2
+    for _, name, rows, in_pass, changed, moved, _ in tables:
+        assert in_pass == changed and moved.strip() == "0", name
+        assert int(in_pass.replace(",", "")) < int(rows.replace(",", "")), name   # some rows are outside pass 2
+    assert proc.stdout.rstrip().endswith("ok")
+
+
+def test_served_model_step_scores_like_the_offline_forward():
+    proc = bench("serve_torch.py", "--model", "movielens_genres", "--requests", "5", "--batches", "1", "7")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| KIND_CPU |")]
+    assert len(rows) == 2 and all("| CPU device 0 |" in r for r in rows), proc.stdout
+    assert proc.stdout.rstrip().endswith("ok")
