@@ -82,23 +82,28 @@ def infer(server: Server, model: str, inputs: dict[str, np.ndarray]) -> np.ndarr
 
 
 def vcsr(features: dict, batch: int, rng: np.random.Generator) -> tuple[dict, list[np.ndarray], np.ndarray]:
-    """A request as the preprocessing model sends it, and the Model's own inputs for the same rows."""
+    """A request as the preprocessing model sends it, and the Model's own inputs for the same rows. CATCOLUMN is
+    sample-major (per sample: table by table, slot by slot), each key shifted by the cardinalities of every slot
+    before its own; ROWINDEX holds one CSR row-pointer array per table."""
     dense = rng.normal(size=(batch, len(features["continuous"]))).astype(np.float32)
-    keys, rowindex, sparse = [], [], []
+    sparse, counts, offsets, rowindex = [], [], [], []
+    first = 0
     for s in features["sparse"]:
         ids = np.full((batch, len(s["columns"]), s["nnz"]), -1, dtype=np.int64)
-        counts = np.zeros((batch, len(s["columns"])), dtype=np.int64)
+        n = np.ones((batch, len(s["columns"])), dtype=np.int64)
         for j, c in enumerate(s["columns"]):
-            n = rng.integers(1, s["nnz"] + 1, size=batch) if c["multi_hot"] else np.ones(batch, dtype=np.int64)
+            if c["multi_hot"]:
+                n[:, j] = rng.integers(1, s["nnz"] + 1, size=batch)
             for b in range(batch):
-                ids[b, j, :n[b]] = rng.integers(0, c["cardinality"], size=n[b])
-            counts[:, j] = n
-        offsets = np.concatenate([[0], np.cumsum([c["cardinality"] for c in s["columns"]])[:-1]])
-        for b in range(batch):                   # sample-major, slot by slot, keys shifted by the slot's offset
-            for j in range(len(s["columns"])):
-                keys.extend((ids[b, j, :counts[b, j]] + offsets[j]).tolist())
-        rowindex.extend(np.concatenate([[0], np.cumsum(counts.ravel())]).tolist())
+                ids[b, j, :n[b, j]] = rng.integers(0, c["cardinality"], size=n[b, j])
+        cards = [c["cardinality"] for c in s["columns"]]
+        offsets.append(first + np.concatenate([[0], np.cumsum(cards)[:-1]]))
+        first += sum(cards)
+        rowindex.extend(np.concatenate([[0], np.cumsum(n.ravel())]).tolist())
         sparse.append(ids)
+        counts.append(n)
+    keys = [int(k) for b in range(batch) for ids, n, off in zip(sparse, counts, offsets)
+            for j in range(ids.shape[1]) for k in ids[b, j, :n[b, j]] + off[j]]
     request = {"DES": dense.reshape(1, -1), "CATCOLUMN": np.asarray(keys, dtype=np.int64).reshape(1, -1),
                "ROWINDEX": np.asarray(rowindex, dtype=np.int32).reshape(1, -1)}
     return request, sparse, dense

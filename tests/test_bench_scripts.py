@@ -47,7 +47,7 @@ def test_continuous_passes_move_their_rows_and_resume_exactly():
 
 
 def test_served_model_step_scores_like_the_offline_forward():
-    proc = bench("serve_torch.py", "--model", "movielens_genres", "--requests", "5", "--batches", "1", "7")
+    proc = bench("serve_torch.py", "--model", "wdl", "--requests", "5", "--batches", "1", "7")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| KIND_CPU |")]
     assert len(rows) == 2 and all("| CPU device 0 |" in r for r in rows), proc.stdout
