@@ -18,7 +18,6 @@ covers the model step alone, which is what runs on the GPU.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import shutil
@@ -33,20 +32,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from train_throughput import REPO, load_trainer  # noqa: E402  (bench/ is a folder of scripts, not a package)
+
 sys.path.insert(0, str(REPO / "tests"))
 from triton_server import Server, pytriton_dir  # noqa: E402  (the server fixture of the serving tests)
 
 
-def load_script(path: Path):
-    spec = importlib.util.spec_from_file_location(f"bench_{path.parent.name}_train_torch", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def build_repo(root: Path, name: str, kind: str, features_path: Path) -> Path:
+def build_repo(root: Path, name: str, kind: str, model: torch.nn.Module, features_path: Path) -> Path:
     """<root>/<name>/{config.pbtxt, 1/{model.py, train_torch.py, model.pt, features.json}}, instances of `kind`."""
     src = REPO / "generated" / name / "triton_torch" / name
     dest = root / name
@@ -57,10 +50,7 @@ def build_repo(root: Path, name: str, kind: str, features_path: Path) -> Path:
         raise SystemExit(f"error: {src / 'config.pbtxt'}: no single-instance instance_group to set the kind of")
     (dest / "config.pbtxt").write_text(config.replace(generated_group,
                                                       f"instance_group {{\n  count: 1\n  kind: {kind}\n}}"))
-    script = load_script(dest / "1" / "train_torch.py")
-    features = script.load_features(features_path)
-    torch.manual_seed(0)
-    torch.save(script.Model(features).state_dict(), dest / "1" / "model.pt")
+    torch.save(model.state_dict(), dest / "1" / "model.pt")
     shutil.copy2(features_path, dest / "1" / "features.json")
     return root
 
@@ -120,8 +110,11 @@ def main() -> int:
         pytriton_dir()
     except RuntimeError as exc:
         ap.error(str(exc))
-    features_path = REPO / "generated" / args.model / "features.json"
-    features = json.loads(features_path.read_text())
+    # The committed generated/<model>/train_torch.py: `ctrgen check` keeps the triton_torch/ copy byte-identical.
+    script, features_path = load_trainer(args.model)
+    torch.manual_seed(0)
+    features = script.load_features(features_path)
+    model = script.Model(features).eval()
     kinds = (["KIND_GPU"] if torch.cuda.is_available() else []) + ["KIND_CPU"]
     ok = True
     print(f"{args.model}: Triton python backend, torch {torch.__version__}"
@@ -131,11 +124,7 @@ def main() -> int:
     for kind in kinds:
         with tempfile.TemporaryDirectory(prefix="ctrgen-serve-") as tmp_name:
             tmp = Path(tmp_name)
-            build_repo(tmp / "repo", args.model, kind, features_path)
-            script = load_script(tmp / "repo" / args.model / "1" / "train_torch.py")
-            model = script.Model(script.load_features(features_path))
-            model.load_state_dict(torch.load(tmp / "repo" / args.model / "1" / "model.pt", weights_only=True))
-            model.eval()
+            build_repo(tmp / "repo", args.model, kind, model, features_path)
             server = Server(repos=[tmp / "repo"], scratch=tmp, log_verbose=1)   # verbose: instance placement
             try:
                 try:
