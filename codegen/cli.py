@@ -177,8 +177,8 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
       ctrgen lock specs/movielens.yaml --workflow /data/movielens/workflow
       ctrgen lock --check specs/*.yaml
     """
-    from .features import describe_lock_drift, read_lock
-    from .pipeline import open_spec, read_workflow_features
+    from .features import read_lock
+    from .pipeline import lock_drift, open_spec, read_workflow_features
 
     stale = 0
     for path in specs:
@@ -196,7 +196,7 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
                 click.echo(f"missing: {ctx.lock_path}")
                 stale += 1
                 continue
-            drift = describe_lock_drift(read_lock(ctx.lock_path), fresh)
+            drift = lock_drift(ctx, read_lock(ctx.lock_path), fresh)
             click.echo(f"{'stale' if drift else 'ok'}: {ctx.lock_path}" + "".join(f"\n  {d}" for d in drift))
             stale += bool(drift)
             continue

@@ -95,7 +95,7 @@ def load_features(ctx: SpecContext, *, workflow_override: Path | None = None,
     feats = read_lock(ctx.lock_path)
     if check_stale and ctx.workflow_path is not None and ctx.workflow_path.exists():
         fresh = read_workflow_features(ctx, ctx.workflow_path, allow_import=True)
-        drift = describe_lock_drift(feats, fresh)
+        drift = lock_drift(ctx, feats, fresh)
         if drift:
             raise UserError.one(ctx.lock_path, "stale features lock: " + "; ".join(drift), field="features",
                                 fix=f"run 'ctrgen lock {ctx.display}' and review the regenerated outputs")
@@ -126,18 +126,31 @@ class Rendered:
     triton_torch: object = None      # the same for generated/<name>/triton_torch/ (torch among the targets)
 
 
-def spec_features(ctx: SpecContext) -> Features:
-    """The lock restricted to the columns the spec trains on, in the spec's order (a spec may use a subset of a
-    shared lock). The spec is built first, so unknown columns fail with generation's own messages."""
-    features, _ = load_features(ctx, check_stale=False)
-    build(ctx, features)
-    f = ctx.spec.features
+def select_columns(features: Features, spec) -> Features:
+    """``features`` restricted to the columns the spec names, in the spec's order (a spec may use a subset of a
+    shared lock); a role the spec leaves to its defaults keeps all its columns. Names ``features`` lacks are left
+    out, so a comparison with the workflow reports them."""
+    f = spec.features
 
     def pick(names: list[str] | None, default: tuple) -> tuple:
-        return default if names is None else tuple(features.column(n) for n in names)
+        return default if names is None else tuple(c for c in map(features.column, names) if c is not None)
 
     return replace(features, categorical=pick(f.categorical, features.categorical),
                    continuous=pick(f.continuous, features.continuous), labels=pick(f.label, features.labels))
+
+
+def lock_drift(ctx: SpecContext, locked: Features, fresh: Features) -> list[str]:
+    """How the lock differs from the workflow (``fresh``, read with the spec's column selection) on the columns
+    this spec trains on: a lock shared with specs that train on more columns is not stale for this one."""
+    return describe_lock_drift(select_columns(locked, ctx.spec), fresh)
+
+
+def spec_features(ctx: SpecContext) -> Features:
+    """The lock restricted to the columns the spec trains on, in the spec's order. The spec is built first, so
+    unknown columns fail with generation's own messages."""
+    features, _ = load_features(ctx, check_stale=False)
+    build(ctx, features)
+    return select_columns(features, ctx.spec)
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:

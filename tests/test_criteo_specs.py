@@ -109,3 +109,45 @@ def test_a_stale_demo_lock_names_the_drift(tmp_path):
     assert result.returncode == 2
     assert "stale features lock" in result.stderr and lock["categorical"][3]["name"] in result.stderr
     assert not (folder / "generated").exists()
+
+
+def _subset_project(tmp_path: Path, change=None) -> Path:
+    """deepfm_vertex (C1..C26 of the shared lock's 27 categorical columns) pointed at the demo's Criteo workflow."""
+    demo = built_demo()
+    specs = tmp_path / "p" / "specs"
+    specs.mkdir(parents=True)
+    spec = (REPO / "specs" / "deepfm_vertex.yaml").read_text().replace(
+        "workflow: ../.demo/criteo/workflow", f"workflow: {json.dumps(str(demo.paths['criteo']['workflow']))}")
+    (specs / "deepfm_vertex.yaml").write_text(spec)
+    lock = json.loads(LOCK.read_text())
+    if change:
+        change(lock)
+    (specs / "criteo.features.lock.json").write_text(json.dumps(lock))
+    return specs / "deepfm_vertex.yaml"
+
+
+def test_a_shared_lock_is_not_stale_for_a_spec_using_a_subset(tmp_path):
+    """The lock holds C1_C2, which deepfm_vertex does not train on: generate and lock --check compare only the
+    spec's own columns (with the demo built, `make test` after `make demo` ran into this)."""
+    spec = _subset_project(tmp_path)
+    assert "C1_C2" in LOCK.read_text() and "C1_C2" not in spec.read_text()
+    checked = run_ctrgen("lock", "--check", str(spec))
+    assert checked.returncode == 0 and checked.stdout.startswith("ok: "), checked.stdout + checked.stderr
+    result = run_ctrgen("generate", str(spec))
+    assert result.returncode == 0, result.stderr
+    assert (spec.parent.parent / "generated" / "deepfm_vertex" / "model.py").is_file()
+
+
+def test_drift_in_a_column_the_subset_uses_is_still_stale(tmp_path):
+    def bump(lock):
+        next(c for c in lock["categorical"] if c["name"] == "C4")["cardinality"] += 1
+        next(c for c in lock["categorical"] if c["name"] == "C1_C2")["cardinality"] += 1   # not used: not reported
+
+    spec = _subset_project(tmp_path, bump)
+    result = run_ctrgen("generate", str(spec))
+    assert result.returncode == 2
+    assert "stale features lock" in result.stderr and "categorical.C4:" in result.stderr
+    assert "C1_C2" not in result.stderr
+    assert not (spec.parent.parent / "generated").exists()
+    checked = run_ctrgen("lock", "--check", str(spec))
+    assert checked.returncode == 1 and "categorical.C4:" in checked.stdout and "C1_C2" not in checked.stdout

@@ -92,10 +92,10 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
 def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, force: bool) -> None:
     """Build the embedded synthetic datasets with real NVTabular ETL, then lock, generate and check the example
     specs against them."""
-    from ..features import describe_lock_drift
+    from ..features import read_lock
     from ..output import compare, write
     from ..keysets.cli import spec_keysets
-    from ..pipeline import open_spec, read_workflow_features, render_spec
+    from ..pipeline import lock_drift, open_spec, read_workflow_features, render_spec
 
     if not specs_dir.is_dir():
         raise UserError.one(specs_dir, "folder of example specs not found", field="--specs",
@@ -128,11 +128,10 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
             raise click.ClickException(f"demo outputs of {name} drifted right after generation:\n"
                                        + drift.report(str(folder)))
         keysets = spec_keysets(demo_spec) if rendered.job.continuous else []   # ctrgen keysets --spec
-        committed_lock = open_spec(committed).lock_path
+        committed_ctx = open_spec(committed)
         changes = []
-        if committed_lock.is_file():
-            from ..features import read_lock
-            changes = describe_lock_drift(read_lock(committed_lock), fresh)
+        if committed_ctx.lock_path.is_file():
+            changes = lock_drift(committed_ctx, read_lock(committed_ctx.lock_path), fresh)
         results.append((name, dataset, folder, rendered.job, changes, keysets))
 
     click.echo("")
