@@ -205,6 +205,42 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
     sys.exit(1 if stale else 0)
 
 
+EPILOG_IMPORT = """\b
+Examples:
+  ctrgen import samples/dcn/dcn.py --hugectr-version 23.06 --out specs
+  ctrgen import notebooks/movielens.ipynb --hugectr-version 3.3 --name movielens --out specs
+  ctrgen import dcn.json --out specs              # a graph JSON names its release itself
+Then: ctrgen generate specs/<name>.yaml
+"""
+
+
+@main.command("import", epilog=EPILOG_IMPORT)
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--hugectr-version", "version", help="the release the source was written for (e.g. 3.3, 23.06); "
+                                                    "a graph JSON reveals it, a script must be told")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True,
+              help="folder for NAME.yaml and NAME.features.lock.json")
+@click.option("--name", help="model name (default: the script's model_name, else its file name)")
+@click.option("--force", is_flag=True, help="overwrite an existing spec or lock")
+def import_(source: Path, version: str | None, out: Path, name: str | None, force: bool) -> None:
+    """Read a HugeCTR training script (.py), a notebook (.ipynb) or a graph JSON written by graph_to_json and
+    write the spec and features lock that make `ctrgen generate` reproduce it.
+
+    The source is read statically: it is never imported or run. Values it computes at run time are refused with
+    their line; hugectr calls or arguments without a spec field are refused, never dropped. Nothing is written
+    unless the spec validates.
+    """
+    from .importer import import_source
+    from .importer.write import write_import
+
+    result = import_source(source, version, name)
+    written = write_import(result, out, force=force)
+    for path in written:
+        click.echo(f"wrote {path}")
+    for note in result.assumptions:
+        click.echo(f"assumed: {note}")
+
+
 def _attach_commands() -> None:
     """Commands that live in their own packages (imported here so that `ctrgen --help` lists them)."""
     from .triton.cli_validate import validate_command

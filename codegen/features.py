@@ -134,7 +134,8 @@ def features_from_lock(data: object, path: Path) -> Features:
             raise UserError.one(path, "must be a list", field=key)
         groups[key] = tuple(_column_from(d, f"{key}[{i}]", path) for i, d in enumerate(items))
     for i, c in enumerate(groups["categorical"]):
-        if c.cardinality is None:
+        # An imported script that hashes its keys (Norm/Raw reader, no slot_size_array) names no cardinality.
+        if c.cardinality is None and data.get("source") != "imported":
             raise UserError.one(path, f"categorical column {c.name!r} has no cardinality", field=f"categorical[{i}]",
                                 fix="regenerate the lock from the workflow with 'ctrgen lock SPEC'")
     return Features(categorical=groups["categorical"], continuous=groups["continuous"], labels=groups["labels"],

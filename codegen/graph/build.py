@@ -17,6 +17,7 @@ from .continuous import build_continuous
 from .ir import Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, fmt_shape, infer
+from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # DenseLayer keywords whose values are HugeCTR enums, with the enum type.
 ENUM_PARAMS = {
@@ -33,10 +34,31 @@ ENUM_MEMBERS = {
 INT_LIST_PARAMS = {"selected_slots", "indices", "weight_dims", "num_outputs", "index", "shape"}
 FLOAT_PARAMS = {"factor", "eps", "dropout_rate", "elu_alpha", "lambda"}
 
+OPTIMIZER_FIELDS = ("beta", "lambda1", "lambda2", "beta1", "beta2", "epsilon", "initial_accu_value",
+                    "momentum_factor", "atomic_update")
+EMBEDDING_FIELDS = ("embedding_type", "workspace_size_per_gpu_in_mb", "embedding_vec_size", "combiner",
+                    "sparse_embedding_name", "bottom_name", "slot_size_array", "optimizer")
+
+
+def enum_values(value: object) -> object:
+    """"Type.Member" strings of a spec's args: map -> :class:`Enum` (also as map keys); other values unchanged."""
+    if isinstance(value, str):
+        head, dot, member = value.partition(".")
+        if dot and member.isidentifier() and head in ENUM_TYPE_NAMES:
+            return Enum(head, member)
+        return value
+    if isinstance(value, list):
+        return [enum_values(v) for v in value]
+    if isinstance(value, dict):
+        return {enum_values(k): enum_values(v) for k, v in value.items()}
+    return value
+
+
 # The order model.py passes CreateSolver arguments in (the notebooks' order first, then HugeCTR's declaration order).
 SOLVER_ORDER = ("model_name", "seed", "vvgpu", "batchsize", "batchsize_eval", "max_eval_batches", "lr",
                 "warmup_steps", "decay_start", "decay_steps", "decay_power", "end_lr", "i64_input_key",
                 "use_mixed_precision", "scaler", "enable_tf32_compute", "use_cuda_graph", "repeat_dataset")
+SOLVER_FIELDS = SOLVER_ORDER
 
 
 class Builder:
@@ -83,8 +105,11 @@ class Builder:
         cats = self._select(f.categorical, self.features.categorical, "categorical")
         conts = self._select(f.continuous, self.features.continuous, "continuous")
         labels = self._select(f.label, self.features.labels, "label")
+        # Cardinalities feed slot_size_array, the PyTorch tables and serving; a script imported from a Norm/Raw
+        # reader with hash embeddings has none and needs none.
+        needs_cards = self.spec.triton.enabled or "torch" in self.spec.targets
         for i, c in enumerate(cats):
-            if c.cardinality is None:
+            if c.cardinality is None and needs_cards:
                 self.fail(("features", "categorical", i), f"column {c.name!r} has no cardinality in the workflow schema",
                           fix="Categorify it in the workflow")
         if not labels and f.label is None:
@@ -159,7 +184,9 @@ class Builder:
             name=s.name, hugectr_version=p.name, solver=self._solver_args(i64), optimizer=optimizer,
             reader=self._reader_args(cats, continuous), graph=graph, fit=self._fit_args(),
             graph_json=s.training.graph_json or f"{s.name}.json",
-            graph_to_json_before_fit=s.training.graph_to_json_before_fit, gpu_count=gpu_count,
+            setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),
+            compile_args=self._extra_args("Model.compile", ("training", "compile"), s.training.compile, ()),
+            gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
             model_name=s.name if s.solver.model_name else "", continuous=continuous)
 
@@ -215,7 +242,23 @@ class Builder:
         values.update({k: v for k, v in optional.items() if v is not None})
         if s.model_name:
             values["model_name"] = self.spec.name
-        return tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
+        typed = tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
+        return typed + self._extra_args("CreateSolver", ("solver", "args"), s.args, SOLVER_FIELDS)
+
+    def _extra_args(self, func: str, loc: tuple, args: dict, typed: tuple[str, ...]) -> tuple:
+        """A spec's ``args:`` map -> checked keyword arguments (enum members from "Type.Member" strings)."""
+        out = []
+        for name, value in args.items():
+            if name in typed:
+                self.fail((*loc, name), f"{name!r} has its own field; give it there, not under args",
+                          fix=f"move it to {'.'.join(loc[:-1])}.{name}")
+                continue
+            msg = self.profile.missing_arg(func, name)
+            if msg:
+                self.fail((*loc, name), msg, fix="remove it or check its spelling")
+                continue
+            out.append((name, enum_values(value)))
+        return tuple(out)
 
     # ---- reader ---------------------------------------------------------------------------------------------------
     def _reader_args(self, cats: tuple[Column, ...], continuous=None) -> tuple:
@@ -230,14 +273,15 @@ class Builder:
             args.append(("keyset", list(continuous.passes[0].keyset)))
         args += [
             ("eval_source", d.eval),
-            ("check_type", Enum("Check_t", "Non" if d.format == "parquet" else "Sum")),
+            ("check_type", Enum("Check_t", d.check_type or ("Non" if d.format == "parquet" else "Sum"))),
         ]
-        if d.format == "parquet":
+        if d.slot_size_array if d.slot_size_array is not None else d.format == "parquet":
             # The reader adds per-slot offsets from these (hugectr.md §1.2); order = slot order.
             args.append(("slot_size_array", [int(c.cardinality or 0) for c in cats]))
         if d.num_workers is not None:
             args.append(("num_workers", d.num_workers))
-        return tuple(args)
+        typed = ("data_reader_type", "source", "keyset", "eval_source", "check_type", "slot_size_array", "num_workers")
+        return tuple(args) + self._extra_args("DataReaderParams", ("data", "args"), d.args, typed)
 
     # ---- optimizer ------------------------------------------------------------------------------------------------
     def _optimizer(self) -> Optimizer:
@@ -248,8 +292,7 @@ class Builder:
         hparams: list[tuple[str, object]] = []
         if o.update_type is not None:
             hparams.append(("update_type", Enum("Update_t", o.update_type)))
-        for name in ("beta", "lambda1", "lambda2", "beta1", "beta2", "epsilon", "initial_accu_value",
-                     "momentum_factor", "atomic_update"):
+        for name in OPTIMIZER_FIELDS:
             value = getattr(o, name)
             if value is None:
                 continue
@@ -257,6 +300,8 @@ class Builder:
                 self.fail(("optimizer", name), p.missing(V.ARGS["CreateOptimizer"], name, "CreateOptimizer argument")
                           or "", fix="remove it")
             hparams.append((name, value))
+        hparams += self._extra_args("CreateOptimizer", ("optimizer", "args"), o.args,
+                                    ("optimizer_type", "update_type", *OPTIMIZER_FIELDS))
         defaults = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "initial_accu_value": 0.0, "momentum_factor": 0.0,
                     "atomic_update": True, "beta": 0.0, "lambda1": 0.0, "lambda2": 0.0}
         values = {**defaults, **{k: v for k, v in hparams if k != "update_type"}}
@@ -371,7 +416,8 @@ class Builder:
                 combiner=e.combiner, workspace_mb=ws,
                 slot_size_array=si.cardinalities if e.slot_size_array else None,
                 explicit_optimizer=e.optimizer == "model", optimizer=optimizer,
-                max_vocabulary_size_global=vocab, slot_num=si.slot_num))
+                max_vocabulary_size_global=vocab, slot_num=si.slot_num,
+                extra=self._extra_args("SparseEmbedding", (*loc, "args"), e.args, EMBEDDING_FIELDS)))
         if len({e.name for e in out}) != len(out):
             self.fail(("embeddings",), "embedding names must be unique")
         return out
@@ -541,7 +587,8 @@ class Builder:
             args.append(("snapshot", t.snapshot))
         if t.snapshot_prefix:
             args.append(("snapshot_prefix", t.snapshot_prefix))
-        return tuple(args)
+        typed = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix")
+        return tuple(args) + self._extra_args("Model.fit", ("training", "args"), t.args, typed)
 
 
 def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> TrainingJob:

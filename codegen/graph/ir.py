@@ -58,6 +58,7 @@ class Embedding:
     optimizer: Optimizer
     max_vocabulary_size_global: int
     slot_num: int
+    extra: Args = ()                  # further SparseEmbedding keywords the spec set (args:)
 
     @property
     def shape(self) -> Shape:
@@ -148,7 +149,9 @@ class TrainingJob:
     graph: Graph
     fit: Args
     graph_json: str
-    graph_to_json_before_fit: bool
+    setup_order: tuple[str, ...]      # "solver" / "reader" / "optimizer", as model.py creates them
+    after_compile: tuple[str, ...]    # "summary" / "graph_to_json" / "fit", as model.py calls them
+    compile_args: Args
     gpu_count: int
     batchsize: int
     mixed_precision: bool

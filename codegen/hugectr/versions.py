@@ -155,6 +155,18 @@ DENSE_LAYER_ARGS.update({
     "projection_dim": _s((4, 3)), "transpose_b": _s((4, 3)),
 })
 ARGS["DenseLayer"] = DENSE_LAYER_ARGS
+ARGS["Model.compile"] = {"loss_names": _s((3, 5)), "loss_weights": _s((3, 5))}  # hugectr.md §1.9
+ARGS["Model.fit"] = {a: ALL for a in ("num_epochs", "max_iter", "display", "eval_interval", "snapshot",
+                                      "snapshot_prefix")}
+ARGS["Model.fit"]["data_source_params"] = _s((4, 1))
+
+# HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
+ENUM_TYPE_NAMES = frozenset({
+    "Layer_t", "Embedding_t", "Optimizer_t", "Update_t", "DataReaderType_t", "Check_t", "Initializer_t",
+    "Regularizer_t", "MetricsType", "Alignment_t", "TrainPSType_t", "LrPolicy_t", "AllReduceAlgo", "FcPosition_t",
+    "Activation_t", "SourceType_t", "DataSourceType_t", "EmbeddingLayout_t", "CommunicationType", "DeviceMap",
+    "Distribution_t", "PowerLaw_t", "Tensor_t", "GroupLayer_t", "hybrid_embedding_type", "CommunicationType",
+})
 
 
 @dataclass(frozen=True)
@@ -188,6 +200,14 @@ class Profile:
         if span.covers(self.release):
             return None
         return f"{what} {key!r} is not in HugeCTR {self.name}; it exists in {span.describe()}"
+
+
+    def missing_arg(self, func: str, arg: str) -> str | None:
+        """None if ``func`` takes keyword ``arg`` in this release; else why not (with the releases that do)."""
+        table = ARGS.get(func)
+        if table is None:
+            return f"ctrgen cannot pass further arguments to {func}"
+        return self.missing(table, arg, f"{func} argument")
 
 
 def profile(version: str) -> Profile | None:

@@ -65,6 +65,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
                  ("bottom_name", e.bottom)]
         if e.slot_size_array:
             args.append(("slot_size_array", list(e.slot_size_array)))
+        args += list(e.extra)
         args = bind.embedding(e, args)
         embeddings.append(kwargs(args))
         if e.explicit_optimizer:
@@ -91,6 +92,8 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         optimizer_inline="optimizer = hugectr.CreateOptimizer("
                          + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
         reader=kwargs([(k, bind.reader(k, v)) for k, v in job.reader]),
+        setup_order=job.setup_order,
+        compile_args=kwargs(job.compile_args),
         reader_comments=reader_comments,
         input=kwargs(input_args),
         sparse=sparse,
@@ -107,7 +110,7 @@ def render_model_py(job: TrainingJob, header: str) -> str:
         **build_context(job),
         fit=kwargs(job.fit),
         graph_json=py_str(job.graph_json),
-        graph_to_json_before_fit=job.graph_to_json_before_fit,
+        after_compile=job.after_compile,
         shapes={k: fmt_shape(v) for k, v in job.graph.tensor_shapes().items()},
         continuous=continuous_context(job),
     )

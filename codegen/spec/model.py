@@ -7,9 +7,10 @@ generated ``model.py`` sees the same words. Everything derivable from the featur
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+import math
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 # Names that become Python identifiers, HugeCTR tensor names, Triton model names or file names.
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -24,6 +25,39 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
 
 
+def _json_like(value: Any, depth: int = 0) -> Any:
+    """Argument values of ``args:`` maps: YAML scalars, lists and string-keyed maps (no NaN, not too deep)."""
+    if depth > 8:
+        raise ValueError("nested too deeply")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+    if isinstance(value, list):
+        return [_json_like(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise ValueError("map keys must be strings")
+        return {k: _json_like(v, depth + 1) for k, v in value.items()}
+    raise ValueError(f"unsupported value of type {type(value).__name__}")
+
+
+def _arg_names(args: dict) -> dict:
+    for k in args:
+        if not isinstance(k, str) or not k.isidentifier():
+            raise ValueError(f"{k!r} is not an argument name")
+    return {k: _json_like(v) for k, v in args.items()}
+
+
+# Further arguments of one HugeCTR call, by HugeCTR's own names; checked against the target release's API table.
+# Enum members are written "Type.Member" (e.g. "AllReduceAlgo.NCCL"); a map with enum keys as {"AUC": 1.0}.
+ExtraArgs = Annotated[dict[str, Any], AfterValidator(_arg_names)]
+# Tensor and column names as HugeCTR accepts them (strings in the graph JSON; emitted as string literals).
+TensorName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", max_length=128)]
+
+
 class DataSpec(Strict):
     """Where the training data lives, as seen by the machine that runs model.py."""
 
@@ -35,6 +69,12 @@ class DataSpec(Strict):
     train_files: PosInt | None = Field(
         None, description="number of files the training file list names (checked against the readers: HugeCTR's "
                           "Parquet reader runs one worker per GPU and needs at least that many files)")
+    check_type: Literal["Non", "Sum"] | None = Field(
+        None, description="DataReaderParams check_type (default: Non for Parquet, Sum for Norm and Raw)")
+    slot_size_array: bool | None = Field(
+        None, description="pass the cardinalities as DataReaderParams slot_size_array (default: true for Parquet)")
+    args: ExtraArgs = Field(default_factory=dict, description="other DataReaderParams arguments by HugeCTR's names "
+                                                              "(num_samples, eval_num_samples, float_label_dense, ...)")
 
 
 class FeaturesSpec(Strict):
@@ -64,6 +104,8 @@ class SolverSpec(Strict):
     seed: NonNegInt | None = None
     model_name: bool = Field(False, description="pass the spec name as CreateSolver(model_name=...) (HugeCTR >= 3.3)")
     i64_input_key: bool | None = Field(None, description="derived from the categorical dtype; set only to assert it")
+    args: ExtraArgs = Field(default_factory=dict, description="other CreateSolver arguments by HugeCTR's names "
+                                                              "(metrics_spec, use_algorithm_search, ...)")
 
 
 class OptimizerSpec(Strict):
@@ -78,6 +120,7 @@ class OptimizerSpec(Strict):
     beta: Float | None = None
     lambda1: Float | None = None
     lambda2: Float | None = None
+    args: ExtraArgs = Field(default_factory=dict, description="other CreateOptimizer arguments by HugeCTR's names")
 
 
 class SparseInputSpec(Strict):
@@ -91,8 +134,8 @@ class SparseInputSpec(Strict):
 
 
 class InputSpec(Strict):
-    label_name: Ident = "label"
-    dense_name: Ident = "dense"
+    label_name: TensorName = "label"
+    dense_name: TensorName = "dense"
     sparse: list[SparseInputSpec] = Field(default_factory=lambda: [SparseInputSpec()], min_length=1)
 
 
@@ -112,6 +155,7 @@ class EmbeddingSpec(Strict):
     slot_size_array: bool = Field(False, description="pass this input's cardinalities as SparseEmbedding slot_size_array")
     optimizer: Literal["model", "default"] = Field(
         "model", description="'model': pass the model optimizer explicitly (as the notebooks do); 'default': omit")
+    args: ExtraArgs = Field(default_factory=dict, description="other SparseEmbedding arguments by HugeCTR's names")
 
 
 # ---- model graphs -------------------------------------------------------------------------------------------------
@@ -185,12 +229,33 @@ class TrainingSpec(Strict):
     snapshot: NonNegInt | None = Field(None, description="snapshot interval (omitted: HugeCTR's default 10000)")
     snapshot_prefix: str = ""
     graph_json: str | None = Field(None, description="where model.py writes the graph JSON (default <name>.json)")
-    graph_to_json_before_fit: bool = False
+    compile: ExtraArgs = Field(default_factory=dict, description="Model.compile arguments (loss_names, loss_weights)")
+    args: ExtraArgs = Field(default_factory=dict, description="other Model.fit arguments by HugeCTR's names")
 
     @model_validator(mode="after")
     def _one_loop(self) -> "TrainingSpec":
         if self.max_iter is None and self.num_epochs is None:
             object.__setattr__(self, "max_iter", 2000)
+        return self
+
+
+class ScriptSpec(Strict):
+    """The order of independent statements in model.py. The defaults are the order HugeCTR's samples use; the
+    MovieLens notebooks create the optimizer before the reader and write the graph JSON after fit."""
+
+    setup: list[Literal["solver", "reader", "optimizer"]] = Field(
+        default_factory=lambda: ["solver", "reader", "optimizer"],
+        description="order of CreateSolver, DataReaderParams and CreateOptimizer")
+    after_compile: list[Literal["summary", "graph_to_json", "fit"]] = Field(
+        default_factory=lambda: ["summary", "graph_to_json", "fit"],
+        description="the calls after model.compile(), in order (leave one out to omit it)")
+
+    @model_validator(mode="after")
+    def _orders(self) -> "ScriptSpec":
+        if sorted(self.setup) != ["optimizer", "reader", "solver"]:
+            raise ValueError("setup must name solver, reader and optimizer once each")
+        if len(set(self.after_compile)) != len(self.after_compile):
+            raise ValueError("after_compile names a call twice")
         return self
 
 
@@ -399,6 +464,7 @@ class Spec(Strict):
     embeddings: list[EmbeddingSpec] = Field(default_factory=lambda: [EmbeddingSpec()], min_length=1)
     model: ModelSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
+    script: ScriptSpec = Field(default_factory=ScriptSpec, description="statement order of model.py")
     continuous_training: ContinuousTrainingSpec | None = Field(
         None, description="incremental passes with the embedding training cache (renders model.py with fit per "
                           "pass and model_low_level.py)")

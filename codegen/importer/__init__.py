@@ -1,0 +1,122 @@
+"""``ctrgen import``: a HugeCTR script, notebook or graph JSON -> a spec and its features lock.
+
+A second front end onto the spec model: the source is read statically (:mod:`.calls`, never imported or run), its
+hugectr calls are mapped onto spec fields (:mod:`.to_spec`), and the result is validated by the same loader and
+builder that ``ctrgen generate`` uses before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import Problem, UserError
+from ..features import Features
+from .calls import ScriptError, extract
+from .source import SourceError, Unit, kind_of, notebook_units, read_text
+from .to_spec import Imported, Mapper, Refusal
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass
+class ImportResult:
+    name: str
+    spec_text: str
+    features: Features
+    unit: str                                   # which part of the source the model came from
+    source: str = ""                            # the source path, for messages
+    assumptions: list[str] = field(default_factory=list)
+
+
+def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None) -> UserError:
+    where = unit.where(line) if unit is not None else ""
+    if where:
+        message = f"{message} ({where})"
+    return UserError([Problem(str(path), message, "", line, None, fix)])
+
+
+def default_name(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "model"
+    return stem if not stem[0].isdigit() else f"m_{stem}"
+
+
+def import_source(path: Path, hugectr_version: str | None = None, name: str | None = None) -> ImportResult:
+    """Read ``path`` and return the spec text and features; raises :class:`UserError` (one line) on refusal."""
+    try:
+        text = read_text(path)
+        kind = kind_of(path, text)
+    except SourceError as exc:
+        raise _fail(path, exc.message, exc.line, exc.fix) from None
+    if name is not None and not _NAME.match(name):
+        raise UserError([Problem(str(path), f"--name {name!r} is not a valid identifier", "name", None, None,
+                                 "use letters, digits and '_' only, not starting with a digit")])
+    if kind == "graph_json":
+        from .graph_json import import_graph_json
+        return import_graph_json(path, text, hugectr_version, name)
+    if hugectr_version is None:
+        raise UserError([Problem(str(path), "the HugeCTR release cannot be read from a script", "hugectr_version",
+                                 None, None, "pass --hugectr-version, e.g. --hugectr-version 23.06")])
+    units = [Unit(text, path.name)] if kind == "script" else _notebook(path, text)
+    found: list[tuple[Unit, object]] = []
+    first_error: UserError | None = None
+    for unit in units:
+        try:
+            script = extract(unit.text, str(path))
+        except ScriptError as exc:
+            if kind == "script":
+                raise _fail(path, exc.message, exc.line) from None
+            first_error = first_error or _fail(path, exc.message, exc.line, unit=unit)
+            continue
+        if script.count("Model"):
+            found.append((unit, script))
+    if not found:
+        if first_error is not None:
+            raise first_error
+        raise _fail(path, "no hugectr.Model(...) is built here", None,
+                    "give the script or notebook that builds and trains the model")
+    if len(found) > 1:
+        names = ", ".join(u.name for u, _ in found)
+        raise _fail(path, f"{len(found)} parts build a model ({names}); import takes one model per file", None,
+                    "split the notebook, or import the written script")
+    unit, script = found[0]
+    label = path.name if kind == "script" else f"{path.name} {unit.name}"
+    try:
+        imported: Imported = Mapper(script, hugectr_version, name or default_name(path), label).run()
+    except Refusal as exc:
+        raise _fail(path, exc.message, exc.line, exc.fix, unit if kind != "script" else None) from None
+    notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
+    return _finish(path, imported, label, notes)
+
+
+def _notebook(path: Path, text: str) -> list[Unit]:
+    try:
+        units = notebook_units(text)
+    except SourceError as exc:
+        raise _fail(path, exc.message, exc.line, exc.fix) from None
+    if not units:
+        raise _fail(path, "the notebook has no code cells")
+    return units
+
+
+def _finish(path: Path, imported: Imported, label: str, notes: list[str]) -> ImportResult:
+    from pydantic import ValidationError
+
+    from ..spec.model import Spec
+    from ..spec.write import write_spec
+
+    spec = imported.spec
+    if name := spec.get("name"):
+        if not _NAME.match(name):
+            raise _fail(path, f"model name {name!r} is not a valid identifier", None, "pass --name")
+    try:
+        model = Spec.model_validate(spec)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise _fail(path, f"the imported model does not fit the spec: {where}: {err['msg']}") from None
+    header = (f"Imported by ctrgen from {label} (HugeCTR {spec['hugectr_version']}).\n"
+              f"Regenerate the script with: ctrgen generate {spec['name']}.yaml")
+    return ImportResult(name=spec["name"], spec_text=write_spec(model, header), features=imported.features, unit=label,
+                        source=str(path), assumptions=notes)

@@ -1,0 +1,129 @@
+"""Do two scripts make the same hugectr calls? The round-trip check of ``ctrgen import`` (and of the corpus tool).
+
+Each script is read by :mod:`.calls`; its top-level hugectr calls are compared in order, each by function and by
+keyword-normalized arguments (positional arguments named from the signature, nested calls compared recursively,
+objects by their type). An argument one side passes and the other leaves out must equal HugeCTR's default.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..graph.ir import Enum
+from ..hugectr import versions as V
+from .calls import Call, Obj, Script, Unknown, extract
+from .to_spec import POSITIONAL
+
+_E = Enum
+# HugeCTR's defaults of the arguments a generated script may pass that a source may leave out (hugectr.md §1).
+DEFAULTS: dict[str, dict[str, object]] = {
+    "CreateSolver": {"seed": 0, "lr": 0.001, "warmup_steps": 1, "decay_start": 0, "decay_steps": 1,
+                     "decay_power": 2.0, "end_lr": 0.0, "max_eval_batches": 100, "batchsize_eval": 2048,
+                     "batchsize": 2048, "vvgpu": [[0]], "repeat_dataset": True, "use_mixed_precision": False,
+                     "enable_tf32_compute": False, "scaler": 1.0, "i64_input_key": False,
+                     "use_algorithm_search": True, "use_cuda_graph": True, "model_name": ""},
+    "DataReaderParams": {"cache_eval_data": 0, "num_samples": 0, "eval_num_samples": 0, "float_label_dense": False,
+                         "num_workers": 12, "slot_size_array": [], "keyset": []},
+    "CreateOptimizer": {"optimizer_type": _E("Optimizer_t", "Adam"), "update_type": _E("Update_t", "Global"),
+                        "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "initial_accu_value": 0.0,
+                        "momentum_factor": 0.0, "atomic_update": True, "beta": 0.0, "lambda1": 0.0, "lambda2": 0.0},
+    "SparseEmbedding": {"slot_size_array": [], "workspace_size_per_gpu_in_mb": 0},
+    "DenseLayer": dict(V.DENSE_LAYER_DEFAULTS),
+    "Input": {"label_dim": 1, "dense_dim": 0},
+    "Model.fit": {"num_epochs": 0, "max_iter": 2000, "display": 200, "eval_interval": 1000, "snapshot": 10000,
+                  "snapshot_prefix": ""},
+}
+# Arguments whose value is a file path: compared by presence only ("file paths may differ").
+PATHS = {("DataReaderParams", "source"), ("DataReaderParams", "eval_source"), ("DataReaderParams", "keyset"),
+         ("Model.graph_to_json", "graph_config_file"), ("Model.fit", "snapshot_prefix")}
+
+
+def normalize(v: object) -> object:
+    if isinstance(v, Call):
+        return (f"<{v.func}>", tuple(sorted((k, normalize(x)) for k, x in named(v).items())))
+    if isinstance(v, Obj):
+        return f"<{v.type} object>"
+    if isinstance(v, Unknown):
+        return f"<unknown {v.text}>"
+    if isinstance(v, (list, tuple)):
+        return tuple(normalize(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted(((repr(normalize(k)), normalize(x)) for k, x in v.items())))
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    return v
+
+
+def named(call: Call) -> dict:
+    names = POSITIONAL.get(call.func, ())
+    out = dict(zip(names, call.args))
+    for i, v in enumerate(call.args[len(names):]):
+        out[f"#{len(names) + i}"] = v
+    out.update(call.kwargs)
+    return out
+
+
+def _equal(a: object, b: object) -> bool:
+    na, nb = normalize(a), normalize(b)
+    if isinstance(na, float) and isinstance(nb, float):
+        return na == nb or math.isclose(na, nb, rel_tol=1e-12, abs_tol=0.0)
+    return na == nb
+
+
+def compare_call(src: Call, gen: Call, where: str) -> list[str]:
+    if src.func != gen.func:
+        return [f"{where}: hugectr.{src.func} in the source, hugectr.{gen.func} generated"]
+    a, b = named(src), named(gen)
+    defaults = DEFAULTS.get(src.func, {})
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if (src.func, k) in PATHS and k in a and k in b:
+            continue
+        if k in a and k in b:
+            va, vb = a[k], b[k]
+            if isinstance(va, Call) and isinstance(vb, Call):
+                out += compare_call(va, vb, f"{where} {src.func}({k}=...)")
+            elif isinstance(va, list) and isinstance(vb, list) and len(va) == len(vb) and \
+                    any(isinstance(x, Call) for x in va):
+                for i, (x, y) in enumerate(zip(va, vb)):
+                    if isinstance(x, Call) and isinstance(y, Call):
+                        out += compare_call(x, y, f"{where} {src.func}({k}[{i}])")
+                    elif not _equal(x, y):
+                        out.append(f"{where}: {src.func}({k}[{i}]) {normalize(x)!r} != {normalize(y)!r}")
+            elif not _equal(va, vb):
+                out.append(f"{where}: {_name(src)}({k}=...) source {normalize(va)!r}, generated {normalize(vb)!r}")
+        else:
+            side, value = ("source", a[k]) if k in a else ("generated", b[k])
+            if k in defaults and _equal(value, defaults[k]):
+                continue
+            out.append(f"{where}: {_name(src)}: argument {k!r} only in the {side} ({normalize(value)!r})")
+    return out
+
+
+def _name(c: Call) -> str:
+    if c.func == "DenseLayer":
+        t = dict(c.kwargs).get("layer_type")
+        if isinstance(t, Enum):
+            return f"DenseLayer[{t.member}]"
+    return c.func
+
+
+def compare_scripts(src: Script, gen: Script) -> list[str]:
+    """Differences between the two call sequences, [] when the generated script reproduces the source."""
+    a, b = src.statements, gen.statements
+    out = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        out += compare_call(x, y, f"call {i + 1} (source line {x.line})")
+        if len(out) > 20:
+            break
+    if len(a) != len(b):
+        extra = a[len(b):] if len(a) > len(b) else b[len(a):]
+        side = "source" if len(a) > len(b) else "generated script"
+        out.append(f"{len(extra)} more call(s) in the {side}: " + ", ".join(f"hugectr.{c.func}" for c in extra[:5]))
+    return out
+
+
+def compare_texts(source: str, generated: str, source_name: str = "<source>") -> list[str]:
+    return compare_scripts(extract(source, source_name), extract(generated, "model.py"))

@@ -1,0 +1,107 @@
+"""What ``ctrgen import`` reads: a Python script, a notebook or a graph JSON, as units of Python text.
+
+A notebook gives one unit per ``%%writefile NAME.py`` cell (the file the notebook writes and then runs) and one unit
+of every other code cell joined in order (IPython magics and shell lines blanked, so line numbers stay those of the
+joined cells). Each unit remembers where its lines came from, for messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Sources larger than this are not model scripts (the biggest published script is about 40 kB).
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Unit:
+    text: str
+    name: str                         # "train.py", "cell 7 (%%writefile dcn_train.py)", "cells"
+    cells: tuple[tuple[int, int], ...] = field(default=())   # (first line in text, cell number), for notebooks
+
+    def where(self, line: int | None) -> str:
+        """'cell 12, line 3' for a notebook line; '' for a plain script."""
+        if not self.cells or line is None:
+            return ""
+        cell, start = self.cells[0][1], self.cells[0][0]
+        for first, number in self.cells:
+            if first <= line:
+                cell, start = number, first
+        return f"cell {cell}, line {line - start + 1}"
+
+
+class SourceError(Exception):
+    def __init__(self, message: str, line: int | None = None, fix: str = ""):
+        super().__init__(message)
+        self.message, self.line, self.fix = message, line, fix
+
+
+def read_text(path: Path) -> str:
+    if not path.exists():
+        raise SourceError("file not found", fix="check the path")
+    if not path.is_file():
+        raise SourceError("not a regular file", fix="give a .py script, an .ipynb notebook or a graph .json")
+    size = path.stat().st_size
+    if size > MAX_SOURCE_BYTES:
+        raise SourceError(f"{size} bytes is too large for a model script (limit {MAX_SOURCE_BYTES})")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 text (byte {exc.start})", fix="save the file as UTF-8") from None
+
+
+def kind_of(path: Path, text: str) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".ipynb":
+        return "notebook"
+    if suffix == ".json":
+        return "graph_json"
+    if suffix in ("", ".py", ".txt"):
+        stripped = text.lstrip()
+        if stripped.startswith("{") and suffix != ".py":
+            return "graph_json" if '"layers"' in text[:4096] or '"solver"' in text[:4096] else "notebook"
+        return "script"
+    raise SourceError(f"unknown source type {suffix!r}", fix="give a .py script, an .ipynb notebook or a graph .json")
+
+
+_MAGIC = re.compile(r"^\s*(%|!)")
+_WRITEFILE = re.compile(r"^%%writefile(?:\s+-a)?\s+(\S+)\s*$")
+
+
+def notebook_units(text: str) -> list[Unit]:
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"not a notebook: invalid JSON ({exc.msg})", exc.lineno) from None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        raise SourceError("not a notebook: no 'cells' list", fix="give a Jupyter .ipynb file")
+    units: list[Unit] = []
+    joined: list[str] = []
+    starts: list[tuple[int, int]] = []
+    for number, cell in enumerate(cells, start=1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        src = cell.get("source", "")
+        if isinstance(src, list):
+            src = "".join(s for s in src if isinstance(s, str))
+        if not isinstance(src, str):
+            continue
+        lines = src.split("\n")
+        m = _WRITEFILE.match(lines[0]) if lines else None
+        if m:
+            body = "\n".join(lines[1:])
+            units.append(Unit(body, f"cell {number} (%%writefile {m.group(1)})", ((1, number),)))
+            continue
+        if lines and lines[0].startswith("%%"):
+            continue  # %%bash, %%time ...: not Python
+        starts.append((len(joined) + 1, number))
+        for line in lines:
+            joined.append("" if _MAGIC.match(line) else line)
+    if joined:
+        units.append(Unit("\n".join(joined) + "\n", "code cells", tuple(starts)))
+    return units

@@ -1,0 +1,467 @@
+"""The hugectr calls of a script -> a spec (a plain mapping the spec loader validates) and its features lock.
+
+Each call maps onto the spec field that makes the generator write it again: CreateSolver -> ``solver``,
+DataReaderParams -> ``data``, CreateOptimizer -> ``optimizer``, Input / DataReaderSparseParam -> ``input`` and the
+lock's columns (named C1..Cn, I1..In and the label names as written), SparseEmbedding -> ``embeddings``, DenseLayer ->
+``model.layers`` (or a preset when the layers are exactly one), compile / summary / graph_to_json / fit ->
+``training`` and ``script``. What has no field is refused with its line, never dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..features import Column, Features
+from ..graph.ir import Enum
+from .calls import Call, Obj, Script, Unknown, value_repr
+
+# Positional parameters of the calls published scripts pass positionally (hugectr.md §1).
+POSITIONAL = {
+    "DataReaderSparseParam": ("top_name", "nnz_per_slot", "is_fixed_length", "slot_num"),
+    "Model": ("solver", "reader_params", "opt_params", "etc_params"),
+    "Model.graph_to_json": ("graph_config_file",),
+    "Model.compile": ("loss_names", "loss_weights"),
+    "Model.add": ("layer",),
+    "Model.fit": ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix"),
+}
+SOLVER_TYPED = ("seed", "vvgpu", "batchsize", "batchsize_eval", "max_eval_batches", "lr", "warmup_steps",
+                "decay_start", "decay_steps", "decay_power", "end_lr", "repeat_dataset", "use_mixed_precision",
+                "scaler", "enable_tf32_compute", "use_cuda_graph")
+OPTIMIZER_TYPED = ("beta1", "beta2", "epsilon", "initial_accu_value", "momentum_factor", "atomic_update", "beta",
+                   "lambda1", "lambda2")
+READER_FORMATS = {"Parquet": "parquet", "Norm": "norm", "Raw": "raw"}
+FIT_TYPED = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix")
+
+
+class Refusal(Exception):
+    def __init__(self, message: str, line: int | None = None, fix: str = ""):
+        super().__init__(message)
+        self.message, self.line, self.fix = message, line, fix
+
+
+@dataclass
+class Imported:
+    spec: dict
+    features: Features
+    assumptions: list[tuple[int | None, str]] = field(default_factory=list)
+
+
+def kwargs_of(call: Call) -> dict:
+    names = POSITIONAL.get(call.func)
+    out: dict = {}
+    if call.args:
+        if names is None or len(call.args) > len(names):
+            raise Refusal(f"hugectr.{call.func} with {len(call.args)} positional argument(s) cannot be read",
+                          call.line, "pass the arguments by keyword")
+        out.update(zip(names, call.args))
+    for k, v in call.kwargs:
+        if k in out:
+            raise Refusal(f"hugectr.{call.func}: argument {k!r} given twice", call.line)
+        out[k] = v
+    return out
+
+
+def spec_value(v: object, call: Call, name: str) -> object:
+    """A call's argument value -> the spec's YAML value (enums as "Type.Member")."""
+    if isinstance(v, Unknown):
+        raise Refusal(f"hugectr.{call.func}({name}=...): {v.text!r} cannot be known without running the script",
+                      v.line or call.line, "replace it with a literal value")
+    if isinstance(v, Enum):
+        return f"{v.type}.{v.member}"
+    if isinstance(v, (Call, Obj)):
+        raise Refusal(f"hugectr.{call.func}({name}={value_repr(v)}): object arguments have no spec field",
+                      call.line)
+    if isinstance(v, tuple):
+        return [spec_value(x, call, name) for x in v]
+    if isinstance(v, list):
+        return [spec_value(x, call, name) for x in v]
+    if isinstance(v, dict):
+        return {str(spec_value(k, call, name)): spec_value(x, call, name) for k, x in v.items()}
+    if isinstance(v, float) and v.is_integer() and False:
+        return v
+    return v
+
+
+def _enum_member(v: object, type_: str, call: Call, name: str) -> str:
+    if isinstance(v, Enum) and v.type == type_:
+        return v.member
+    if isinstance(v, Unknown):
+        raise Refusal(f"hugectr.{call.func}({name}=...): {v.text!r} cannot be known without running the script",
+                      v.line or call.line, "replace it with a literal value")
+    raise Refusal(f"hugectr.{call.func}({name}={value_repr(v)}): expected a hugectr.{type_} member", call.line)
+
+
+class Mapper:
+    def __init__(self, script: Script, release: str, name: str, source_label: str):
+        self.script = script
+        self.release = release
+        self.name = name
+        self.source_label = source_label
+        self.assumptions: list[tuple[int | None, str]] = []
+
+    def run(self) -> Imported:
+        s = self.script
+        models = [c for c in s.statements if c.func == "Model"]
+        if not models:
+            raise Refusal("no hugectr.Model(...) is built here", None,
+                          "give the script or notebook that builds and trains the model")
+        if len(models) > 1:
+            lines = ", ".join(str(c.line) for c in models)
+            raise Refusal(f"{len(models)} models are built (lines {lines}); import takes one model per file",
+                          models[1].line, "split the file, one model each")
+        if s.loops:
+            raise Refusal("hugectr calls inside a loop of unknown length (a low-level training loop) have no spec "
+                          "field", s.loops[0], "use model.fit(...), or import the graph JSON it writes")
+        spec: dict = {"version": 1, "name": self.name, "hugectr_version": self.release}
+        objects: dict[int, str] = {}   # call id -> "solver" / "reader" / "optimizer" / "model"
+        setup: list[str] = []
+        after: list[str] = []
+        model_call = models[0]
+        compiled = False
+        layers: list[dict] = []
+        embeddings: list[dict] = []
+        inputs: list[Call] = []
+        fit: dict | None = None
+        for call in s.statements:
+            f = call.func
+            if f == "CreateSolver":
+                self._once(setup, "solver", call)
+                spec["solver"] = self.solver(call)
+            elif f == "DataReaderParams":
+                self._once(setup, "reader", call)
+                spec["data"] = self.reader(call)
+            elif f == "CreateOptimizer":
+                if "optimizer" in setup:
+                    raise Refusal("a second CreateOptimizer: per-embedding optimizers are passed to SparseEmbedding "
+                                  "and have no spec field yet", call.line)
+                setup.append("optimizer")
+                spec["optimizer"] = self.optimizer(call)
+            elif f == "Model":
+                kw = kwargs_of(call)
+                if "etc_params" in kw or len(kw) > 3:
+                    raise Refusal("a Model with an embedding cache (MOS/ETC): continuous-training scripts are not "
+                                  "imported yet", call.line, "write the continuous_training section by hand")
+            elif f == "Model.add":
+                if compiled:
+                    raise Refusal("model.add after model.compile()", call.line)
+                layer = kwargs_of(call).get("layer")
+                if not isinstance(layer, Call):
+                    raise Refusal(f"model.add({value_repr(layer)}): not a layer the script builds", call.line)
+                if layer.func == "Input":
+                    inputs.append(layer)
+                elif layer.func == "SparseEmbedding":
+                    embeddings.append(self.embedding(layer))
+                elif layer.func == "DenseLayer":
+                    layers.append(self.layer(layer))
+                else:
+                    raise Refusal(f"model.add(hugectr.{layer.func}(...)) has no spec field yet", layer.line)
+            elif f == "Model.compile":
+                compiled = True
+                kw = kwargs_of(call)
+                if kw:
+                    spec.setdefault("training", {})["compile"] = {k: spec_value(v, call, k) for k, v in kw.items()}
+            elif f == "Model.summary":
+                self._after(after, "summary", call, compiled)
+            elif f == "Model.graph_to_json":
+                self._after(after, "graph_to_json", call, compiled)
+                path = kwargs_of(call).get("graph_config_file")
+                spec.setdefault("training", {})["graph_json"] = spec_value(path, call, "graph_config_file")
+            elif f == "Model.fit":
+                self._after(after, "fit", call, compiled)
+                fit = self.fit(call)
+            elif f in ("DenseLayer", "SparseEmbedding", "Input", "DataReaderSparseParam"):
+                continue  # built but never added: not part of the model
+            else:
+                raise Refusal(f"hugectr.{f}(...) has no spec field yet", call.line,
+                              "remove the call, or file what it should become")
+        for needed in ("solver", "reader", "optimizer"):
+            if needed not in setup:
+                raise Refusal(f"the model has no {needed} (hugectr.{ {'solver': 'CreateSolver', 'reader': 'DataReaderParams', 'optimizer': 'CreateOptimizer'}[needed]}(...))",
+                              model_call.line)
+        if not compiled:
+            raise Refusal("model.compile() is never called", model_call.line)
+        if len(inputs) != 1:
+            raise Refusal(f"{len(inputs)} hugectr.Input layers; a model has exactly one", model_call.line)
+        features = self.input(inputs[0], spec, embeddings)
+        spec["embeddings"] = embeddings
+        spec["model"] = {"preset": "layers", "layers": layers}
+        if fit is not None:
+            spec.setdefault("training", {}).update(fit)
+        else:
+            spec.setdefault("training", {})
+        if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"]:
+            spec["script"] = {"setup": setup, "after_compile": after}
+        spec["triton"] = {"enabled": False}
+        self._solver_mode(spec)
+        ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "solver", "optimizer", "input",
+                                        "embeddings", "model", "training", "script", "triton") if k in spec}
+        return Imported(ordered, features, self.assumptions)
+
+    # ---- helpers ---------------------------------------------------------------------------------------------------
+    def _once(self, seen: list[str], what: str, call: Call) -> None:
+        if what in seen:
+            raise Refusal(f"a second hugectr.{call.func}: one model per file", call.line)
+        seen.append(what)
+
+    def _after(self, seen: list[str], what: str, call: Call, compiled: bool) -> None:
+        if what in seen:
+            raise Refusal(f"model.{what} is called twice; the spec has one of each", call.line)
+        if not compiled and what != "graph_to_json":
+            raise Refusal(f"model.{what} before model.compile()", call.line)
+        if not compiled:
+            raise Refusal("model.graph_to_json before model.compile() has no spec field", call.line)
+        seen.append(what)
+
+    def solver(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        out: dict = {}
+        extra: dict = {}
+        for k, v in kw.items():
+            if k in SOLVER_TYPED:
+                out[k] = spec_value(v, call, k)
+            elif k == "i64_input_key":
+                self.i64 = bool(spec_value(v, call, k))
+            elif k == "model_name":
+                name = spec_value(v, call, k)
+                if not isinstance(name, str) or not name.isidentifier():
+                    raise Refusal(f"CreateSolver(model_name={name!r}) is not a valid identifier", call.line)
+                self.name = name
+                out["model_name"] = True
+            else:
+                extra[k] = spec_value(v, call, k)
+        if "vvgpu" in out:
+            out["vvgpu"] = [list(node) for node in out["vvgpu"]]
+        if extra:
+            out["args"] = extra
+        return out
+
+    i64 = False
+
+    def reader(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        out: dict = {}
+        extra: dict = {}
+        fmt = kw.pop("data_reader_type", None)
+        if fmt is None:
+            raise Refusal("DataReaderParams without data_reader_type", call.line)
+        member = _enum_member(fmt, "DataReaderType_t", call, "data_reader_type")
+        if member not in READER_FORMATS:
+            raise Refusal(f"DataReaderType_t.{member} readers have no spec field yet", call.line)
+        out["format"] = READER_FORMATS[member]
+        source = spec_value(kw.pop("source", None), call, "source")
+        if isinstance(source, str):
+            raise Refusal("DataReaderParams(source=<a string>): ctrgen writes the list form", call.line,
+                          "write source=[...]")
+        if not source:
+            raise Refusal("DataReaderParams without source", call.line)
+        out["train"] = source
+        ev = spec_value(kw.pop("eval_source", None), call, "eval_source")
+        if not isinstance(ev, str):
+            raise Refusal("DataReaderParams without an eval_source string", call.line)
+        out["eval"] = ev
+        if "check_type" in kw:
+            out["check_type"] = _enum_member(kw.pop("check_type"), "Check_t", call, "check_type")
+        if "slot_size_array" in kw:
+            self.slot_sizes = [int(x) for x in spec_value(kw.pop("slot_size_array"), call, "slot_size_array")]
+            if out["format"] != "parquet":
+                out["slot_size_array"] = True
+        elif out["format"] == "parquet":
+            out["slot_size_array"] = False
+        if "num_workers" in kw:
+            out["num_workers"] = spec_value(kw.pop("num_workers"), call, "num_workers")
+        for k, v in kw.items():
+            extra[k] = spec_value(v, call, k)
+        if extra:
+            out["args"] = extra
+        return out
+
+    slot_sizes: list[int] | None = None
+
+    def optimizer(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        out: dict = {}
+        extra: dict = {}
+        if "optimizer_type" in kw:
+            out["type"] = _enum_member(kw.pop("optimizer_type"), "Optimizer_t", call, "optimizer_type")
+        else:
+            out["type"] = "Adam"
+            self.assumptions.append((call.line, "CreateOptimizer without optimizer_type: HugeCTR's default Adam"))
+        if "update_type" in kw:
+            out["update_type"] = _enum_member(kw.pop("update_type"), "Update_t", call, "update_type")
+        for k, v in kw.items():
+            if k in OPTIMIZER_TYPED:
+                out[k] = spec_value(v, call, k)
+            else:
+                extra[k] = spec_value(v, call, k)
+        if extra:
+            out["args"] = extra
+        return out
+
+    def embedding(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        out: dict = {}
+        extra: dict = {}
+        name = spec_value(kw.pop("sparse_embedding_name", None), call, "sparse_embedding_name")
+        bottom = spec_value(kw.pop("bottom_name", None), call, "bottom_name")
+        if not isinstance(name, str) or not isinstance(bottom, str):
+            raise Refusal("SparseEmbedding needs sparse_embedding_name and bottom_name strings", call.line)
+        out["name"], out["input"] = name, bottom
+        if "embedding_type" in kw:
+            out["embedding_type"] = _enum_member(kw.pop("embedding_type"), "Embedding_t", call, "embedding_type")
+        else:
+            raise Refusal("SparseEmbedding without embedding_type", call.line)
+        for k in ("workspace_size_per_gpu_in_mb", "embedding_vec_size", "combiner"):
+            if k in kw:
+                out[k] = spec_value(kw.pop(k), call, k)
+        if isinstance(out.get("combiner"), int):
+            out["combiner"] = {0: "sum", 1: "mean"}.get(out["combiner"], out["combiner"])
+        if "slot_size_array" in kw:
+            sizes = [int(x) for x in spec_value(kw.pop("slot_size_array"), call, "slot_size_array")]
+            self.embedding_sizes.append((bottom, sizes, call.line))
+            out["slot_size_array"] = True
+        opt = kw.pop("optimizer", None)
+        if opt is None:
+            out["optimizer"] = "default"
+        elif not (isinstance(opt, Obj) and opt.type == "CreateOptimizer"):
+            raise Refusal(f"SparseEmbedding(optimizer={value_repr(opt)}): only the model's optimizer object",
+                          call.line)
+        for k, v in kw.items():
+            extra[k] = spec_value(v, call, k)
+        if extra:
+            out["args"] = extra
+        return out
+
+    @property
+    def embedding_sizes(self) -> list:
+        if not hasattr(self, "_emb_sizes"):
+            self._emb_sizes: list = []
+        return self._emb_sizes
+
+    def layer(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        t = kw.pop("layer_type", None)
+        member = _enum_member(t, "Layer_t", call, "layer_type")
+        bottoms = spec_value(kw.pop("bottom_names", None), call, "bottom_names")
+        tops = spec_value(kw.pop("top_names", None), call, "top_names")
+        if not isinstance(bottoms, list) or not isinstance(tops, list):
+            raise Refusal(f"DenseLayer {member} without bottom_names / top_names lists", call.line)
+        out: dict = {"type": member, "bottom": bottoms[0] if len(bottoms) == 1 else bottoms,
+                     "top": tops[0] if len(tops) == 1 else tops}
+        for k, v in kw.items():
+            val = spec_value(v, call, k)
+            if isinstance(val, str) and "." in val and isinstance(v, Enum):
+                val = v.member  # DenseLayer enum arguments are written by member (the builder knows their types)
+            out[k] = val
+        return out
+
+    def fit(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        out: dict = {}
+        extra: dict = {}
+        for k, v in kw.items():
+            if k in FIT_TYPED:
+                out[k] = spec_value(v, call, k)
+            else:
+                extra[k] = spec_value(v, call, k)
+        if "max_iter" not in out and "num_epochs" not in out:
+            out["max_iter"] = 2000  # Model.fit's default (hugectr.md §1.9)
+        if extra:
+            out["args"] = extra
+        return out
+
+    def _solver_mode(self, spec: dict) -> None:
+        t = spec.get("training", {})
+        solver = spec.setdefault("solver", {})
+        if t.get("num_epochs") and "max_iter" not in t and solver.get("repeat_dataset", True) is True:
+            pass  # HugeCTR refuses this; the builder reports it with the line of the spec
+
+    def input(self, call: Call, spec: dict, embeddings: list[dict]) -> Features:
+        kw = kwargs_of(call)
+        line = call.line
+        params = kw.pop("data_reader_sparse_param_array", None)
+        if not isinstance(params, list) or not all(isinstance(p, Call) and p.func == "DataReaderSparseParam"
+                                                   for p in params):
+            raise Refusal("Input needs data_reader_sparse_param_array=[hugectr.DataReaderSparseParam(...), ...]",
+                          line)
+        labels: list[str]
+        if "label_names" in kw:
+            labels = spec_value(kw.pop("label_names"), call, "label_names")
+            dims = spec_value(kw.pop("label_dims", [1] * len(labels)), call, "label_dims")
+            if any(d != 1 for d in dims):
+                raise Refusal(f"label_dims {dims}: only labels of dimension 1 have a spec field", line)
+        else:
+            labels = [spec_value(kw.pop("label_name", "label"), call, "label_name")]
+            dim = spec_value(kw.pop("label_dim", 1), call, "label_dim")
+            if dim != 1:
+                raise Refusal(f"label_dim {dim}: only labels of dimension 1 have a spec field", line)
+        dense_dim = spec_value(kw.pop("dense_dim", 0), call, "dense_dim")
+        dense_name = spec_value(kw.pop("dense_name", "dense"), call, "dense_name")
+        if kw:
+            k = next(iter(kw))
+            raise Refusal(f"Input({k}=...) has no spec field yet", line)
+        inp: dict = {}
+        if len(labels) == 1:
+            inp["label_name"] = labels[0]
+        inp["dense_name"] = dense_name
+        sparse = []
+        slot_total = 0
+        slots_per_input = []
+        for p in params:
+            pk = kwargs_of(p)
+            name = spec_value(pk.get("top_name"), p, "top_name")
+            nnz = spec_value(pk.get("nnz_per_slot", 1), p, "nnz_per_slot")
+            fixed = spec_value(pk.get("is_fixed_length", False), p, "is_fixed_length")
+            slot_num = spec_value(pk.get("slot_num"), p, "slot_num")
+            if not isinstance(slot_num, int):
+                raise Refusal("DataReaderSparseParam without slot_num", p.line)
+            entry: dict = {"name": name, "nnz_per_slot": nnz, "is_fixed_length": bool(fixed)}
+            sparse.append(entry)
+            slots_per_input.append((name, slot_num, nnz))
+            slot_total += slot_num
+        # Column names: C1..Cn over all slots in order, I1..In for dense, the labels as written.
+        cols = [f"C{i + 1}" for i in range(slot_total)]
+        pos = 0
+        if len(sparse) > 1:
+            for entry, (_, n, _) in zip(sparse, slots_per_input):
+                entry["columns"] = cols[pos:pos + n]
+                pos += n
+        inp["sparse"] = sparse
+        spec["input"] = inp
+        if len(labels) > 1:
+            spec["features"] = {"label": labels}
+        cards = self._cardinalities(slots_per_input, slot_total, line)
+        dtype = "int64" if self.i64 else "int32"
+        categorical = []
+        pos = 0
+        for name, n, nnz in slots_per_input:
+            for k in range(n):
+                width = nnz[k] if isinstance(nnz, list) else nnz
+                card = cards[pos] if cards else None
+                categorical.append(Column(cols[pos], dtype, cardinality=card if card else None,
+                                          multi_hot=width > 1, max_len=width if width > 1 else None))
+                pos += 1
+        continuous = tuple(Column(f"I{i + 1}", "float32") for i in range(int(dense_dim)))
+        label_cols = tuple(Column(n, "float32") for n in labels)
+        if self.i64:
+            spec.setdefault("solver", {})
+        return Features(categorical=tuple(categorical), continuous=continuous, labels=label_cols,
+                        source_kind="imported", provenance=f"imported from {self.source_label}")
+
+    def _cardinalities(self, inputs, total: int, line: int) -> list[int] | None:
+        cards = self.slot_sizes
+        for bottom, sizes, eline in self.embedding_sizes:
+            pos = 0
+            for name, n, _ in inputs:
+                if name == bottom:
+                    if len(sizes) != n:
+                        raise Refusal(f"SparseEmbedding slot_size_array has {len(sizes)} entries for {n} slots",
+                                      eline)
+                    if cards is None:
+                        cards = [0] * total
+                    if cards[pos:pos + n] != sizes and any(cards[pos:pos + n]):
+                        raise Refusal("SparseEmbedding slot_size_array differs from the reader's", eline)
+                    cards = [*cards[:pos], *sizes, *cards[pos + n:]]
+                pos += n
+        if cards is not None and len(cards) != total:
+            raise Refusal(f"slot_size_array has {len(cards)} entries for {total} slots", line)
+        return cards

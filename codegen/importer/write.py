@@ -1,0 +1,46 @@
+"""Write an import's spec and lock: validated first (load + build, as ``generate`` does), then moved into place."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import UserError
+from . import ImportResult
+
+
+def write_import(result: ImportResult, out: Path, *, force: bool = False) -> list[Path]:
+    from ..pipeline import build, open_spec
+    from ..features import read_lock
+
+    if str(out) == "":
+        raise UserError.one("--out", "empty output folder", fix="give a folder, e.g. --out specs")
+    if out.exists() and not out.is_dir():
+        raise UserError.one(out, "--out is not a folder", fix="give a folder")
+    spec_path = out / f"{result.name}.yaml"
+    lock_path = out / f"{result.name}.features.lock.json"
+    for p in (spec_path, lock_path):
+        if (p.exists() or p.is_symlink()) and not force:
+            raise UserError.one(p, "already exists", fix="pass --force to overwrite, or --name / --out")
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".ctrgen-import-", dir=out) as tmp:
+        tspec, tlock = Path(tmp) / spec_path.name, Path(tmp) / lock_path.name
+        tspec.write_text(result.spec_text, encoding="utf-8")
+        tlock.write_text(result.features.lock_text(), encoding="utf-8")
+        # The spec must load and build exactly as `ctrgen generate` will read it.
+        try:
+            ctx = open_spec(tspec)
+            build(ctx, read_lock(tlock))
+        except UserError as exc:
+            # A spec the mapper wrote but the builder refuses: the source uses something ctrgen cannot check or
+            # generate. Name the source, not the temporary file.
+            first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
+            field = f"{first.field}: " if first.field else ""
+            raise UserError.one(result.source, f"the imported model does not validate: {field}{first.message}",
+                                fix=first.fix) from None
+        for src, dst in ((tlock, lock_path), (tspec, spec_path)):
+            if dst.is_symlink():
+                dst.unlink()
+            os.replace(src, dst)
+    return [spec_path, lock_path]
