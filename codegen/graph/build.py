@@ -343,7 +343,7 @@ class Builder:
                 name=si.name, columns=tuple(c.name for c in cols),
                 cardinalities=tuple(int(c.cardinality or 0) for c in cols), nnz_per_slot=nnz,
                 is_fixed_length=si.is_fixed_length,
-                nnz_arg=nnz[0] if len(set(nnz)) == 1 else nnz, multi_hot=tuple(c.multi_hot for c in cols)))
+                nnz_arg=nnz if isinstance(si.nnz_per_slot, list) or len(set(nnz)) > 1 else nnz[0], multi_hot=tuple(c.multi_hot for c in cols)))
         if pos != len(cats) and not self.problems:
             self.fail(("input", "sparse"), f"the sparse inputs cover {pos} of {len(cats)} categorical columns",
                       fix=f"assign every column of {names} to a sparse input")

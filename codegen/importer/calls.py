@@ -614,11 +614,17 @@ class Interpreter:
                     import posixpath
                     return posixpath.join(*args)
                 return self.unknown(node)
+            if dotted in ("os.path.expanduser", "path.expanduser", "os.path.abspath", "os.path.realpath"):
+                args, _ = self._call_args(node, env)
+                if len(args) == 1 and isinstance(args[0], str):
+                    self.script.notes.append((node.lineno, f"{dotted}({args[0]!r}) kept as written"))
+                    return args[0]
+                return self.unknown(node)
             if dotted in ("os.environ.get", "os.getenv"):
                 args, _ = self._call_args(node, env)
                 if len(args) == 2 and _known(args[1]):
-                    self.script.notes.append((node.lineno, f"{self._text(node)}: environment not known; "
-                                                           f"used its default {args[1]!r}"))
+                    self.script.notes.append((node.lineno, f"environment variable {args[0]!r} is not known "
+                                                           f"statically; used its default {args[1]!r}"))
                     return args[1]
                 return self.unknown(node)
             if dotted == "argparse.ArgumentParser":
