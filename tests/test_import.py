@@ -372,3 +372,16 @@ def test_reader_never_executes_the_source(tmp_path: Path):
 def _ctrgen(*args: str) -> subprocess.CompletedProcess:
     from conftest import run_ctrgen
     return run_ctrgen(*args)
+
+
+def test_seed003_continuous_training_imports_and_reproduces(tmp_path: Path):
+    """Seed 003's wdl_train.py (MOS, 3.2): the embedding cache, the passes and save_params_to_files come back."""
+    from test_standin_seeds import SEEDS, writefile_cell
+
+    src = tmp_path / "wdl_train.py"
+    src.write_text(writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py"),
+                   encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "3.2")
+    assert diffs == []
+    ct = load_spec(spec).spec.continuous_training
+    assert ct.ps == "host_memory" and len(ct.passes) == 2 and ct.save_prefix == "wdl_mos"

@@ -22,6 +22,12 @@ POSITIONAL = {
     "Model.graph_to_json": ("graph_config_file",),
     "Model.compile": ("loss_names", "loss_weights"),
     "Model.add": ("layer",),
+    "Model.save_params_to_files": ("prefix", "iter"),
+    "Model.load_dense_weights": ("dense_model_file",),
+    "Model.set_source": ("source", "keyset", "eval_source"),
+    "CreateMOS": ("train_from_scratch", "use_host_memory_ps", "trained_sparse_models", "dest_sparse_models"),
+    "CreateETC": ("ps_types", "sparse_models", "local_paths", "hmem_cache_configs"),
+    "CreateHMemCache": ("num_blocks", "target_hit_rate", "max_num_evict"),
     "Model.fit": ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix"),
 }
 SOLVER_TYPED = ("seed", "vvgpu", "batchsize", "batchsize_eval", "max_eval_batches", "lr", "warmup_steps",
@@ -82,6 +88,10 @@ def spec_value(v: object, call: Call, name: str) -> object:
     return v
 
 
+def compiled_once_fit(fits: list) -> bool:
+    return bool(fits)
+
+
 def _enum_member(v: object, type_: str, call: Call, name: str) -> str:
     if isinstance(v, Enum) and v.type == type_:
         return v.member
@@ -122,6 +132,11 @@ class Mapper:
         embeddings: list[dict] = []
         inputs: list[Call] = []
         fit: dict | None = None
+        ct: dict | None = None            # continuous_training, when the model has an embedding cache
+        hmem: dict | None = None
+        passes: list[dict] = []
+        pending_pass: dict | None = None
+        fits: list[int] = []
         for call in s.statements:
             f = call.func
             if f == "CreateSolver":
@@ -138,9 +153,36 @@ class Mapper:
                 spec["optimizer"] = self.optimizer(call)
             elif f == "Model":
                 kw = kwargs_of(call)
-                if "etc_params" in kw or len(kw) > 3:
-                    raise Refusal("a Model with an embedding cache (MOS/ETC): continuous-training scripts are not "
-                                  "imported yet", call.line, "write the continuous_training section by hand")
+                cache = kw.get("etc_params")
+                if cache is not None and not (isinstance(cache, Obj) and cache.type in ("CreateMOS", "CreateETC")):
+                    raise Refusal(f"Model(..., {value_repr(cache)}): not an embedding cache this script creates",
+                                  call.line)
+            elif f in ("CreateMOS", "CreateETC"):
+                if ct is not None:
+                    raise Refusal(f"a second hugectr.{f}: one embedding cache per model", call.line)
+                ct = self.cache(call)
+            elif f == "CreateHMemCache":
+                hmem = {k: spec_value(v, call, k) for k, v in kwargs_of(call).items()}
+            elif f == "Model.set_source" and ct is not None:
+                kw = kwargs_of(call)
+                p: dict = {"source": spec_value(kw.pop("source", None), call, "source"),
+                           "keyset": spec_value(kw.pop("keyset", None), call, "keyset")}
+                if "eval_source" in kw:
+                    p["eval_source"] = spec_value(kw.pop("eval_source"), call, "eval_source")
+                if kw or not isinstance(p["source"], list) or not isinstance(p["keyset"], list):
+                    raise Refusal("model.set_source(source=[...], keyset=[...], eval_source=...) is the form a "
+                                  "continuous_training pass has", call.line)
+                pending_pass = p
+            elif f == "Model.get_incremental_model" and ct is not None:
+                ct["incremental_model"] = True
+            elif f == "Model.save_params_to_files" and ct is not None and fits:
+                kw = kwargs_of(call)
+                if set(kw) - {"prefix"}:
+                    raise Refusal("model.save_params_to_files(prefix, iter=...): only the prefix has a spec field",
+                                  call.line)
+                ct["save_prefix"] = spec_value(kw.get("prefix"), call, "prefix")
+            elif f == "Model.load_dense_weights" and ct is not None and not compiled_once_fit(fits):
+                ct["dense_model"] = spec_value(kwargs_of(call).get("dense_model_file"), call, "dense_model_file")
             elif f == "Model.add":
                 if compiled:
                     raise Refusal("model.add after model.compile()", call.line)
@@ -166,6 +208,24 @@ class Mapper:
                 self._after(after, "graph_to_json", call, compiled)
                 path = kwargs_of(call).get("graph_config_file")
                 spec.setdefault("training", {})["graph_json"] = spec_value(path, call, "graph_config_file")
+            elif f == "Model.fit" and ct is not None:
+                if not compiled:
+                    raise Refusal("model.fit before model.compile()", call.line)
+                this = self.fit(call)
+                if fit is not None and this != fit:
+                    raise Refusal("the passes of a continuous-training script fit with different arguments; the "
+                                  "spec has one fit for all passes", call.line)
+                if fits and pending_pass is None:
+                    raise Refusal("model.fit twice on the same files (no set_source between)", call.line)
+                fit = this
+                if "fit" not in after:
+                    after.append("fit")
+                if pending_pass is not None:
+                    passes.append(pending_pass)
+                    pending_pass = None
+                elif not fits:
+                    passes.append({})
+                fits.append(call.line)
             elif f == "Model.fit":
                 self._after(after, "fit", call, compiled)
                 fit = self.fit(call)
@@ -189,13 +249,64 @@ class Mapper:
             spec.setdefault("training", {}).update(fit)
         else:
             spec.setdefault("training", {})
+        if ct is not None:
+            self.continuous(spec, ct, passes, hmem, fit, after, model_call)
         if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"]:
             spec["script"] = {"setup": setup, "after_compile": after}
         spec["triton"] = {"enabled": False}
         self._solver_mode(spec)
-        ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "solver", "optimizer", "input",
-                                        "embeddings", "model", "training", "script", "triton") if k in spec}
+        ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "features", "solver",
+                                        "optimizer", "input", "embeddings", "model", "training", "script",
+                                        "continuous_training", "triton") if k in spec}
         return Imported(ordered, features, self.assumptions)
+
+    # ---- continuous training (seed 003) ----------------------------------------------------------------------------
+    def cache(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        if call.func == "CreateMOS":
+            out: dict = {"train_from_scratch": bool(spec_value(kw.pop("train_from_scratch", True), call, "x"))}
+            out["ps"] = "host_memory" if spec_value(kw.pop("use_host_memory_ps", True), call, "x") else "ssd"
+            models = kw.pop("dest_sparse_models", None) if out["train_from_scratch"] else \
+                kw.pop("trained_sparse_models", None)
+        else:
+            types = spec_value(kw.pop("ps_types", None), call, "ps_types")
+            if not isinstance(types, list):
+                raise Refusal("CreateETC needs ps_types=[...]", call.line)
+            out = {"ps": [{"TrainPSType_t.Staged": "staged", "TrainPSType_t.Cached": "cached"}.get(t, t)
+                          for t in types]}
+            models = kw.pop("sparse_models", None)
+            if "local_paths" in kw:
+                out["local_paths"] = spec_value(kw.pop("local_paths"), call, "local_paths")
+            kw.pop("hmem_cache_configs", None)
+        out["sparse_models"] = spec_value(models, call, "sparse_models")
+        if kw:
+            raise Refusal(f"hugectr.{call.func}({next(iter(kw))}=...) has no spec field yet", call.line)
+        out["incremental_model"] = False
+        out["low_level"] = False
+        return out
+
+    def continuous(self, spec: dict, ct: dict, passes: list[dict], hmem: dict | None, fit: dict | None,
+                   after: list[str], model_call: Call) -> None:
+        if not passes:
+            raise Refusal("a continuous-training script that never calls model.fit", model_call.line)
+        keyset = spec.get("data", {}).pop("args", {}).pop("keyset", None) if "keyset" in spec.get("data", {}).get(
+            "args", {}) else None
+        if not spec.get("data", {}).get("args", True):
+            spec["data"].pop("args", None)
+        if keyset is None:
+            raise Refusal("DataReaderParams needs keyset=[...] for the embedding cache's first pass", model_call.line)
+        passes[0] = {"keyset": keyset}
+        ct["passes"] = passes
+        if "save_prefix" not in ct:
+            raise Refusal("a continuous-training script that never calls model.save_params_to_files(prefix) after "
+                          "its passes", model_call.line)
+        if hmem is not None:
+            ct["hmem_cache"] = hmem
+        spec["continuous_training"] = ct
+        if after[:2] != ["summary", "graph_to_json"]:
+            raise Refusal("continuous-training scripts are generated with summary() then graph_to_json() before "
+                          "the first fit", model_call.line)
+        after[:] = ["summary", "graph_to_json", "fit"]
 
     # ---- helpers ---------------------------------------------------------------------------------------------------
     def _once(self, seen: list[str], what: str, call: Call) -> None:
