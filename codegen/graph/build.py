@@ -14,7 +14,7 @@ from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
-from .ir import Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
+from .ir import CallValue, Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
@@ -50,6 +50,10 @@ def enum_values(value: object) -> object:
     if isinstance(value, list):
         return [enum_values(v) for v in value]
     if isinstance(value, dict):
+        if len(value) == 1:
+            (key, inner), = value.items()
+            if isinstance(key, str) and key.startswith("hugectr.") and isinstance(inner, dict):
+                return CallValue(key[len("hugectr."):], tuple((k, enum_values(v)) for k, v in inner.items()))
         return {enum_values(k): enum_values(v) for k, v in value.items()}
     return value
 
@@ -263,7 +267,7 @@ class Builder:
     # ---- reader ---------------------------------------------------------------------------------------------------
     def _reader_args(self, cats: tuple[Column, ...], continuous=None) -> tuple:
         d = self.spec.data
-        fmt = {"parquet": "Parquet", "norm": "Norm", "raw": "Raw"}[d.format]
+        fmt = {"parquet": "Parquet", "norm": "Norm", "raw": "Raw", "raw_async": "RawAsync"}[d.format]
         args: list[tuple[str, object]] = [
             ("data_reader_type", Enum("DataReaderType_t", fmt)),
             ("source", list(d.train)),
@@ -397,14 +401,13 @@ class Builder:
                               '"need workspace_size_per_gpu_in_mb or slot_size_array"',
                               fix="set workspace_size_per_gpu_in_mb, or slot_size_array: true")
             if e.embedding_type == "LocalizedSlotSparseEmbeddingOneHot":
-                if self.spec.data.format != "raw" or not e.slot_size_array:
+                if self.spec.data.format not in ("raw", "raw_async") or not e.slot_size_array:
                     self.fail((*loc, "embedding_type"),
                               "LocalizedSlotSparseEmbeddingOneHot needs the Raw reader and slot_size_array",
                               fix="use LocalizedSlotSparseEmbeddingHash for Parquet data")
-            if e.embedding_type == "HybridSparseEmbedding":
-                self.fail((*loc, "embedding_type"),
-                          '"Raw async reader and hybrid embedding must come together"; ctrgen does not generate '
-                          "RawAsync readers", fix="use DistributedSlotSparseEmbeddingHash")
+            if (e.embedding_type == "HybridSparseEmbedding") != (self.spec.data.format == "raw_async"):
+                self.fail((*loc, "embedding_type"), '"Raw async reader and hybrid embedding must come together"',
+                          fix="use data.format: raw_async with HybridSparseEmbedding, or neither")
             if e.embedding_vec_size % 32:
                 pass  # HugeCTR only warns (hugectr.md §2.10)
             vocab = 0

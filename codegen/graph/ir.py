@@ -23,6 +23,14 @@ Args = tuple[tuple[str, object], ...]  # ordered keyword arguments of one API ca
 
 
 @dataclass(frozen=True)
+class CallValue:
+    """A hugectr value object passed as an argument, e.g. CallValue("AsyncParam", (("num_threads", 16), ...))."""
+
+    func: str
+    args: Args
+
+
+@dataclass(frozen=True)
 class SparseInput:
     name: str
     columns: tuple[str, ...]

@@ -24,9 +24,8 @@ from ..graph.ir import Enum
 # Constructors whose objects have identity and state: passed by reference, their calls are statements.
 STATEFUL = frozenset({
     "Model", "CreateSolver", "CreateOptimizer", "DataReaderParams", "CreateMOS", "CreateETC", "CreateHMemCache",
-    "AsyncParam", "HybridEmbeddingParam", "CreateInferenceSession", "CreateInferenceParams", "InferenceParams",
-    "InferenceModel", "DataSourceParams", "CreateHybridEmbeddingParam", "EmbeddingCollectionConfig",
-    "EmbeddingTableConfig", "EmbeddingPlanner", "CreateRawAsyncParam",
+    "CreateInferenceSession", "CreateInferenceParams", "InferenceParams", "InferenceModel",
+    "EmbeddingCollectionConfig", "EmbeddingPlanner",
 })
 # Known lengths a loop over hugectr calls may be unrolled to (a training loop of 10^5 iterations is not a model).
 MAX_UNROLL = 512
@@ -627,6 +626,11 @@ class Interpreter:
                                                            f"statically; used its default {args[1]!r}"))
                     return args[1]
                 return self.unknown(node)
+            if node.func.attr in ("Get_size", "Get_rank") and not node.args:
+                value = 1 if node.func.attr == "Get_size" else 0
+                self.script.notes.append((node.lineno, f"{self._text(node)}: MPI world assumed "
+                                                       "one process (rank 0 of 1)"))
+                return value
             if dotted == "argparse.ArgumentParser":
                 return _Parser()
         if isinstance(func, _Function):

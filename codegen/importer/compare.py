@@ -12,7 +12,7 @@ import math
 from ..graph.ir import Enum
 from ..hugectr import versions as V
 from .calls import Call, Obj, Script, Unknown, extract
-from .to_spec import POSITIONAL
+from .signatures import param_names
 
 _E = Enum
 # HugeCTR's defaults of the arguments a generated script may pass that a source may leave out (hugectr.md §1).
@@ -56,8 +56,11 @@ def normalize(v: object) -> object:
     return v
 
 
+_RELEASE = [None]
+
+
 def named(call: Call) -> dict:
-    names = POSITIONAL.get(call.func, ())
+    names = param_names(call.func, _RELEASE[0]) or ()
     out = dict(zip(names, call.args))
     for i, v in enumerate(call.args[len(names):]):
         out[f"#{len(names) + i}"] = v
@@ -125,5 +128,7 @@ def compare_scripts(src: Script, gen: Script) -> list[str]:
     return out
 
 
-def compare_texts(source: str, generated: str, source_name: str = "<source>") -> list[str]:
+def compare_texts(source: str, generated: str, source_name: str = "<source>", release: str | None = None) -> list[str]:
+    """``release``: the HugeCTR release both scripts target (names positional arguments)."""
+    _RELEASE[0] = release
     return compare_scripts(extract(source, source_name), extract(generated, "model.py"))

@@ -15,28 +15,18 @@ from ..features import Column, Features
 from ..graph.ir import Enum
 from .calls import Call, Obj, Script, Unknown, value_repr
 
-# Positional parameters of the calls published scripts pass positionally (hugectr.md §1).
-POSITIONAL = {
-    "DataReaderSparseParam": ("top_name", "nnz_per_slot", "is_fixed_length", "slot_num"),
-    "Model": ("solver", "reader_params", "opt_params", "etc_params"),
-    "Model.graph_to_json": ("graph_config_file",),
-    "Model.compile": ("loss_names", "loss_weights"),
-    "Model.add": ("layer",),
-    "Model.save_params_to_files": ("prefix", "iter"),
-    "Model.load_dense_weights": ("dense_model_file",),
-    "Model.set_source": ("source", "keyset", "eval_source"),
-    "CreateMOS": ("train_from_scratch", "use_host_memory_ps", "trained_sparse_models", "dest_sparse_models"),
-    "CreateETC": ("ps_types", "sparse_models", "local_paths", "hmem_cache_configs"),
-    "CreateHMemCache": ("num_blocks", "target_hit_rate", "max_num_evict"),
-    "Model.fit": ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix"),
-}
+from .signatures import POSITIONAL, param_names  # noqa: F401  (POSITIONAL re-exported for compare)
+
 SOLVER_TYPED = ("seed", "vvgpu", "batchsize", "batchsize_eval", "max_eval_batches", "lr", "warmup_steps",
                 "decay_start", "decay_steps", "decay_power", "end_lr", "repeat_dataset", "use_mixed_precision",
                 "scaler", "enable_tf32_compute", "use_cuda_graph")
 OPTIMIZER_TYPED = ("beta1", "beta2", "epsilon", "initial_accu_value", "momentum_factor", "atomic_update", "beta",
                    "lambda1", "lambda2")
-READER_FORMATS = {"Parquet": "parquet", "Norm": "norm", "Raw": "raw"}
+READER_FORMATS = {"Parquet": "parquet", "Norm": "norm", "Raw": "raw", "RawAsync": "raw_async"}
 FIT_TYPED = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix")
+
+
+_VERSION = [None]   # the release being imported (positional names depend on it)
 
 
 class Refusal(Exception):
@@ -52,8 +42,8 @@ class Imported:
     assumptions: list[tuple[int | None, str]] = field(default_factory=list)
 
 
-def kwargs_of(call: Call) -> dict:
-    names = POSITIONAL.get(call.func)
+def kwargs_of(call: Call, version: str | None = None) -> dict:
+    names = param_names(call.func, version or _VERSION[0])
     out: dict = {}
     if call.args:
         if names is None or len(call.args) > len(names):
@@ -74,6 +64,9 @@ def spec_value(v: object, call: Call, name: str) -> object:
                       v.line or call.line, "replace it with a literal value")
     if isinstance(v, Enum):
         return f"{v.type}.{v.member}"
+    if isinstance(v, Call) and v.func[:1].isupper() and "." not in v.func:
+        # A value object (AsyncParam, HybridEmbeddingParam, ...): {"hugectr.AsyncParam": {its arguments}}.
+        return {f"hugectr.{v.func}": {k: spec_value(x, v, k) for k, x in kwargs_of(v).items()}}
     if isinstance(v, (Call, Obj)):
         raise Refusal(f"hugectr.{call.func}({name}={value_repr(v)}): object arguments have no spec field",
                       call.line)
@@ -110,6 +103,7 @@ class Mapper:
         self.assumptions: list[tuple[int | None, str]] = []
 
     def run(self) -> Imported:
+        _VERSION[0] = self.release
         s = self.script
         models = [c for c in s.statements if c.func == "Model"]
         if not models:
@@ -361,8 +355,7 @@ class Mapper:
         out["format"] = READER_FORMATS[member]
         source = spec_value(kw.pop("source", None), call, "source")
         if isinstance(source, str):
-            raise Refusal("DataReaderParams(source=<a string>): ctrgen writes the list form", call.line,
-                          "write source=[...]")
+            source = [source]
         if not source:
             raise Refusal("DataReaderParams without source", call.line)
         out["train"] = source

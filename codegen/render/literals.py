@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..graph.ir import Enum
+from ..graph.ir import CallValue, Enum
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -40,6 +40,8 @@ def py(value: object) -> str:
         return str(value)
     if isinstance(value, Enum):
         return f"hugectr.{ident(value.type)}.{ident(value.member)}"
+    if isinstance(value, CallValue):
+        return f"hugectr.{ident(value.func)}(" + ", ".join(f"{ident(k)}={py(v)}" for k, v in value.args) + ")"
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 from dataclasses import dataclass, field
 
 from ..features import Features
@@ -50,6 +51,14 @@ DEFAULT_LR = 0.001  # CreateSolver's lr default
 SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
 
 
+def _identifier(tensor: str) -> str:
+    """A Python identifier for a HugeCTR tensor name (which may start with a digit or hold '.' and '-')."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", tensor)
+    if not name.isidentifier() or keyword.iskeyword(name):
+        name = f"t_{name}"
+    return name
+
+
 class TorchTargetError(ValueError):
     """The graph uses something the PyTorch target cannot translate; ``origin`` is the spec location."""
 
@@ -65,9 +74,11 @@ class _Names:
     locals_: dict[str, str] = field(default_factory=dict)
     attrs: dict[str, str] = field(default_factory=dict)
 
+    # (tensor names are HugeCTR strings such as "50k_label"; as Python names they are made identifiers)
     def var(self, tensor: str) -> str:
         if tensor not in self.locals_:
-            name = tensor if tensor not in RESERVED_LOCALS else f"t_{tensor}"
+            name = _identifier(tensor)
+            name = name if name not in RESERVED_LOCALS else f"t_{name}"
             while name in self.locals_.values():
                 name = f"t_{name}"
             self.locals_[tensor] = name
@@ -75,7 +86,8 @@ class _Names:
 
     def attr(self, tensor: str) -> str:
         if tensor not in self.attrs:
-            name = tensor if tensor not in MODULE_ATTRS and not tensor.startswith("_") else f"layer_{tensor}"
+            name = _identifier(tensor)
+            name = name if name not in MODULE_ATTRS and not name.startswith("_") else f"layer_{name}"
             while name in self.attrs.values():
                 name = f"layer_{name}"
             self.attrs[tensor] = name

@@ -61,7 +61,8 @@ TensorName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", max_
 class DataSpec(Strict):
     """Where the training data lives, as seen by the machine that runs model.py."""
 
-    format: Literal["parquet", "norm", "raw"] = Field("parquet", description="HugeCTR DataReaderType_t: Parquet, Norm or Raw")
+    format: Literal["parquet", "norm", "raw", "raw_async"] = Field(
+        "parquet", description="HugeCTR DataReaderType_t: Parquet, Norm, Raw or RawAsync (with data.args.async_param)")
     train: list[Annotated[str, Field(min_length=1)]] = Field(
         ..., min_length=1, description="training file list(s) (NVTabular writes _file_list.txt)")
     eval: Annotated[str, Field(min_length=1)] = Field(..., description="evaluation file list")
@@ -208,8 +209,8 @@ class LayerSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True, protected_namespaces=())
     type: Ident
-    bottom: Ident | list[Ident]
-    top: Ident | list[Ident]
+    bottom: TensorName | list[TensorName]
+    top: TensorName | list[TensorName]
 
 
 class ExplicitGraph(Strict):
