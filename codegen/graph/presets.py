@@ -173,14 +173,15 @@ def _deepfm(c: Ctx) -> None:
         c.add("WeightMultiply", d1, "weight_multiply1", weight_dims=[dense, k])
         c.add("WeightMultiply", d2, "weight_multiply2", weight_dims=[dense, 1])
         second = c.add("Concat", ["reshape2", "weight_multiply1"], "concat1")
-        first = c.add("Concat", ["reshape3", "weight_multiply2"], "concat2")
     else:
-        second, first = "reshape2", "reshape3"
+        second = "reshape2"
     deep_in, fm_in = c.branches(second, 2, (slots + dense) * k, "slice3")
     x, i = c.mlp(deep_in, s.units, s.dropout)
     c.add("InnerProduct", x, f"fc{i}", num_output=1)
     c.add("FmOrder2", fm_in, "fmorder2", out_dim=k)
     c.add("ReduceSum", "fmorder2", "reducesum1", axis=1)
+    # samples/deepfm concatenates the first-order terms here, after the second-order sum (layer order = the sample's)
+    first = c.add("Concat", ["reshape3", "weight_multiply2"], "concat2") if dense else "reshape3"
     c.add("ReduceSum", first, "reducesum2", axis=1)
     c.add("Add", [f"fc{i}", "reducesum1", "reducesum2"], "add")
     c.loss("add")

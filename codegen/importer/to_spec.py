@@ -249,6 +249,8 @@ class Mapper:
             spec["script"] = {"setup": setup, "after_compile": after}
         spec["triton"] = {"enabled": False}
         self._solver_mode(spec)
+        from .presets import compact
+        spec = compact(spec, features)
         ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "features", "solver",
                                         "optimizer", "input", "embeddings", "model", "training", "script",
                                         "continuous_training", "triton") if k in spec}

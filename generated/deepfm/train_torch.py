@@ -314,7 +314,6 @@ class Model(nn.Module):
         weight_multiply1 = self.weight_multiply1(dense)  # (B, 130)
         weight_multiply2 = self.weight_multiply2(dense)  # (B, 13)
         concat1 = torch.cat([reshape2, weight_multiply1], dim=1)  # (B, 400)
-        concat2 = torch.cat([reshape3, weight_multiply2], dim=1)  # (B, 40)
         fc1 = self.fc1(concat1)  # (B, 400)
         relu1 = F.relu(fc1)
         dropout1 = self.dropout1(relu1)
@@ -327,6 +326,7 @@ class Model(nn.Module):
         fc4 = self.fc4(dropout3)  # (B, 1)
         fmorder2 = fm_order2(concat1, out_dim=10)  # (B, 10)
         reducesum1 = fmorder2.sum(dim=1, keepdim=True)  # (B, 1)
+        concat2 = torch.cat([reshape3, weight_multiply2], dim=1)  # (B, 40)
         reducesum2 = concat2.sum(dim=1, keepdim=True)  # (B, 1)
         add = fc4 + reducesum1 + reducesum2  # (B, 1)
         return add

@@ -113,13 +113,6 @@ model.add(
 )
 model.add(
     hugectr.DenseLayer(
-        layer_type=hugectr.Layer_t.Concat,
-        bottom_names=["reshape3", "weight_multiply2"],
-        top_names=["concat2"],
-    )
-)
-model.add(
-    hugectr.DenseLayer(
         layer_type=hugectr.Layer_t.InnerProduct,
         bottom_names=["concat1"],
         top_names=["fc1"],
@@ -209,6 +202,13 @@ model.add(
         bottom_names=["fmorder2"],
         top_names=["reducesum1"],
         axis=1,
+    )
+)
+model.add(
+    hugectr.DenseLayer(
+        layer_type=hugectr.Layer_t.Concat,
+        bottom_names=["reshape3", "weight_multiply2"],
+        top_names=["concat2"],
     )
 )
 model.add(

@@ -264,13 +264,6 @@ def create_model(args, hugectr):
     )
     model.add(
         hugectr.DenseLayer(
-            layer_type=hugectr.Layer_t.Concat,
-            bottom_names=["reshape3", "weight_multiply2"],
-            top_names=["concat2"],
-        )
-    )
-    model.add(
-        hugectr.DenseLayer(
             layer_type=hugectr.Layer_t.InnerProduct,
             bottom_names=["concat1"],
             top_names=["fc1"],
@@ -360,6 +353,13 @@ def create_model(args, hugectr):
             bottom_names=["fmorder2"],
             top_names=["reducesum1"],
             axis=1,
+        )
+    )
+    model.add(
+        hugectr.DenseLayer(
+            layer_type=hugectr.Layer_t.Concat,
+            bottom_names=["reshape3", "weight_multiply2"],
+            top_names=["concat2"],
         )
     )
     model.add(

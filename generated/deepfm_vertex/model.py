@@ -124,13 +124,6 @@ model.add(
 )
 model.add(
     hugectr.DenseLayer(
-        layer_type=hugectr.Layer_t.Concat,
-        bottom_names=["reshape3", "weight_multiply2"],
-        top_names=["concat2"],
-    )
-)
-model.add(
-    hugectr.DenseLayer(
         layer_type=hugectr.Layer_t.Slice,
         bottom_names=["concat1"],
         top_names=["slice31", "slice32"],
@@ -228,6 +221,13 @@ model.add(
         bottom_names=["fmorder2"],
         top_names=["reducesum1"],
         axis=1,
+    )
+)
+model.add(
+    hugectr.DenseLayer(
+        layer_type=hugectr.Layer_t.Concat,
+        bottom_names=["reshape3", "weight_multiply2"],
+        top_names=["concat2"],
     )
 )
 model.add(

@@ -316,7 +316,6 @@ class Model(nn.Module):
         weight_multiply1 = self.weight_multiply1(slice21)  # (B, 130)
         weight_multiply2 = self.weight_multiply2(slice22)  # (B, 13)
         concat1 = torch.cat([reshape2, weight_multiply1], dim=1)  # (B, 390)
-        concat2 = torch.cat([reshape3, weight_multiply2], dim=1)  # (B, 39)
         slice31 = concat1[..., 0:390]
         slice32 = concat1[..., 0:390]
         fc1 = self.fc1(slice31)  # (B, 400)
@@ -331,6 +330,7 @@ class Model(nn.Module):
         fc4 = self.fc4(dropout3)  # (B, 1)
         fmorder2 = fm_order2(slice32, out_dim=10)  # (B, 10)
         reducesum1 = fmorder2.sum(dim=1, keepdim=True)  # (B, 1)
+        concat2 = torch.cat([reshape3, weight_multiply2], dim=1)  # (B, 39)
         reducesum2 = concat2.sum(dim=1, keepdim=True)  # (B, 1)
         add = fc4 + reducesum1 + reducesum2  # (B, 1)
         return add
