@@ -241,6 +241,22 @@ def import_(source: Path, version: str | None, out: Path, name: str | None, forc
         click.echo(f"assumed: {note}")
 
 
+@main.command(epilog="""\b
+Examples:
+  ctrgen port specs/dcn.yaml --to 3.3                 # rewrite in place, or say what cannot move
+  ctrgen port specs/dcn.yaml --to 23.06 --out specs/dcn_2306.yaml
+""")
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.option("--to", "to", required=True, help="target HugeCTR release, e.g. 3.3 or 23.06")
+@click.option("--out", type=click.Path(path_type=Path), help="write the ported spec here (default: rewrite SPEC)")
+def port(spec: Path, to: str, out: Path | None) -> None:
+    """Retarget SPEC to another HugeCTR release: only hugectr_version changes (comments kept), and the result must
+    pass every check of that release; otherwise each thing that cannot move is listed and nothing is written."""
+    from .port import port as do_port
+
+    click.echo(f"wrote {do_port(spec, to, out)}")
+
+
 def _attach_commands() -> None:
     """Commands that live in their own packages (imported here so that `ctrgen --help` lists them)."""
     from .triton.cli_validate import validate_command
