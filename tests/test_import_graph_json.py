@@ -140,7 +140,8 @@ def test_workspace_that_cannot_be_inverted_is_refused(tmp_path: Path):
     doc["layers"][1]["sparse_embedding_hparam"]["max_vocabulary_size_global"] = 1638401
     src = tmp_path / "m.json"
     src.write_text(_dump(doc), encoding="utf-8")
-    with pytest.raises(UserError, match=r"max_vocabulary_size_global: --hugectr-version 3.3: 1638401 is not a whole number of GPUs"):
+    with pytest.raises(UserError, match=r"max_vocabulary_size_global: --hugectr-version 3.3: 1638401 is not a "
+                                        r"whole number of GPUs"):
         import_source(src, "3.3", "m")
 
 
@@ -148,6 +149,9 @@ def test_layout_differences_are_refused(tmp_path: Path):
     src = tmp_path / "dcn.json"
     src.write_bytes((REPO / "generated/dcn/dcn.json").read_bytes() + b"\n")
     with pytest.raises(UserError, match="ends with a newline"):
+        import_source(src, None, "dcn")
+    src.write_bytes((REPO / "generated/dcn/dcn.json").read_bytes().replace(b"\n", b"\r\n"))
+    with pytest.raises(UserError, match="CRLF line ends"):
         import_source(src, None, "dcn")
     src.write_text(json.dumps(_dcn_doc(), indent=4, sort_keys=True), encoding="utf-8")
     with pytest.raises(UserError, match="laid out differently"):

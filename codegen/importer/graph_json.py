@@ -269,7 +269,8 @@ def _read_embedding(layer: dict, i: int) -> dict:
         sizes = [_int(x, f"{wh}.slot_size_array", 1) for x in sizes]
     return {"name": _str(layer["top"], f"{w}.top"), "input": _str(layer["bottom"], f"{w}.bottom"),
             "type": layer["type"], "vec": _int(h["embedding_vec_size"], f"{wh}.embedding_vec_size", 1),
-            "combiner": h["combiner"], "ws": _int(h["workspace_size_per_gpu_in_mb"], f"{wh}.workspace_size_per_gpu_in_mb"),
+            "combiner": h["combiner"],
+            "ws": _int(h["workspace_size_per_gpu_in_mb"], f"{wh}.workspace_size_per_gpu_in_mb"),
             "vocab": _int(h["max_vocabulary_size_global"], f"{wh}.max_vocabulary_size_global"), "sizes": sizes,
             "index": i, "optimizer": layer["optimizer"]}
 
@@ -377,7 +378,8 @@ def _read_dense(layer: dict, i: int) -> dict:
         p["num_outputs"] = [_int(x, f"{wm}.num_outputs", 1) for x in outs]
         act = {"Relu": "Relu", "None": "Non"}
         if "activations" in m:
-            if "activation" in m or not isinstance(m["activations"], list) or any(a not in act for a in m["activations"]):
+            acts = m["activations"]
+            if "activation" in m or not isinstance(acts, list) or any(a not in act for a in acts):
                 raise Bad(f"{wm}.activations", "expected an array of \"Relu\" / \"None\" (and no \"activation\")")
             p["activations"] = [act[a] for a in m["activations"]]
         elif m.get("activation") in act:
@@ -752,6 +754,8 @@ def first_difference(a: object, b: object, path: str = "") -> tuple[str, object,
 def _byte_difference(raw: bytes, want: bytes) -> str:
     if raw.rstrip(b"\r\n") == want and raw != want:
         return "the file ends with a newline; graph_to_json writes none after the last '}'"
+    if b"\r\n" in raw and raw.replace(b"\r\n", b"\n") == want:
+        return "the file has CRLF line ends; graph_to_json writes LF"
     if raw.startswith(b"\xef\xbb\xbf"):
         return "the file starts with a byte-order mark; graph_to_json writes none"
     at = next((i for i, (x, y) in enumerate(zip(raw, want)) if x != y), min(len(raw), len(want)))
