@@ -260,11 +260,31 @@ def _gather(p: dict, b: list[Shape], n: int) -> list[Shape]:
     return [Shape((len(p.get("indices") or []), *x.dims[1:]), x.rows)]
 
 
-def _matrix_multiply(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    _arity(b, 2, "MatrixMultiply")
-    a, c = b
-    _need(a.dims[-1] == c.dims[-2] if c.ndim == 3 else a.dims[-1] == c.dims[0], "MatrixMultiply dims mismatch",
+def _matrix_multiply(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
+    # MatrixMultiplyLayer (src/layers/matrix_multiply_layer.cu): lhs (..., m, n) x rhs (..., n, k) -> (..., m, k),
+    # batched over dimension 0 for 3D (3.2+) and over dimensions 0, 1 for 4D (4.3+). 23.06.01 builds the core23 layer,
+    # which also takes 2D x 3D and says "invalid input shape" where older releases say "same num of dims". A 2D lhs
+    # multiplies by a tensor whose rows are the batch (rhs (n, k) needs n == the lhs width), valid for one batch size
+    # only, which ctrgen does not accept.
+    _need(len(b) >= 2, "MatrixMultiplyLayer needs at least 2 input tensors", f"got {len(b)}")
+    a, c = b[0], b[1]
+    _need(a.ndim in (2, 3, 4), "MatrixMultiplyLayer needs two 2D, 3D or 4D input tensors ", f"first input {_fmt(a)}")
+    if a.ndim != c.ndim:
+        if t.release >= (23, 6):
+            _own(not (a.ndim == 2 and c.ndim == 3),
+                 f"a 2D x 3D MatrixMultiply needs the rhs batch to equal the lhs width ({_fmt(a)} x {_fmt(c)}); it "
+                 "holds for one batch size only")
+            _need(False, "MatrixMultiplyLayer invalid input shape", f"{_fmt(a)} x {_fmt(c)}")
+        _need(False, "All the input tensors must have the same num of dims", f"{_fmt(a)} x {_fmt(c)}")
+    _own(a.ndim > 2, f"a 2D MatrixMultiply multiplies by a tensor whose rows are the batch ({_fmt(a)} x {_fmt(c)}); "
+                     "it is valid for one batch size only")
+    _own(a.ndim < 4 or t.release >= (4, 3), "4D MatrixMultiply is built from HugeCTR 4.3")
+    _need(c.dims[-2] == a.dims[-1], "The last two dimension of the input tensors should be m x n, n x k",
           f"{_fmt(a)} x {_fmt(c)}")
+    d = a.ndim
+    _need(a.rows == c.rows, f"{d}D input tensors must have the same batch size", f"{_fmt(a)} x {_fmt(c)}")
+    if d == 4:
+        _need(a.dims[0] == c.dims[0], "4D input tensors must have the same second dim", f"{_fmt(a)} x {_fmt(c)}")
     return [Shape((*a.dims[:-1], c.dims[-1]), a.rows)]
 
 
@@ -416,13 +436,14 @@ _RULES = {
     "Add": _elementwise("Add"), "ElementwiseMultiply": _elementwise("ElementwiseMultiply"),
     "Sub": _sub, "DotProduct": _dot_product,
     "Interaction": _interaction, "FmOrder2": _fm_order2, "WeightMultiply": _weight_multiply,
-    "ReduceSum": _reduce, "ReduceMean": _reduce, "Gather": _gather, "MatrixMultiply": _matrix_multiply,
+    "ReduceSum": _reduce, "ReduceMean": _reduce, "Gather": _gather,
     "BinaryCrossEntropyLoss": _loss, "CrossEntropyLoss": _loss, "MultiCrossEntropyLoss": _multi_loss,
     "FusedReshapeConcat": _fused_reshape_concat, "FusedReshapeConcatGeneral": _fused_reshape_concat_general,
     "Select": _select,
     "GRU": lambda p, b, n: [Shape((int(p.get("num_output", 1)),), b[0].rows)],
 }
 
-_TARGET_RULES = {"MultiHeadAttention": _mha, "SequenceMask": _sequence_mask, "Softmax": _softmax}
+_TARGET_RULES = {"MultiHeadAttention": _mha, "SequenceMask": _sequence_mask, "Softmax": _softmax,
+                 "MatrixMultiply": _matrix_multiply}
 
 LOSS_LAYERS = frozenset({"BinaryCrossEntropyLoss", "CrossEntropyLoss", "MultiCrossEntropyLoss"})
