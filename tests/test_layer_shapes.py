@@ -139,6 +139,8 @@ def test_invalid_side_message(tmp_path, case):
      "All the input tensors must have the same num of dims"),
     ([FRC, {"type": "Reshape", "bottom": "his", "top": "h3", "leading_dim": 16, "time_step": 4},
       {"type": "ReduceSum", "bottom": "h3", "top": "r", "axis": 3}], "23.06", "The axis is overflow"),
+    ([FRC, {"type": "Reshape", "bottom": "his", "top": "h3", "leading_dim": 16, "time_step": 3}], "3.3",
+     "n_in_elems % (vector_length_ * n_slot_) != 0"),
     ([*QKV, MHA3, {"type": "SequenceMask", "bottom": "dense", "top": "mask", "max_sequence_len": 5},
       {"type": "Softmax", "bottom": ["score", "mask"], "top": "p"}], "23.06-mp",
      "MaskedSoftMaxLayer is not available for the mixed precision mode"),

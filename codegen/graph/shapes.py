@@ -113,7 +113,8 @@ def _reshape(p: dict, b: list[Shape], n: int) -> list[Shape]:
     if step > 0:
         _need(lead * step <= per_sample, "leading_dim and time_step cannot be bigger than n_in_elems",
               f"input {_fmt(x)} has {per_sample} elements per sample, leading_dim*time_step = {lead * step}")
-        _need(per_sample % (lead * step) == 0, "n_in_elems % leading_dim != 0",
+        # ReshapeLayer (src/layers/reshape_layer.cu, 3.2 - 23.06.01) names the 3D check by its members
+        _need(per_sample % (lead * step) == 0, "n_in_elems % (vector_length_ * n_slot_) != 0",
               f"input {_fmt(x)} has {per_sample} elements per sample, not a multiple of {lead}*{step}")
         return [Shape((step, lead), per_sample / (lead * step))]
     _need(lead <= per_sample, "leading_dim cannot be bigger than n_in_elems",

@@ -61,8 +61,8 @@ def infer(layer, ins: list[Tensor], mixed_precision: bool = False) -> list[tuple
         if ts > 0:
             if ld * ts > n_in:
                 _fail("leading_dim and time_step cannot be bigger than n_in_elems")
-            if n_in % (ld * ts):
-                _fail("n_in_elems % leading_dim != 0")
+            if n_in % (ld * ts):  # the 3D check's own text (upstream src/layers/reshape_layer.cu, 3.2-23.06)
+                _fail("n_in_elems % (vector_length_ * n_slot_) != 0")
             return [((ts, ld), (n_in // (ld * ts), ts, ld))]
         if ld > n_in:
             _fail("leading_dim cannot be bigger than n_in_elems")
