@@ -416,3 +416,46 @@ def test_graph_to_json_before_compile_and_calls_after_fit(tmp_path: Path):
     assert s.script.before_compile == ["graph_to_json"] and s.script.after_compile == ["summary", "fit"]
     assert [c.method for c in s.training.then] == ["export_predictions", "save_params_to_files"]
     assert s.training.then[0].args == {"output_prediction_file_name": "pred.txt", "output_label_file_name": "label.txt"}
+
+
+GENERATED_DATA = """\
+import hugectr
+from hugectr.tools import DataGenerator, DataGeneratorParams
+
+params = DataGeneratorParams(format=hugectr.DataReaderType_t.Norm, label_dim=1, dense_dim=4, num_slot=3,
+                             i64_input_key=False, source="./gen/file_list.txt", eval_source="./gen/file_list_test.txt",
+                             slot_size_array=[100, 200, 300], check_type=hugectr.Check_t.Sum, num_files=4)
+generator = DataGenerator(params)
+generator.generate()
+solver = hugectr.CreateSolver(batchsize=512, batchsize_eval=512, vvgpu=[[0]], repeat_dataset=True)
+reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Norm, source=["./gen/file_list.txt"],
+                                  eval_source="./gen/file_list_test.txt", check_type=hugectr.Check_t.Sum)
+optimizer = hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.SGD)
+model = hugectr.Model(solver, reader, optimizer)
+model.add(hugectr.Input(label_dim=1, label_name="label", dense_dim=4, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("data1", 1, True, 3)]))
+model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,
+                                  workspace_size_per_gpu_in_mb=2, embedding_vec_size=8, combiner="sum",
+                                  sparse_embedding_name="emb", bottom_name="data1", optimizer=optimizer))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Reshape, bottom_names=["emb"], top_names=["r"],
+                             leading_dim=24))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Concat, bottom_names=["r", "dense"], top_names=["c"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.InnerProduct, bottom_names=["c"], top_names=["fc"],
+                             num_output=1))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.BinaryCrossEntropyLoss, bottom_names=["fc", "label"],
+                             top_names=["loss"]))
+model.compile()
+model.summary()
+model.fit(max_iter=100, display=10, eval_interval=50)
+metrics = model.get_eval_metrics()
+"""
+
+
+def test_data_generator_and_metrics_round_trip(tmp_path: Path):
+    src = tmp_path / "gen.py"
+    src.write_text(GENERATED_DATA, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "4.3")
+    assert diffs == []
+    s = load_spec(spec).spec
+    assert s.data.generate["num_slot"] == 3 and s.data.generate["format"] == "DataReaderType_t.Norm"
+    assert [c.method for c in s.training.then] == ["get_eval_metrics"]

@@ -191,6 +191,8 @@ class Builder:
             setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),
             compile_args=self._extra_args("Model.compile", ("training", "compile"), s.training.compile, ()),
             before_compile=tuple(s.script.before_compile),
+            data_generator=None if s.data.generate is None else self._extra_args(
+                "tools.DataGeneratorParams", ("data", "generate"), s.data.generate, ()),
             then=tuple((c.method, self._model_call(i, c)) for i, c in enumerate(s.training.then)),
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,

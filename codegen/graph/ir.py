@@ -161,6 +161,7 @@ class TrainingJob:
     after_compile: tuple[str, ...]    # "summary" / "graph_to_json" / "fit", as model.py calls them
     compile_args: Args
     before_compile: tuple[str, ...]   # "graph_to_json" when model.py writes the JSON before compile()
+    data_generator: Args | None       # DataGeneratorParams keywords when model.py synthesizes its data first
     then: tuple[tuple[str, Args], ...]  # Model methods called last: (method, keyword arguments)
     gpu_count: int
     batchsize: int

@@ -180,9 +180,17 @@ MODEL_METHODS: dict[str, dict[str, Span]] = {
     "reset_learning_rate_scheduler": {a: ALL for a in ("base_lr", "warmup_steps", "decay_start", "decay_steps",
                                                        "decay_power", "end_lr")},
     "get_incremental_model": {},
+    "get_eval_metrics": {}, "get_current_loss": {},
 }
 for _m, _args in MODEL_METHODS.items():
     ARGS[f"Model.{_m}"] = _args
+
+# hugectr.tools.DataGeneratorParams (HugeCTR/include/pybind/data_generator_wrapper.hpp; num_threads from 3.4).
+ARGS["tools.DataGeneratorParams"] = {a: ALL for a in (
+    "format", "label_dim", "dense_dim", "num_slot", "i64_input_key", "source", "eval_source", "slot_size_array",
+    "nnz_array", "check_type", "dist_type", "power_law_type", "alpha", "num_files", "eval_num_files",
+    "num_samples_per_file", "num_samples", "eval_num_samples", "float_label_dense")}
+ARGS["tools.DataGeneratorParams"]["num_threads"] = _s((3, 4))
 
 # HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
 ENUM_TYPE_NAMES = frozenset({

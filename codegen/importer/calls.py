@@ -26,7 +26,7 @@ from ..hugectr.versions import ENUM_TYPE_NAMES
 STATEFUL = frozenset({
     "Model", "CreateSolver", "CreateOptimizer", "DataReaderParams", "CreateMOS", "CreateETC", "CreateHMemCache",
     "CreateInferenceSession", "CreateInferenceParams", "InferenceParams", "InferenceModel",
-    "EmbeddingCollectionConfig", "EmbeddingPlanner",
+    "EmbeddingCollectionConfig", "EmbeddingPlanner", "DataGenerator",
 })
 # Known lengths a loop over hugectr calls may be unrolled to (a training loop of 10^5 iterations is not a model).
 MAX_UNROLL = 512
@@ -746,14 +746,20 @@ class Interpreter:
             for nested in _calls_in(v):
                 nested.nested = True
         self.script.all_calls.append(call)
-        base = func.split(".")[0]
-        if base in STATEFUL or "." in func:
-            obj = Obj(func if base in STATEFUL and "." not in func else func, len(self.script.all_calls) - 1)
+        # A method of an object (receiver set, or reached through one) or a stateful constructor gives an object;
+        # module functions such as hugectr.data.DataSourceParams are value objects like DenseLayer.
+        is_method = receiver is not None or func.split(".")[0] in STATEFUL | _METHOD_OWNERS
+        if func.split(".")[-1] in STATEFUL or (is_method and "." in func):
+            obj = Obj(func, len(self.script.all_calls) - 1)
             self.script.statements.append(call)
             return obj
         # A value-type object (DenseLayer, Input, ...): returned as the call itself, so it is inlined where used.
         self.script.statements.append(call)
         return call
+
+
+# Owners of methods whose object was not bound to a name (model.get_learning_rate_scheduler().get_next()).
+_METHOD_OWNERS = frozenset({"Model"})
 
 
 def _calls_in(v: object):

@@ -65,7 +65,7 @@ def spec_value(v: object, call: Call, name: str) -> object:
                       v.line or call.line, "replace it with a literal value")
     if isinstance(v, Enum):
         return f"{v.type}.{v.member}"
-    if isinstance(v, Call) and v.func[:1].isupper() and "." not in v.func:
+    if isinstance(v, Call) and v.func.split(".")[-1][:1].isupper() and not v.func.startswith("Model."):
         # A value object (AsyncParam, HybridEmbeddingParam, ...): {"hugectr.AsyncParam": {its arguments}}.
         return {f"hugectr.{v.func}": {k: spec_value(x, v, k) for k, x in kwargs_of(v).items()}}
     if isinstance(v, (Call, Obj)):
@@ -134,6 +134,8 @@ class Mapper:
         pending_pass: dict | None = None
         fits: list[int] = []
         then: list[dict] = []
+        generator: dict | None = None
+        generated = False
         for call in s.statements:
             f = call.func
             if f == "CreateSolver":
@@ -228,6 +230,17 @@ class Mapper:
                 fit = self.fit(call)
             elif f in ("DenseLayer", "SparseEmbedding", "Input", "DataReaderSparseParam"):
                 continue  # built but never added: not part of the model
+            elif f == "tools.DataGenerator":
+                if setup or generator is not None:
+                    raise Refusal("hugectr.tools.DataGenerator after the solver, reader or optimizer: the spec "
+                                  "synthesizes the data first", call.line)
+                params = kwargs_of(call).get("data_generator_params")
+                if not (isinstance(params, Call) and params.func == "tools.DataGeneratorParams"):
+                    raise Refusal("hugectr.tools.DataGenerator(<DataGeneratorParams>) is the form the spec has",
+                                  call.line)
+                generator = {k: spec_value(v, params, k) for k, v in kwargs_of(params).items()}
+            elif f == "tools.DataGenerator.generate" and generator is not None and not generated:
+                generated = True
             elif f.startswith("Model.") and f[len("Model."):] in MODEL_METHODS and compiled and ct is None:
                 kw = kwargs_of(call)
                 entry: dict = {"method": f[len("Model."):]}
@@ -254,6 +267,10 @@ class Mapper:
             spec.setdefault("training", {})
         if then:
             spec.setdefault("training", {})["then"] = then
+        if generator is not None:
+            if not generated:
+                raise Refusal("hugectr.tools.DataGenerator is built but generate() is never called", model_call.line)
+            spec["data"]["generate"] = generator
         if ct is not None:
             self.continuous(spec, ct, passes, hmem, fit, after, model_call)
         if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"] or \

@@ -41,7 +41,7 @@ def py(value: object) -> str:
     if isinstance(value, Enum):
         return f"hugectr.{ident(value.type)}.{ident(value.member)}"
     if isinstance(value, CallValue):
-        return f"hugectr.{ident(value.func)}(" + ", ".join(f"{ident(k)}={py(v)}" for k, v in value.args) + ")"
+        return f"hugectr.{'.'.join(ident(part) for part in value.func.split('.'))}(" + ", ".join(f"{ident(k)}={py(v)}" for k, v in value.args) + ")"
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):

@@ -88,6 +88,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
     if "graph_to_json" in job.before_compile:
         pre_compile.append(f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})")
     return dict(
+        data_generator=kwargs(job.data_generator) if job.data_generator is not None else None,
         pre_compile=pre_compile,
         cache=cache,
         model_args="solver, reader, optimizer" + (f", {cache['kind']}" if cache else ""),

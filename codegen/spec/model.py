@@ -76,6 +76,9 @@ class DataSpec(Strict):
         None, description="pass the cardinalities as DataReaderParams slot_size_array (default: true for Parquet)")
     args: ExtraArgs = Field(default_factory=dict, description="other DataReaderParams arguments by HugeCTR's names "
                                                               "(num_samples, eval_num_samples, float_label_dense, ...)")
+    generate: ExtraArgs | None = Field(
+        None, description="synthesize the data first with hugectr.tools.DataGenerator: DataGeneratorParams arguments "
+                          "(format, label_dim, dense_dim, num_slot, source, eval_source, slot_size_array, ...)")
 
 
 class FeaturesSpec(Strict):
