@@ -220,7 +220,8 @@ Then: ctrgen generate specs/<name>.yaml
                                                     "a graph JSON reveals it, a script must be told")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True,
               help="folder for NAME.yaml and NAME.features.lock.json")
-@click.option("--name", help="model name (default: the script's model_name, else its file name)")
+@click.option("--name", help="model name (default: the script's or graph JSON's model_name, else its file "
+                                     "name)")
 @click.option("--force", is_flag=True, help="overwrite an existing spec or lock")
 def import_(source: Path, version: str | None, out: Path, name: str | None, force: bool) -> None:
     """Read a HugeCTR training script (.py), a notebook (.ipynb) or a graph JSON written by graph_to_json and
@@ -229,6 +230,12 @@ def import_(source: Path, version: str | None, out: Path, name: str | None, forc
     The source is read statically: it is never imported or run. Values it computes at run time are refused with
     their line; hugectr calls or arguments without a spec field are refused, never dropped. Nothing is written
     unless the spec validates.
+
+    A graph JSON names its release through its fields (Concat "axis", the automatic Slice layers,
+    max_vocabulary_size_global's formula, model_name); when several supported releases fit, the newest is taken
+    and named, and --hugectr-version chooses (one the JSON contradicts is refused with the field). The spec
+    regenerates the JSON byte for byte, or the import is refused with the first field that would differ. The
+    JSON names no data files, batch sizes or training loop: those get placeholders, printed as assumed.
     """
     from .importer import import_source
     from .importer.write import write_import
@@ -239,6 +246,22 @@ def import_(source: Path, version: str | None, out: Path, name: str | None, forc
         click.echo(f"wrote {path}")
     for note in result.assumptions:
         click.echo(f"assumed: {note}")
+
+
+@main.command(epilog="""\b
+Examples:
+  ctrgen port specs/dcn.yaml --to 3.3                 # rewrite in place, or say what cannot move
+  ctrgen port specs/dcn.yaml --to 23.06 --out specs/dcn_2306.yaml
+""")
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.option("--to", "to", required=True, help="target HugeCTR release, e.g. 3.3 or 23.06")
+@click.option("--out", type=click.Path(path_type=Path), help="write the ported spec here (default: rewrite SPEC)")
+def port(spec: Path, to: str, out: Path | None) -> None:
+    """Retarget SPEC to another HugeCTR release: only hugectr_version changes (comments kept), and the result must
+    pass every check of that release; otherwise each thing that cannot move is listed and nothing is written."""
+    from .port import port as do_port
+
+    click.echo(f"wrote {do_port(spec, to, out)}")
 
 
 def _attach_commands() -> None:

@@ -64,8 +64,9 @@ class SpecContext:
         return display_path(self.loaded.path, self.root)
 
 
-def open_spec(path: Path) -> SpecContext:
-    loaded = load_spec(path)
+def open_spec(path: Path, text: str | None = None) -> SpecContext:
+    """The spec at ``path`` (``text``: its content as it would be, e.g. a ported spec not yet written)."""
+    loaded = load_spec(path, text)
     spec = loaded.spec
     base = path.resolve().parent
     lock = base / (spec.features_lock or f"{path.stem}.features.lock.json")

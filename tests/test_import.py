@@ -272,8 +272,8 @@ BAD = {
     "two.py": (NORM_DCN + "\nmodel2 = hugectr.Model(solver, reader, optimizer)\n", "2 models are built"),
     "runtime.py": (NORM_DCN.replace("BATCH = 1024", "import random\nBATCH = random.choice([1024])"),
                    "cannot be known without running the script"),
-    "unknown_call.py": (NORM_DCN.replace("model.summary()", "model.freeze_dense()"),
-                        "hugectr.Model.freeze_dense(...) has no spec field"),
+    "unknown_call.py": (NORM_DCN.replace("model.summary()", "model.get_data_reader_train()"),
+                        "hugectr.Model.get_data_reader_train(...) has no spec field"),
     "loop.py": (NORM_DCN.replace("model.fit(", "for i in range(int(input())):\n    model.train()\nmodel.fit("),
                 "inside a loop"),
     "nul.py": ("import hugectr\x00\n", "not valid Python"),
@@ -402,3 +402,17 @@ def test_generated_scripts_import_back_to_their_preset(spec: Path, tmp_path: Pat
     rendered = render_spec(open_spec(tmp_path / f"{original.name}.yaml"))
     again = next(v for k, v in rendered.files.items() if str(k) == "model.py")
     assert compare_texts(model_py.read_text(encoding="utf-8"), again, str(model_py), original.hugectr_version) == []
+
+
+def test_graph_to_json_before_compile_and_calls_after_fit(tmp_path: Path):
+    text = NORM_DCN.replace("model.compile()\nmodel.summary()\nmodel.graph_to_json(graph_config_file=\"dcn.json\")\n",
+                            "model.graph_to_json(graph_config_file=\"dcn.json\")\nmodel.compile()\nmodel.summary()\n")
+    text += 'model.export_predictions("pred.txt", "label.txt")\nmodel.save_params_to_files("dcn_final")\n'
+    src = tmp_path / "late.py"
+    src.write_text(text, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    s = load_spec(spec).spec
+    assert s.script.before_compile == ["graph_to_json"] and s.script.after_compile == ["summary", "fit"]
+    assert [c.method for c in s.training.then] == ["export_predictions", "save_params_to_files"]
+    assert s.training.then[0].args == {"output_prediction_file_name": "pred.txt", "output_label_file_name": "label.txt"}

@@ -190,6 +190,8 @@ class Builder:
             graph_json=s.training.graph_json or f"{s.name}.json",
             setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),
             compile_args=self._extra_args("Model.compile", ("training", "compile"), s.training.compile, ()),
+            before_compile=tuple(s.script.before_compile),
+            then=tuple((c.method, self._model_call(i, c)) for i, c in enumerate(s.training.then)),
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
             model_name=s.name if s.solver.model_name else "", continuous=continuous)
@@ -248,6 +250,13 @@ class Builder:
             values["model_name"] = self.spec.name
         typed = tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
         return typed + self._extra_args("CreateSolver", ("solver", "args"), s.args, SOLVER_FIELDS)
+
+    def _model_call(self, i: int, call) -> tuple:
+        if call.method not in V.MODEL_METHODS:
+            self.fail(("training", "then", i, "method"), f"Model.{call.method} has no spec support",
+                      fix="use one of " + ", ".join(sorted(V.MODEL_METHODS)))
+            return ()
+        return self._extra_args(f"Model.{call.method}", ("training", "then", i, "args"), call.args, ())
 
     def _extra_args(self, func: str, loc: tuple, args: dict, typed: tuple[str, ...]) -> tuple:
         """A spec's ``args:`` map -> checked keyword arguments (enum members from "Type.Member" strings)."""

@@ -11,14 +11,20 @@ table", one sparse model file per table, and with a Cached table "Num of local_p
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..hugectr import versions as V
-from ..spec.model import HMemCacheSpec
+from ..spec.model import HMemCacheSpec, Spec
 from .ir import ContinuousTraining, DataPass
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .build import Builder
+
+class Builder(Protocol):
+    """What this module needs of graph.build's builder (no import of it: the builder imports this module)."""
+
+    spec: Spec
+    profile: V.Profile
+
+    def fail(self, loc: tuple, message: str, fix: str = "") -> None: ...
 
 MOS_KINDS = ("host_memory", "ssd")
 ETC_KINDS = {"staged": "Staged", "cached": "Cached"}
@@ -35,7 +41,7 @@ def _loc(*parts) -> tuple:
     return (*LOC, *parts)
 
 
-def build_continuous(b: "Builder", n_embeddings: int, nodes: int) -> ContinuousTraining | None:
+def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTraining | None:
     """None when the spec has no continuous_training section; problems go to ``b.fail``."""
     spec = b.spec
     ct = spec.continuous_training

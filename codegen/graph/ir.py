@@ -160,6 +160,8 @@ class TrainingJob:
     setup_order: tuple[str, ...]      # "solver" / "reader" / "optimizer", as model.py creates them
     after_compile: tuple[str, ...]    # "summary" / "graph_to_json" / "fit", as model.py calls them
     compile_args: Args
+    before_compile: tuple[str, ...]   # "graph_to_json" when model.py writes the JSON before compile()
+    then: tuple[tuple[str, Args], ...]  # Model methods called last: (method, keyword arguments)
     gpu_count: int
     batchsize: int
     mixed_precision: bool

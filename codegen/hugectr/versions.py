@@ -160,6 +160,25 @@ ARGS["Model.fit"] = {a: ALL for a in ("num_epochs", "max_iter", "display", "eval
                                       "snapshot_prefix")}
 ARGS["Model.fit"]["data_source_params"] = _s((4, 1))
 
+# Model methods a spec may call after training (training.then), with their keyword arguments (hugectr.md §1.9).
+MODEL_METHODS: dict[str, dict[str, Span]] = {
+    "export_predictions": {"output_prediction_file_name": ALL, "output_label_file_name": ALL},
+    "save_params_to_files": {"prefix": ALL, "iter": ALL},
+    "eval": {"eval_batch": _s((3, 2), (3, 3)), "is_first_batch": _s((3, 3), (23, 6))},
+    "load_dense_weights": {"dense_model_file": ALL},
+    "load_sparse_weights": {"sparse_embedding_files": ALL},
+    "load_dense_optimizer_states": {"dense_opt_states_file": ALL},
+    "load_sparse_optimizer_states": {"sparse_opt_states_files": ALL},
+    "freeze_dense": {}, "freeze_embedding": {"embedding_name": _s((3, 3))},
+    "unfreeze_dense": {}, "unfreeze_embedding": {"embedding_name": _s((3, 3))},
+    "check_out_tensor": {"tensor_name": ALL, "tensor_type": ALL},
+    "reset_learning_rate_scheduler": {a: ALL for a in ("base_lr", "warmup_steps", "decay_start", "decay_steps",
+                                                       "decay_power", "end_lr")},
+    "get_incremental_model": {},
+}
+for _m, _args in MODEL_METHODS.items():
+    ARGS[f"Model.{_m}"] = _args
+
 # HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
 ENUM_TYPE_NAMES = frozenset({
     "Layer_t", "Embedding_t", "Optimizer_t", "Update_t", "DataReaderType_t", "Check_t", "Initializer_t",

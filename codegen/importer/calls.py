@@ -150,6 +150,17 @@ class Interpreter:
     def run(self, tree: ast.Module) -> Script:
         env: dict = {"__name__": "__main__"}
         self.exec_body(tree.body, env)
+        if not any(c.func == "Model" for c in self.script.all_calls):
+            # A model built in a function the module never calls statically (a thread target, a CLI callback):
+            # read the first such function as if called with its defaults.
+            for name, fn in list(env.items()):
+                if isinstance(fn, _Function) and "Model(" in (ast.get_source_segment(self.source, fn.node) or ""):
+                    self.script.notes.append((fn.node.lineno, f"function {name}() is not called statically; read "
+                                                              "as if called with its default arguments"))
+                    fake = ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=[], keywords=[],
+                                    lineno=fn.node.lineno, col_offset=0)
+                    self.call_function(fn, fake, env)
+                    break
         return self.script
 
     def exec_body(self, body: list[ast.stmt], env: dict) -> None:

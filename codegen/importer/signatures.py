@@ -16,6 +16,11 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "CreateMOS": ("train_from_scratch", "use_host_memory_ps", "trained_sparse_models", "dest_sparse_models"),
     "CreateETC": ("ps_types", "sparse_models", "local_paths", "hmem_cache_configs"),
     "CreateHMemCache": ("num_blocks", "target_hit_rate", "max_num_evict"),
+    "Model.export_predictions": ("output_prediction_file_name", "output_label_file_name"),
+    "Model.load_sparse_weights": ("sparse_embedding_files",),
+    "Model.freeze_embedding": ("embedding_name",),
+    "Model.unfreeze_embedding": ("embedding_name",),
+    "Model.check_out_tensor": ("tensor_name", "tensor_type"),
 }
 # AsyncParam's third parameter was io_block_size up to 4.0 and max_num_requests_per_thread from 4.1.
 _ASYNC_OLD = ("num_threads", "num_batches_per_thread", "io_block_size", "io_depth", "io_alignment", "shuffle",

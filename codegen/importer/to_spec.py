@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..features import Column, Features
 from ..graph.ir import Enum
+from ..hugectr.versions import MODEL_METHODS
 from .calls import Call, Obj, Script, Unknown, value_repr
 
 from .signatures import POSITIONAL, param_names  # noqa: F401  (POSITIONAL re-exported for compare)
@@ -101,6 +102,7 @@ class Mapper:
         self.name = name
         self.source_label = source_label
         self.assumptions: list[tuple[int | None, str]] = []
+        self.before_compile: list[str] = []
 
     def run(self) -> Imported:
         _VERSION[0] = self.release
@@ -131,6 +133,7 @@ class Mapper:
         passes: list[dict] = []
         pending_pass: dict | None = None
         fits: list[int] = []
+        then: list[dict] = []
         for call in s.statements:
             f = call.func
             if f == "CreateSolver":
@@ -197,9 +200,9 @@ class Mapper:
                 if kw:
                     spec.setdefault("training", {})["compile"] = {k: spec_value(v, call, k) for k, v in kw.items()}
             elif f == "Model.summary":
-                self._after(after, "summary", call, compiled)
+                self._after(after, "summary", call, compiled, then)
             elif f == "Model.graph_to_json":
-                self._after(after, "graph_to_json", call, compiled)
+                self._after(after, "graph_to_json", call, compiled, then)
                 path = kwargs_of(call).get("graph_config_file")
                 spec.setdefault("training", {})["graph_json"] = spec_value(path, call, "graph_config_file")
             elif f == "Model.fit" and ct is not None:
@@ -221,10 +224,16 @@ class Mapper:
                     passes.append({})
                 fits.append(call.line)
             elif f == "Model.fit":
-                self._after(after, "fit", call, compiled)
+                self._after(after, "fit", call, compiled, then)
                 fit = self.fit(call)
             elif f in ("DenseLayer", "SparseEmbedding", "Input", "DataReaderSparseParam"):
                 continue  # built but never added: not part of the model
+            elif f.startswith("Model.") and f[len("Model."):] in MODEL_METHODS and compiled and ct is None:
+                kw = kwargs_of(call)
+                entry: dict = {"method": f[len("Model."):]}
+                if kw:
+                    entry["args"] = {k: spec_value(v, call, k) for k, v in kw.items()}
+                then.append(entry)
             else:
                 raise Refusal(f"hugectr.{f}(...) has no spec field yet", call.line,
                               "remove the call, or file what it should become")
@@ -243,10 +252,16 @@ class Mapper:
             spec.setdefault("training", {}).update(fit)
         else:
             spec.setdefault("training", {})
+        if then:
+            spec.setdefault("training", {})["then"] = then
         if ct is not None:
             self.continuous(spec, ct, passes, hmem, fit, after, model_call)
-        if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"]:
+        if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"] or \
+                self.before_compile:
             spec["script"] = {"setup": setup, "after_compile": after}
+            if self.before_compile:
+                spec["script"]["before_compile"] = list(self.before_compile)
+        spec["name"] = self.name   # CreateSolver(model_name=...) may have named it
         spec["triton"] = {"enabled": False}
         self._solver_mode(spec)
         from .presets import compact
@@ -310,13 +325,18 @@ class Mapper:
             raise Refusal(f"a second hugectr.{call.func}: one model per file", call.line)
         seen.append(what)
 
-    def _after(self, seen: list[str], what: str, call: Call, compiled: bool) -> None:
+    def _after(self, seen: list[str], what: str, call: Call, compiled: bool, then: list | None = None) -> None:
+        then = then or []
         if what in seen:
             raise Refusal(f"model.{what} is called twice; the spec has one of each", call.line)
         if not compiled and what != "graph_to_json":
             raise Refusal(f"model.{what} before model.compile()", call.line)
+        if then:
+            raise Refusal(f"model.{what} after model.{then[-1]['method']}: the spec calls further Model methods "
+                          "last", call.line)
         if not compiled:
-            raise Refusal("model.graph_to_json before model.compile() has no spec field", call.line)
+            self.before_compile.append(what)   # graph_to_json may run before compile (graph_analysis runs once)
+            return
         seen.append(what)
 
     def solver(self, call: Call) -> dict:

@@ -84,7 +84,11 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         reader_comments.extend(bind.reader_comments(slot_cols))
 
     cache = cache_context(job)   # continuous training: CreateMOS / CreateETC, passed as Model's fourth argument
+    pre_compile = []
+    if "graph_to_json" in job.before_compile:
+        pre_compile.append(f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})")
     return dict(
+        pre_compile=pre_compile,
         cache=cache,
         model_args="solver, reader, optimizer" + (f", {cache['kind']}" if cache else ""),
         solver=kwargs([(k, bind.solver(k, v)) for k, v in job.solver]),
@@ -111,6 +115,7 @@ def render_model_py(job: TrainingJob, header: str) -> str:
         fit=kwargs(job.fit),
         graph_json=py_str(job.graph_json),
         after_compile=job.after_compile,
+        then=[(method, kwargs(args)) for method, args in job.then],
         shapes={k: fmt_shape(v) for k, v in job.graph.tensor_shapes().items()},
         continuous=continuous_context(job),
     )

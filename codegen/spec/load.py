@@ -77,13 +77,15 @@ def _fix(err: dict) -> str:
     return ""
 
 
-def load_spec(path: Path) -> LoadedSpec:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError.one(path, "spec file not found", fix="check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError.one(path, f"cannot read spec: {exc}") from None
+def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
+    """Load ``path`` (or ``text`` as if it were the content of ``path``)."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise UserError.one(path, "spec file not found", fix="check the path") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError.one(path, f"cannot read spec: {exc}") from None
     yaml = YAML(typ="rt")
     try:
         tree = yaml.load(text)

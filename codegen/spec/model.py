@@ -222,6 +222,13 @@ ModelSpec = Annotated[Union[MLPPreset, WDLPreset, DCNPreset, DLRMPreset, DeepFMP
                      Field(discriminator="preset")]
 
 
+class ModelCall(Strict):
+    """One call of a Model method, e.g. {method: export_predictions, args: {output_prediction_file_name: ...}}."""
+
+    method: Ident
+    args: ExtraArgs = Field(default_factory=dict)
+
+
 class TrainingSpec(Strict):
     max_iter: NonNegInt | None = None
     num_epochs: NonNegInt | None = None
@@ -231,6 +238,9 @@ class TrainingSpec(Strict):
     snapshot_prefix: str = ""
     graph_json: str | None = Field(None, description="where model.py writes the graph JSON (default <name>.json)")
     compile: ExtraArgs = Field(default_factory=dict, description="Model.compile arguments (loss_names, loss_weights)")
+    then: list["ModelCall"] = Field(default_factory=list,
+                                    description="Model methods called after the calls of script.after_compile, in "
+                                                "order (export_predictions, save_params_to_files, ...)")
     args: ExtraArgs = Field(default_factory=dict, description="other Model.fit arguments by HugeCTR's names")
 
     @model_validator(mode="after")
@@ -247,6 +257,8 @@ class ScriptSpec(Strict):
     setup: list[Literal["solver", "reader", "optimizer"]] = Field(
         default_factory=lambda: ["solver", "reader", "optimizer"],
         description="order of CreateSolver, DataReaderParams and CreateOptimizer")
+    before_compile: list[Literal["graph_to_json"]] = Field(
+        default_factory=list, description="calls made after the last model.add and before model.compile()")
     after_compile: list[Literal["summary", "graph_to_json", "fit"]] = Field(
         default_factory=lambda: ["summary", "graph_to_json", "fit"],
         description="the calls after model.compile(), in order (leave one out to omit it)")
@@ -257,6 +269,8 @@ class ScriptSpec(Strict):
             raise ValueError("setup must name solver, reader and optimizer once each")
         if len(set(self.after_compile)) != len(self.after_compile):
             raise ValueError("after_compile names a call twice")
+        if set(self.before_compile) & set(self.after_compile):
+            raise ValueError("a call is named both before and after compile")
         return self
 
 
