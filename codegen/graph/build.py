@@ -16,7 +16,7 @@ from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
 from .ir import CallValue, Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .presets import PresetError, RawLayer, expand_preset
-from .shapes import LOSS_LAYERS, LayerCheckError, Shape, fmt_shape, infer
+from .shapes import LOSS_LAYERS, LayerCheckError, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # DenseLayer keywords whose values are HugeCTR enums, with the enum type.
@@ -520,14 +520,13 @@ class Builder:
                 continue
             ins = [shapes[b] for b in raw.bottoms]
             try:
-                outs = infer(raw.type, dict(params), ins, len(raw.tops))
+                outs = infer(raw.type, dict(params), ins, len(raw.tops),
+                             Target(p.release, bool(s.solver.use_mixed_precision)))
             except LayerCheckError as exc:
                 inputs_desc = ", ".join(f"{b} {fmt_shape(shapes[b])}" for b in raw.bottoms)
                 self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc}")
                 poisoned.update(raw.tops)
                 continue
-            if len(outs) != len(raw.tops):
-                outs = outs[:1] * len(raw.tops)
             shapes.update(zip(raw.tops, outs))
             layers.append(Layer(type=raw.type, bottoms=raw.bottoms, tops=raw.tops, params=params,
                                 out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin))

@@ -43,6 +43,12 @@ def _need(cond: bool, text: str, why: str = "") -> None:
         raise LayerCheckError(f'HugeCTR rejects this: "{text}"' + (f" ({why})" if why else ""))
 
 
+def _own(cond: bool, why: str) -> None:
+    """A check of ctrgen's own: HugeCTR would build the layer but compute something else (no HugeCTR text)."""
+    if not cond:
+        raise LayerCheckError(f"ctrgen refuses this: {why}")
+
+
 def _same_rows(shapes: list[Shape], text: str) -> None:
     rows = {s.rows for s in shapes}
     _need(len(rows) == 1, text, "inputs have different batch heights: " + ", ".join(_fmt(s) for s in shapes))
@@ -62,12 +68,30 @@ def _arity(bottoms: list[Shape], n: int | tuple[int, ...], layer: str) -> None:
     _need(ok, f"{layer} needs {n} input tensor(s)", f"got {len(bottoms)}")
 
 
-def infer(layer: str, p: dict, bottoms: list[Shape], n_tops: int) -> list[Shape]:
-    """Return the shapes of the layer's tops; raise LayerCheckError with HugeCTR's message when a check fails."""
-    fn = _RULES.get(layer)
-    if fn is None:
-        raise LayerCheckError(f"ctrgen has no shape rule for layer type {layer!r}")
-    return fn(p, bottoms, n_tops)
+@dataclass(frozen=True)
+class Target:
+    """What a rule may depend on besides the layer: the release and the solver's precision."""
+    release: tuple[int, int] = (23, 6)
+    mixed_precision: bool = False
+
+
+def infer(layer: str, p: dict, bottoms: list[Shape], n_tops: int, target: Target = Target()) -> list[Shape]:
+    """Return the shapes of the layer's tops (one per top name); raise LayerCheckError with HugeCTR's message when a
+    check fails."""
+    if layer in _TARGET_RULES:
+        outs = _TARGET_RULES[layer](p, bottoms, n_tops, target)
+    else:
+        fn = _RULES.get(layer)
+        if fn is None:
+            raise LayerCheckError(f"ctrgen has no shape rule for layer type {layer!r}")
+        outs = fn(p, bottoms, n_tops)
+    _own(len(outs) == n_tops, f"{layer} makes {len(outs)} output tensor(s) here and the layer names {n_tops} top(s) "
+                              f"(HugeCTR registers one top name per output tensor)")
+    return outs
+
+
+def _tops(n: int, want: int, layer: str, why: str) -> None:
+    _own(n == want, f"{layer} makes {want} output tensor(s) here ({why}); the layer names {n} top(s)")
 
 
 def _same(p: dict, b: list[Shape], n: int) -> list[Shape]:
@@ -89,7 +113,8 @@ def _reshape(p: dict, b: list[Shape], n: int) -> list[Shape]:
     if step > 0:
         _need(lead * step <= per_sample, "leading_dim and time_step cannot be bigger than n_in_elems",
               f"input {_fmt(x)} has {per_sample} elements per sample, leading_dim*time_step = {lead * step}")
-        _need(per_sample % (lead * step) == 0, "n_in_elems % leading_dim != 0",
+        # ReshapeLayer (src/layers/reshape_layer.cu, 3.2 - 23.06.01) names the 3D check by its members
+        _need(per_sample % (lead * step) == 0, "n_in_elems % (vector_length_ * n_slot_) != 0",
               f"input {_fmt(x)} has {per_sample} elements per sample, not a multiple of {lead}*{step}")
         return [Shape((step, lead), per_sample / (lead * step))]
     _need(lead <= per_sample, "leading_dim cannot be bigger than n_in_elems",
@@ -210,7 +235,9 @@ def _reduce(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "ReduceSum")
     x = b[0]
     axis = int(p.get("axis", 1))
-    _need(axis >= 1 and axis < x.ndim, "The axis is overflow", f"axis {axis} on {_fmt(x)}")
+    # ReduceSumLayer / ReduceMeanLayer (src/layers/reduce_sum_layer.cu, reduce_mean_layer.cu): 0 <= axis < dims.
+    _need(0 <= axis < x.ndim, "The axis is overflow", f"axis {axis} on {_fmt(x)}")
+    _own(axis >= 1, "a reduction over axis 0 sums the whole batch into one row; ctrgen does not model it")
     dims = list(x.dims)
     dims[axis - 1] = 1
     return [Shape(tuple(dims), x.rows)]
@@ -234,11 +261,31 @@ def _gather(p: dict, b: list[Shape], n: int) -> list[Shape]:
     return [Shape((len(p.get("indices") or []), *x.dims[1:]), x.rows)]
 
 
-def _matrix_multiply(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    _arity(b, 2, "MatrixMultiply")
-    a, c = b
-    _need(a.dims[-1] == c.dims[-2] if c.ndim == 3 else a.dims[-1] == c.dims[0], "MatrixMultiply dims mismatch",
+def _matrix_multiply(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
+    # MatrixMultiplyLayer (src/layers/matrix_multiply_layer.cu): lhs (..., m, n) x rhs (..., n, k) -> (..., m, k),
+    # batched over dimension 0 for 3D (3.2+) and over dimensions 0, 1 for 4D (4.3+). 23.06.01 builds the core23 layer,
+    # which also takes 2D x 3D and says "invalid input shape" where older releases say "same num of dims". A 2D lhs
+    # multiplies by a tensor whose rows are the batch (rhs (n, k) needs n == the lhs width), valid for one batch size
+    # only, which ctrgen does not accept.
+    _need(len(b) >= 2, "MatrixMultiplyLayer needs at least 2 input tensors", f"got {len(b)}")
+    a, c = b[0], b[1]
+    _need(a.ndim in (2, 3, 4), "MatrixMultiplyLayer needs two 2D, 3D or 4D input tensors ", f"first input {_fmt(a)}")
+    if a.ndim != c.ndim:
+        if t.release >= (23, 6):
+            _own(not (a.ndim == 2 and c.ndim == 3),
+                 f"a 2D x 3D MatrixMultiply needs the rhs batch to equal the lhs width ({_fmt(a)} x {_fmt(c)}); it "
+                 "holds for one batch size only")
+            _need(False, "MatrixMultiplyLayer invalid input shape", f"{_fmt(a)} x {_fmt(c)}")
+        _need(False, "All the input tensors must have the same num of dims", f"{_fmt(a)} x {_fmt(c)}")
+    _own(a.ndim > 2, f"a 2D MatrixMultiply multiplies by a tensor whose rows are the batch ({_fmt(a)} x {_fmt(c)}); "
+                     "it is valid for one batch size only")
+    _own(a.ndim < 4 or t.release >= (4, 3), "4D MatrixMultiply is built from HugeCTR 4.3")
+    _need(c.dims[-2] == a.dims[-1], "The last two dimension of the input tensors should be m x n, n x k",
           f"{_fmt(a)} x {_fmt(c)}")
+    d = a.ndim
+    _need(a.rows == c.rows, f"{d}D input tensors must have the same batch size", f"{_fmt(a)} x {_fmt(c)}")
+    if d == 4:
+        _need(a.dims[0] == c.dims[0], "4D input tensors must have the same second dim", f"{_fmt(a)} x {_fmt(c)}")
     return [Shape((*a.dims[:-1], c.dims[-1]), a.rows)]
 
 
@@ -247,20 +294,134 @@ def _dot_product(p: dict, b: list[Shape], n: int) -> list[Shape]:
 
 
 def _fused_reshape_concat(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    _need(all(s.ndim == 3 for s in b), "FusedReshapeConcat needs 3D inputs")
+    # FusedReshapeConcatLayer (HugeCTR/src/layers/fused_reshape_concat_layer.cu, same at 3.2, 3.3, 4.3.1 and
+    # 23.06.01; calculate_tensor_dimensions in src/pybind/add_dense_layer.cpp agrees): inputs (B, S, w_i), all 3D with
+    # the same batch and slot count; two outputs, the first S-1 slots of every sample as rows (B*(S-1), Σw) and the
+    # last slot (B, Σw) -- DIN's history items and its target item.
+    _check_fused_reshape_inputs(b)
+    x = b[0]
+    _tops(n, 2, "FusedReshapeConcat", "(B*(slots-1), Σ widths) and (B, Σ widths)")
+    _own(x.dims[0] >= 2, f"FusedReshapeConcat needs at least 2 slots (history + target), got {_fmt(x)}")
     width = sum(s.width for s in b)
-    return [Shape((width,), b[0].rows * b[0].dims[0])]
+    return [Shape((width,), x.rows * (x.dims[0] - 1)), Shape((width,), x.rows)]
 
 
-def _mha(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    _need(len(b) == 2 and b[0].ndim in (3, 4), "MultiHeadAttentionLayer needs two 4D or 3D input tensors ")
-    return [b[0]]
+def _fused_reshape_concat_general(p: dict, b: list[Shape], n: int) -> list[Shape]:
+    # FusedReshapeConcatGeneralLayer (same files as above): one output (B*S, Σw).
+    _check_fused_reshape_inputs(b)
+    _tops(n, 1, "FusedReshapeConcatGeneral", "(B*slots, Σ widths)")
+    return [Shape((sum(s.width for s in b),), b[0].rows * b[0].dims[0])]
 
 
-def _sequence_mask(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    length = int(p.get("max_sequence_len_to", p.get("max_sequence_len", 1)))
-    frm = int(p.get("max_sequence_len_from", length))
-    return [Shape((1, frm, length), b[0].rows)]
+def _check_fused_reshape_inputs(b: list[Shape]) -> None:
+    _need(len(b) > 0, "Empty input tensors")
+    for i, s in enumerate(b):   # the layer's order of checks: batch, slots (against the first), then 3D
+        if i:
+            _need(s.rows == b[0].rows, "All the input tensors must have the same batch_size",
+                  ", ".join(_fmt(t) for t in b))
+            _need(s.ndim < 2 or b[0].ndim < 2 or s.dims[0] == b[0].dims[0],
+                  "All the input tensors must have the same slot_num", ", ".join(_fmt(t) for t in b))
+        _need(s.ndim == 3, "All the input tensors must be 3D", f"input {i} is {_fmt(s)}")
+
+
+def _scale(p: dict, b: list[Shape], n: int) -> list[Shape]:
+    # ScaleLayer (HugeCTR/src/layers/scale_layer.cu at 3.2 - 23.06.01): a 2D input (rows, w) is repeated `factor`
+    # times, axis 0 along the width -> (rows, w*factor), axis 1 along the rows -> (rows*factor, w).
+    # calculate_tensor_dimensions (src/pybind/add_dense_layer.cpp, 3.3 - 23.06.01) records the same. HugeCTR has no
+    # runtime check here (only a debug assert axis < 2), so ctrgen checks what the kernel assumes.
+    _arity(b, 1, "Scale")
+    x = b[0]
+    axis = int(p.get("axis", 1))
+    factor = p.get("factor", 1.0)
+    _own(x.ndim == 2, f"Scale needs a 2D input (ScaleLayer reads dimensions 0 and 1 only), got {_fmt(x)}")
+    _own(axis in (0, 1), f"Scale axis must be 0 (repeat along the width) or 1 (along the rows), got {axis}")
+    _own(float(factor) == int(factor) and int(factor) >= 1,
+         f"Scale factor must be a whole number >= 1 (ScaleLayer takes it as int), got {factor}")
+    k = int(factor)
+    if axis == 0:
+        return [Shape((x.width * k,), x.rows)]
+    return [Shape(x.dims, x.rows * k)]
+
+
+def _softmax(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
+    # Softmax (src/pybind/add_dense_layer.cpp): one input -> same shape. Two inputs (scores, mask) build a
+    # MaskedSoftmaxLayer from 3.9 (src/layers/masked_softmax_layer.cu, 4.3.1 / 23.06.01): same number of dims and the
+    # same last dimension; FP32 only (23.06.01 throws in mixed precision, 4.3.1 drops the mask). Before 3.9 the
+    # second input is ignored, which ctrgen refuses rather than drop a mask silently.
+    _need(len(b) >= 1, "Softmax needs an input tensor")
+    x = b[0]
+    if len(b) == 1:
+        return [x]
+    _need(len(b) == 2, "Softmax takes one input, or two (scores and mask)", f"got {len(b)}")
+    _own(t.release >= (3, 9), "before HugeCTR 3.9 Softmax ignores a second input (masked softmax came in 3.9)")
+    if t.mixed_precision:
+        _need(t.release < (23, 6), "MaskedSoftMaxLayer is not available for the mixed precision mode")
+        _own(False, "in mixed precision HugeCTR before 23.06 builds a plain Softmax and drops the mask input")
+    mask = b[1]
+    _need(mask.ndim == x.ndim, "All the input tensors must have the same num of dims", f"{_fmt(x)}, mask {_fmt(mask)}")
+    _need(mask.width == x.width, "The last dimension of the input tensors should be the same",
+          f"{_fmt(x)}, mask {_fmt(mask)}")
+    return [x]
+
+
+def _sub(p: dict, b: list[Shape], n: int) -> list[Shape]:
+    # SubLayer (src/layers/sub_layer.cu, 3.2 - 23.06.01): exactly two inputs of equal dims.
+    _need(len(b) == 2, "SubLayer needs 2 input tensors", f"got {len(b)}")
+    return _elementwise("Sub")(p, b, n)
+
+
+def _mha(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
+    # MultiHeadAttention, 4.3 - 23.06 (calculate_tensor_dimensions in src/pybind/add_dense_layer.cpp, the checks of
+    # Model::add_dense_layer_internal / add_dense_layer_impl, src/layers/multi_head_attention_layer.cu of 4.3.1 and
+    # 23.06.01). Two forms:
+    #   * 3D query, key, value (B, S, H) with num_attention_heads h: outputs the scores (B, h, S, S) and the value
+    #     split into heads (B, h, S, H/h) -- two tops (the 3-input form came with num_attention_heads in 4.1).
+    #   * 4D (B, h, m, n) and a second 4D tensor: transpose_b=True -> Q·K^T (B, h, m, k) with k = key[-2];
+    #     transpose_b=False -> scores·V merged back (B, m, h * V[-1]) -- one top.
+    _need(len(b) >= 2, "MultiHeadAttentionLayer needs at lease two input tensors ", f"got {len(b)}")
+    q, k = b[0], b[1]
+    _need(q.ndim in (3, 4), "MultiHeadAttentionLayer needs two 4D or 3D input tensors ", f"first input {_fmt(q)}")
+    _own(t.release >= (4, 3), "ctrgen models MultiHeadAttention as HugeCTR 4.3 and later build it")
+    _need(q.ndim == 4 or k.ndim == 3, "MultiHeadAttentionLayer needs 3D or 4D input tensors ",
+          f"{_fmt(q)}, {_fmt(k)}")
+    if q.ndim == 4:
+        _need(k.ndim == 4, "All the input tensors must have the same num of dims", f"{_fmt(q)}, {_fmt(k)}")
+        _need(q.rows == k.rows, "input tensors must have the same batch_size", f"{_fmt(q)}, {_fmt(k)}")
+        _need(k.dims[-1] == q.dims[-1] or q.dims[-1] == k.dims[-2],
+              "The last two dimension of 4D the input tensors should be m x n, k x n or m x n, n x k",
+              f"{_fmt(q)}, {_fmt(k)}")
+        _tops(n, 1, "MultiHeadAttention", "4D inputs")
+        heads, m = q.dims[0], q.dims[1]
+        if p.get("transpose_b", False):
+            return [Shape((heads, m, k.dims[-2]), q.rows)]
+        return [Shape((m, heads * k.dims[-1]), q.rows)]
+    _need(len(b) >= 3, "MultiHeadAttentionLayer needs 3 input tensors: query, key and value", f"got {len(b)}")
+    v = b[2]
+    _need(k.ndim == 3 and v.ndim == 3, "All the input tensors must have the same num of dims",
+          ", ".join(_fmt(s) for s in b))
+    _need(q.width == k.width == v.width, "3D input tensors must have the same hidden_dim",
+          ", ".join(_fmt(s) for s in b))
+    _need(q.dims[0] == k.dims[0] == v.dims[0], "3D input tensors must have the same seq_len",
+          ", ".join(_fmt(s) for s in b))
+    heads = int(p.get("num_attention_heads", 1))
+    _own(heads >= 1 and q.width % heads == 0,
+         f"num_attention_heads={heads} must divide the hidden_dim {q.width} (HugeCTR divides without checking)")
+    _tops(n, 2, "MultiHeadAttention", "3D query/key/value: attention scores and the 4D value")
+    seq = q.dims[0]
+    return [Shape((heads, seq, k.dims[0]), q.rows), Shape((heads, seq, q.width // heads), q.rows)]
+
+
+def _sequence_mask(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
+    # SequenceMask: up to 23.06 one input of sequence lengths (B, 1) -> (B, 1, 1, max_sequence_len)
+    # (src/pybind/add_dense_layer.cpp and add_dense_layer_helpers.cpp, 4.3.1 / 23.06.01; the layer asserts a 2D
+    # input). 23.08 takes max_sequence_len_from / _to and outputs (B, 1, from, to).
+    _own(len(b) >= 1, "SequenceMask needs an input tensor (the sequence lengths)")
+    _own(b[0].ndim == 2, f"SequenceMask reads a 2D tensor of lengths (the layer asserts it), got {_fmt(b[0])}")
+    _tops(n, 1, "SequenceMask", "the mask")
+    if t.release >= (23, 8):
+        length = int(p.get("max_sequence_len_to", 1))
+        return [Shape((1, int(p.get("max_sequence_len_from", 1)), length), b[0].rows)]
+    return [Shape((1, 1, int(p.get("max_sequence_len", 1))), b[0].rows)]
 
 
 def _select(p: dict, b: list[Shape], n: int) -> list[Shape]:
@@ -272,15 +433,18 @@ _RULES = {
     "Reshape": _reshape, "Concat": _concat, "Slice": _slice,
     "InnerProduct": _fc, "FusedInnerProduct": _fc, "MLP": _mlp, "MultiCross": _multicross,
     "ReLU": _same, "ReLUHalf": _same, "Sigmoid": _same, "Dropout": _same, "BatchNorm": _same, "LayerNorm": _same,
-    "ELU": _same, "PReLU_Dice": _same, "Cast": _same, "Softmax": _same, "Scale": _same,
+    "ELU": _same, "PReLU_Dice": _same, "Cast": _same, "Scale": _scale,
     "Add": _elementwise("Add"), "ElementwiseMultiply": _elementwise("ElementwiseMultiply"),
-    "Sub": _elementwise("Sub"), "DotProduct": _dot_product,
+    "Sub": _sub, "DotProduct": _dot_product,
     "Interaction": _interaction, "FmOrder2": _fm_order2, "WeightMultiply": _weight_multiply,
-    "ReduceSum": _reduce, "ReduceMean": _reduce, "Gather": _gather, "MatrixMultiply": _matrix_multiply,
+    "ReduceSum": _reduce, "ReduceMean": _reduce, "Gather": _gather,
     "BinaryCrossEntropyLoss": _loss, "CrossEntropyLoss": _loss, "MultiCrossEntropyLoss": _multi_loss,
-    "FusedReshapeConcat": _fused_reshape_concat, "FusedReshapeConcatGeneral": _fused_reshape_concat,
-    "MultiHeadAttention": _mha, "SequenceMask": _sequence_mask, "Select": _select,
+    "FusedReshapeConcat": _fused_reshape_concat, "FusedReshapeConcatGeneral": _fused_reshape_concat_general,
+    "Select": _select,
     "GRU": lambda p, b, n: [Shape((int(p.get("num_output", 1)),), b[0].rows)],
 }
+
+_TARGET_RULES = {"MultiHeadAttention": _mha, "SequenceMask": _sequence_mask, "Softmax": _softmax,
+                 "MatrixMultiply": _matrix_multiply}
 
 LOSS_LAYERS = frozenset({"BinaryCrossEntropyLoss", "CrossEntropyLoss", "MultiCrossEntropyLoss"})

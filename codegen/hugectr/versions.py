@@ -12,7 +12,12 @@ from dataclasses import dataclass
 Release = tuple[int, int]
 
 # Releases ctrgen generates for. Adding one is adding a key here (and checking the tables below).
-SUPPORTED: dict[str, Release] = {"3.2": (3, 2), "3.3": (3, 3), "4.3": (4, 3), "23.06": (23, 6)}
+# Every release from 3.2 to 25.03, named as its tag without the leading v and the patch (v23.04.00 -> "23.04").
+SUPPORTED: dict[str, Release] = {name: (int(name.split(".")[0]), int(name.split(".")[1])) for name in (
+    "3.2 3.3 3.4 3.5 3.6 3.7 3.8 3.9 4.0 4.1 4.2 4.3 23.02 23.04 23.05 23.06 23.08 23.09 23.12 24.04 24.06 "
+    "25.03").split()}
+# The releases the HugeCTR stand-in imitates (tests/standin) and the committed goldens are checked at.
+STANDIN: tuple[str, ...] = ("3.2", "3.3", "4.3", "23.06")
 NEWEST: Release = (99, 0)
 
 
@@ -184,7 +189,8 @@ ENUM_TYPE_NAMES = frozenset({
     "Layer_t", "Embedding_t", "Optimizer_t", "Update_t", "DataReaderType_t", "Check_t", "Initializer_t",
     "Regularizer_t", "MetricsType", "Alignment_t", "TrainPSType_t", "LrPolicy_t", "AllReduceAlgo", "FcPosition_t",
     "Activation_t", "SourceType_t", "DataSourceType_t", "EmbeddingLayout_t", "CommunicationType", "DeviceMap",
-    "Distribution_t", "PowerLaw_t", "Tensor_t", "GroupLayer_t", "hybrid_embedding_type", "CommunicationType",
+    "Distribution_t", "PowerLaw_t", "Tensor_t", "GroupLayer_t", "HybridEmbeddingType", "DeviceLayout",
+    "CommunicationDirection", "EvictionPolicy_t", "DataSourceType_t", "EmbeddingLayout_t", "TableType_t",
 })
 
 

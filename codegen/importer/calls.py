@@ -20,6 +20,7 @@ import operator
 from dataclasses import dataclass, field
 
 from ..graph.ir import Enum
+from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # Constructors whose objects have identity and state: passed by reference, their calls are statements.
 STATEFUL = frozenset({
@@ -772,10 +773,7 @@ class _HugeCTRFunc:
 
 
 _STR_METHODS = frozenset({"format", "join", "replace", "strip", "lower", "upper", "split", "rstrip", "lstrip"})
-# Enum types whose names do not end in _t.
-ENUM_TYPES = frozenset({"MetricsType", "Alignment_t", "DataSourceType_t", "EmbeddingLayout_t",
-                        "CommunicationType", "CommunicationDirection", "LrPolicy_t", "DeviceMap",
-                        "EvictionPolicy_t", "GroupLayer_t", "FcPosition_t", "Activation_t"})
+ENUM_TYPES = ENUM_TYPE_NAMES
 
 
 def extract(text: str, filename: str = "<script>") -> Script:

@@ -220,7 +220,7 @@ class Model(_Obj):
             if name in self._tensors:
                 raise HugeCTRError(f"{name}, top tensor name already exists")
         ins = [self._tensors[n] for n in layer.bottom_names]
-        outs = infer(layer, ins)
+        outs = infer(layer, ins, bool(self._solver.use_mixed_precision))
         for name, (dims, built) in zip(layer.top_names, outs):
             self._new_tensor(name, dims, built)
         self._shapes[id(layer)] = [None if t in LOSSES else o for o in outs]
@@ -250,10 +250,11 @@ class Model(_Obj):
                 if uses[name] > 1:
                     if name not in next_slice:
                         t = self._tensors[name]
-                        w = t.built[-1] if at_least(3, 4) else t.built[1]
+                        # the width is read from the add()-time shape: its last dimension (3.4+), dimension 1 at 3.3
+                        w = t.dims[-1] if at_least(3, 4) else t.dims[0]
                         tops = [f"{name}_slice{k}" for k in range(uses[name])]
                         sl = _AutoSlice(name, tops, w)
-                        self._shapes[id(sl)] = [((w,), (t.built[0], w))] * len(tops)
+                        self._shapes[id(sl)] = [(t.dims[:-1] + (w,), t.built[:-1] + (w,))] * len(tops)
                         out.append((sl, [name], tops))
                         next_slice[name] = 0
                     bottoms.append(f"{name}_slice{next_slice[name]}")

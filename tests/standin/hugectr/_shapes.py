@@ -14,8 +14,8 @@ from ._api import HugeCTRError
 from ._release import NAME, at_least
 
 LOSSES = {"BinaryCrossEntropyLoss", "CrossEntropyLoss", "MultiCrossEntropyLoss"}
-SAME_SHAPE = {"ReLU", "ReLUHalf", "Sigmoid", "Dropout", "BatchNorm", "LayerNorm", "ELU", "PReLU_Dice", "Softmax",
-              "Cast", "MultiCross"}
+SAME_SHAPE = {"ReLU", "ReLUHalf", "Sigmoid", "Dropout", "BatchNorm", "LayerNorm", "ELU", "PReLU_Dice", "Cast",
+              "MultiCross"}
 
 
 class Tensor:
@@ -29,7 +29,7 @@ def _fail(text: str) -> None:
     raise HugeCTRError(text)
 
 
-def infer(layer, ins: list[Tensor]) -> list[tuple[tuple, tuple]]:
+def infer(layer, ins: list[Tensor], mixed_precision: bool = False) -> list[tuple[tuple, tuple]]:
     """(dims, built) of each top of ``layer`` given its input tensors."""
     t = layer.type
     n_tops = len(layer.top_names)
@@ -61,8 +61,8 @@ def infer(layer, ins: list[Tensor]) -> list[tuple[tuple, tuple]]:
         if ts > 0:
             if ld * ts > n_in:
                 _fail("leading_dim and time_step cannot be bigger than n_in_elems")
-            if n_in % (ld * ts):
-                _fail("n_in_elems % leading_dim != 0")
+            if n_in % (ld * ts):  # the 3D check's own text (upstream src/layers/reshape_layer.cu, 3.2-23.06)
+                _fail("n_in_elems % (vector_length_ * n_slot_) != 0")
             return [((ts, ld), (n_in // (ld * ts), ts, ld))]
         if ld > n_in:
             _fail("leading_dim cannot be bigger than n_in_elems")
@@ -105,7 +105,8 @@ def infer(layer, ins: list[Tensor]) -> list[tuple[tuple, tuple]]:
             if a >= width or b > width:
                 _fail("Ranges cannot be bigger than the input width")
             prev = (a, b)
-        return [((b - a,), (rows, b - a)) for a, b in layer.ranges]
+        # the last dimension is sliced, the others kept (SliceLayer, src/layers/slice_layer.cu of 4.3.1 / 23.06.01)
+        return [(x.dims[:-1] + (b - a,), x.built[:-1] + (b - a,)) for a, b in layer.ranges]
     if t in ("InnerProduct", "FusedInnerProduct"):
         n = layer.num_output
         if len(x.built) == 2:
@@ -121,9 +122,11 @@ def infer(layer, ins: list[Tensor]) -> list[tuple[tuple, tuple]]:
         if layer.biases and len(layer.biases) != len(layer.num_outputs):
             _fail("The number of biases should be equal to the number of layers.")
         return [((layer.num_output,), (rows, layer.num_outputs[-1] if layer.num_outputs else layer.num_output))]
-    if t in ("Add", "ElementwiseMultiply"):
+    if t in ("Add", "ElementwiseMultiply", "DotProduct"):
+        # DotProduct (3.2-3.4, upstream src/layers/dot_product_layer.cu): the elementwise product, same checks
         if len(ins) < 2:
-            _fail(f"{'AddLayer' if t == 'Add' else 'ElementwiseMultiplyLayer'} needs at least 2 input tensors")
+            _fail(f"{t if t == 'DotProduct' else 'ElementwiseMultiply' if t != 'Add' else 'Add'}Layer needs at least "
+                  "2 input tensors")
         if len({len(i.built) for i in ins}) != 1:
             _fail("All the input tensors must have the same num of dims")
         if len({i.built for i in ins}) != 1:
@@ -166,5 +169,157 @@ def infer(layer, ins: list[Tensor]) -> list[tuple[tuple, tuple]]:
         s = emb.built[1]
         w = mlp.built[1] + s * (s + 1) // 2 + 1
         return [((w,), (rows, w))] * max(n_tops, 1)
+    if t == "Sub":
+        if len(ins) != 2:
+            _fail("SubLayer needs 2 input tensors")
+        if len(ins[1].built) != len(x.built):
+            _fail("All the input tensors must have the same num of dims")
+        if ins[1].built != x.built:
+            _fail("All the input tensors must have the same dims")
+        return [(x.dims, x.built)]
+    if t == "Scale":
+        return [_scale(layer, x)]
+    if t in ("FusedReshapeConcat", "FusedReshapeConcatGeneral"):
+        return _fused_reshape_concat(t, ins, n_tops)
+    if t == "Softmax":
+        return [_softmax(layer, ins, mixed_precision)]
+    if t == "SequenceMask":
+        if n_tops != 1:
+            _fail(f"hugectr stand-in: SequenceMask has one output, {n_tops} top names given")
+        if len(x.built) != 2:
+            _fail("hugectr stand-in: SequenceMask reads a 2D tensor of sequence lengths (the layer asserts it)")
+        length = layer.max_sequence_len  # (B, 1, 1, max_sequence_len) up to 23.06
+        return [((1, 1, length), (rows, 1, 1, length))]
+    if t == "MultiHeadAttention":
+        return _attention(layer, ins, n_tops)
+    if t == "MatrixMultiply":
+        return [_matmul(ins)]
     raise HugeCTRError(f"hugectr stand-in (HugeCTR {NAME}): no shape rule for Layer_t.{t}; the reference gives none "
                        "(extend tests/standin/hugectr/_shapes.py from shared reference hugectr.md §3)")
+
+
+def _scale(layer, x: Tensor) -> tuple[tuple, tuple]:
+    """ScaleLayer (upstream src/layers/scale_layer.cu, 3.2-23.06): the 2D input is copied ``factor`` (an int) times,
+    axis 0 side by side (w*factor columns), any other axis below each other (rows*factor rows). The add()-time shape
+    (calculate_tensor_dimensions) grows the same dimension."""
+    if len(x.built) != 2:
+        _fail("hugectr stand-in: ScaleLayer reads a 2D tensor (dimensions 0 and 1)")
+    r, w = x.built
+    k = int(layer.factor)
+    built = (r, w * k) if layer.axis == 0 else (r * k, w)
+    return (built[1:], built)
+
+
+def _fused_reshape_concat(t: str, ins: list[Tensor], n_tops: int) -> list[tuple[tuple, tuple]]:
+    """FusedReshapeConcat(General)Layer (upstream src/layers/fused_reshape_concat*_layer.cu, 3.2-23.06): 3D inputs
+    (B, S, w_i) with one batch and slot count. FusedReshapeConcat: the first S-1 slots of each sample as rows and the
+    last slot, (B*(S-1), Σw) and (B, Σw); General: (B*S, Σw)."""
+    if not ins:
+        _fail("Empty input tensors")
+    first = ins[0].built
+    for i, tensor in enumerate(ins):
+        d = tensor.built
+        if i:
+            if d[0] != first[0]:
+                _fail("All the input tensors must have the same batch_size")
+            if len(d) > 1 and len(first) > 1 and d[1] != first[1]:
+                _fail("All the input tensors must have the same slot_num")
+        if len(d) != 3:
+            _fail("All the input tensors must be 3D")
+    batch, slots = first[0], first[1]
+    w = sum(tensor.built[2] for tensor in ins)
+    if t == "FusedReshapeConcatGeneral":
+        return [((w,), (batch * slots, w))]
+    if n_tops != 2:
+        _fail(f"hugectr stand-in: FusedReshapeConcat has two outputs, {n_tops} top names given")
+    return [((w,), (batch * (slots - 1), w)), ((w,), (batch, w))]
+
+
+def _softmax(layer, ins: list[Tensor], mixed_precision: bool) -> tuple[tuple, tuple]:
+    """Softmax; with a second input (a mask) a MaskedSoftmaxLayer from 3.9 (upstream src/layers/masked_softmax_layer.cu
+    and the pybind Softmax case): FP32 only (23.06 refuses mixed precision, 4.x builds a plain Softmax from the
+    first input). Before 3.9 the second input is not read."""
+    x = ins[0]
+    if len(ins) == 2 and at_least(3, 9) and not mixed_precision:
+        mask = ins[1]
+        if len(mask.built) != len(x.built):
+            _fail("All the input tensors must have the same num of dims")
+        if mask.built[-1] != x.built[-1]:
+            _fail("The last dimension of the input tensors should be the same")
+    elif len(ins) == 2 and mixed_precision and at_least(23, 6):
+        _fail("MaskedSoftMaxLayer is not available for the mixed precision mode")
+    return (x.dims, x.built)
+
+
+def _attention(layer, ins: list[Tensor], n_tops: int) -> list[tuple[tuple, tuple]]:
+    """MultiHeadAttention as 4.3 and 23.06 build it (upstream src/layers/multi_head_attention_layer.cu and the pybind
+    case). 3D query, key, value (B, S, H): the scores (B, h, S, S) and the value in heads (B, h, S, H/h), h =
+    num_attention_heads. 4D (B, h, m, n) with a second 4D tensor: transpose_b -> (B, h, m, second[2]); otherwise
+    (B, m, h * second[3])."""
+    if not at_least(4, 3):
+        _fail(f"hugectr stand-in (HugeCTR {NAME}): MultiHeadAttention is modelled from 4.3 (the release with "
+              "transpose_b)")
+    if len(ins) > 0 and len(ins[0].built) not in (3, 4):
+        _fail("MultiHeadAttentionLayer needs two 4D or 3D input tensors ")
+    if len(ins) < 2:
+        _fail("MultiHeadAttentionLayer needs at lease two input tensors ")
+    a, b = ins[0].built, ins[1].built
+    if len(a) != 4 and len(b) != 3:
+        _fail("MultiHeadAttentionLayer needs 3D or 4D input tensors ")
+    if len(a) == 4:
+        if len(b) != 4:
+            _fail("All the input tensors must have the same num of dims")
+        if a[0] != b[0]:
+            _fail("input tensors must have the same batch_size")
+        if b[3] != a[3] and a[3] != b[2]:
+            _fail("The last two dimension of 4D the input tensors should be m x n, k x n or m x n, n x k")
+        if n_tops != 1:
+            _fail(f"hugectr stand-in: MultiHeadAttention of 4D tensors has one output, {n_tops} top names given")
+        built = (a[0], a[1], a[2], b[2]) if layer.transpose_b else (a[0], a[2], a[1] * b[3])
+        return [(built[1:], built)]
+    if len(ins) < 3:
+        _fail("MultiHeadAttentionLayer needs 3 input tensors: query, key and value")
+    c = ins[2].built
+    if len(b) != 3 or len(c) != 3:
+        _fail("All the input tensors must have the same num of dims")
+    if not a[2] == b[2] == c[2]:
+        _fail("3D input tensors must have the same hidden_dim")
+    if not a[1] == b[1] == c[1]:
+        _fail("3D input tensors must have the same seq_len")
+    if n_tops != 2:
+        _fail(f"hugectr stand-in: MultiHeadAttention of 3D tensors has two outputs, {n_tops} top names given")
+    h = layer.num_attention_heads
+    score = (a[0], h, a[1], b[1])
+    value = (a[0], h, a[1], a[2] // h)
+    return [(score[1:], score), (value[1:], value)]
+
+
+def _matmul(ins: list[Tensor]) -> tuple[tuple, tuple]:
+    """MatrixMultiplyLayer (upstream src/layers/matrix_multiply_layer.cu): (..., m, n) x (..., n, k) -> (..., m, k);
+    2D is a plain product of the built tensors, 3D batched over dimension 0, 4D (4.3+) over dimensions 0 and 1.
+    23.06 builds the core23 layer: 2D x 3D as well, and other rank mismatches are an "invalid input shape"."""
+    if len(ins) < 2:
+        _fail("MatrixMultiplyLayer needs at least 2 input tensors")
+    a, b = ins[0].built, ins[1].built
+    if len(a) not in (2, 3, 4):
+        _fail("MatrixMultiplyLayer needs two 2D, 3D or 4D input tensors ")
+    if at_least(23, 6):
+        if len(a) == 2 and len(b) == 3:
+            if b[0] != a[1]:
+                _fail("MatrixMultiplyLayer 2Dx3D invalid shape")
+            built = (a[0], b[1], b[2])
+            return (built[1:], built)
+        if len(a) != len(b):
+            _fail("MatrixMultiplyLayer invalid input shape")
+    elif len(a) != len(b):
+        _fail("All the input tensors must have the same num of dims")
+    if len(a) == 4 and not at_least(4, 3):
+        _fail(f"hugectr stand-in (HugeCTR {NAME}): 4D MatrixMultiply is built from 4.3")
+    if b[-2] != a[-1]:
+        _fail("The last two dimension of the input tensors should be m x n, n x k")
+    if len(a) >= 3 and a[0] != b[0]:
+        _fail(f"{len(a)}D input tensors must have the same batch size")
+    if len(a) == 4 and a[1] != b[1]:
+        _fail("4D input tensors must have the same second dim")
+    built = a[:-1] + (b[-1],)
+    return (built[1:], built)
