@@ -15,7 +15,7 @@ checked-out files.
 
 Units. A ``.py`` file is one unit; a notebook gives one unit per ``%%writefile NAME.py`` cell and one unit of all
 its other code cells joined (the importer's own split, :func:`codegen.importer.source.notebook_units`). A unit is
-*single-model* when it builds exactly one ``hugectr.Model(...)`` (any import alias) and does not call
+*single-model* when it builds exactly one ``hugectr.Model(...)`` (or ``ModelPerfExt``; any import alias) and does not call
 ``Model.construct_from_json``; units with several models, ``construct_from_json`` or only inference APIs are listed
 as excluded with the reason. Identical units (same Python syntax tree, so comments and layout do not count) are one
 distinct unit that remembers every release it is published in.
@@ -58,6 +58,8 @@ RESULTS = "results.json"
 LOW_LEVEL = {"train", "eval", "start_data_reading", "get_current_loss", "set_learning_rate", "check_overflow",
              "get_next", "is_eof", "set_source", "get_data_reader_train", "get_data_reader_eval",
              "get_learning_rate_scheduler", "get_eval_metrics"}
+# Constructors of a trainable model (ModelPerfExt: the performance variant of Model in 3.x).
+MODELS = {"Model", "ModelPerfExt"}
 INFERENCE = {"CreateInferenceSession", "InferenceParams", "InferenceModel", "CreateInferenceParams",
              "VolatileDatabaseParams", "PersistentDatabaseParams", "UpdateSourceParams", "HPS"}
 
@@ -219,7 +221,7 @@ def shape_of(text: str) -> Shape:
     except (SyntaxError, ValueError) as exc:
         s = Shape(parses=False, error=f"{type(exc).__name__}: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})")
         s.hugectr = bool(re.search(r"^\s*(import hugectr|from hugectr)", text, re.M))
-        s.models = len(re.findall(r"(?<![\w.])(?:hugectr\.|hc\.)?Model\s*\(", text))
+        s.models = len(re.findall(r"(?<![\w.])(?:hugectr\.|hc\.)?Model(?:PerfExt)?\s*\(", text))
         s.from_json = text.count("construct_from_json")
         return s
     aliases = hugectr_aliases(tree)
@@ -232,7 +234,7 @@ def shape_of(text: str) -> Shape:
             f = resolve(dotted(node.func), aliases)
             if f is None and star and isinstance(node.func, ast.Name):
                 f = node.func.id
-            if f == "Model":
+            if f in MODELS:
                 s.models += 1
             elif f and (f.split(".")[-1] in INFERENCE or f.startswith(("inference.", "hps."))):
                 s.inference += 1
