@@ -57,8 +57,8 @@ model.construct_from_json(graph_config_file="g.json", include_dense_network=True
 INFERENCE = """\
 from hugectr.inference import InferenceParams, CreateInferenceSession
 params = InferenceParams(model_name="m", max_batchsize=8, hit_rate_threshold=1.0, dense_model_file="d",
-                         sparse_model_files=["s"], device_id=0, use_gpu_embedding_cache=False, cache_size_percentage=0.5,
-                         i64_input_key=False)
+                         sparse_model_files=["s"], device_id=0, use_gpu_embedding_cache=False,
+                         cache_size_percentage=0.5, i64_input_key=False)
 session = CreateInferenceSession("g.json", params)
 """
 

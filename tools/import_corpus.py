@@ -15,15 +15,16 @@ checked-out files.
 
 Units. A ``.py`` file is one unit; a notebook gives one unit per ``%%writefile NAME.py`` cell and one unit of all
 its other code cells joined (the importer's own split, :func:`codegen.importer.source.notebook_units`). A unit is
-*single-model* when it builds exactly one ``hugectr.Model(...)`` (or ``ModelPerfExt``; any import alias) and does not call
-``Model.construct_from_json``; units with several models, ``construct_from_json`` or only inference APIs are listed
-as excluded with the reason. Identical units (same Python syntax tree, so comments and layout do not count) are one
-distinct unit that remembers every release it is published in.
+*single-model* when it builds exactly one ``hugectr.Model(...)`` (or ``ModelPerfExt``; any import alias) and does
+not call ``Model.construct_from_json``; units with several models, ``construct_from_json`` or only inference APIs are
+listed as excluded with the reason. Identical units (same Python syntax tree, so comments and layout do not count) are
+one distinct unit that remembers every release it is published in.
 
 Releases. For each release the newest tag of that release is read (``v3.3.1`` for 3.3, ``v23.06.01`` for 23.06).
 HugeCTR is walked under samples/, test/, notebooks/ and tools/. hugectr_backend and Merlin do not tag every HugeCTR
-release: for a release, the tag of the same release name when there is one (v3.5, v23.06.00), otherwise the newest tag of that repository whose commit date is not later than the HugeCTR tag's
-commit date is read (the notebooks published alongside that release), all of the repository.
+release: for a release, the tag of the same release name when there is one (v3.5, v23.06.00), otherwise the newest
+tag of that repository whose commit date is not later than the HugeCTR tag's commit date is read (the notebooks
+published alongside that release), all of the repository.
 """
 
 from __future__ import annotations
@@ -34,14 +35,13 @@ import collections
 import hashlib
 import io
 import json
-import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -219,7 +219,8 @@ def shape_of(text: str) -> Shape:
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as exc:
-        s = Shape(parses=False, error=f"{type(exc).__name__}: {getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')})")
+        where = f"line {getattr(exc, 'lineno', '?')}"
+        s = Shape(parses=False, error=f"{type(exc).__name__}: {getattr(exc, 'msg', exc)} ({where})")
         s.hugectr = bool(re.search(r"^\s*(import hugectr|from hugectr)", text, re.M))
         s.models = len(re.findall(r"(?<![\w.])(?:hugectr\.|hc\.)?Model(?:PerfExt)?\s*\(", text))
         s.from_json = text.count("construct_from_json")
@@ -600,9 +601,8 @@ def run(args: argparse.Namespace) -> None:
     if args.unit:
         jobs = [(u, r) for u, r in jobs if u["hash"].startswith(tuple(args.unit))]
     results_path = cache / RESULTS
-    old = json.loads(results_path.read_text(encoding="utf-8")) if results_path.exists() and (args.release or args.unit) \
-        else {}
-    results = dict(old)
+    keep = results_path.exists() and (args.release or args.unit)
+    results = json.loads(results_path.read_text(encoding="utf-8")) if keep else {}
     t_all = time.perf_counter()
     work = [(unit_text(cache, u["hash"]), r, "unit") for u, r in jobs]
     if args.jobs > 1:
@@ -704,7 +704,8 @@ def failures_text(index: dict, results: dict) -> str:
             for u in sorted(us, key=lambda u: label_of(u["members"][-1])):
                 _, res = outcome(u, results)
                 rels = releases_of(u)
-                w(f"- `{u['hash']}` `{label_of(u['members'][-1])}` ({rels[0]}–{rels[-1]}): {res.get('message', '')}\n")
+                w(f"- `{u['hash']}` `{label_of(u['members'][-1])}` ({rels[0]}–{rels[-1]}): "
+                  f"{res.get('message', '')}\n")
                 if st == "crashed":
                     w("\n```\n" + res.get("traceback", "").strip()[-3000:] + "\n```\n\n")
     return out.getvalue()
@@ -763,14 +764,16 @@ def report(args: argparse.Namespace) -> None:
             w(f"| {len(us)} | {c.replace('|', '&#124;')} | `{ex}` |\n")
         w("\n")
     w("## Rerun\n\n```bash\n"
-      "# clones (bare is fine) of NVIDIA-Merlin/HugeCTR, triton-inference-server/hugectr_backend, NVIDIA-Merlin/Merlin\n"
+      "# clones (bare is fine) of NVIDIA-Merlin/HugeCTR, triton-inference-server/hugectr_backend and\n"
+      "# NVIDIA-Merlin/Merlin\n"
       "python tools/import_corpus.py collect --hugectr hugectr --backend hugectr_backend --merlin Merlin\n"
       "python tools/import_corpus.py run                 # imports + regenerates every unit (cache: .work/corpus)\n"
       "python tools/import_corpus.py report              # writes this file\n"
       "python tools/import_corpus.py inventory -o FILE   # which hugectr names the units use\n```\n\n"
       "Releases read: " + ", ".join(index["releases"]) + ". For each the newest tag of the release is read "
       "(e.g. v3.3.1, v23.06.01); HugeCTR under samples/, test/, notebooks/, tools/. hugectr_backend and Merlin do not "
-      "tag every release: the tag of the same release name where there is one, otherwise the newest tag of each whose commit date is not later than the HugeCTR tag's is read "
+      "tag every release: the tag of the same release name where there is one, otherwise the newest tag of each "
+      "whose commit date is not later than the HugeCTR tag's is read "
       "(all of the repository).\n")
     Path(args.output).write_text(out.getvalue(), encoding="utf-8")
     print(f"report written to {args.output}: {sum(o.values())} distinct units, {pct(o)}% reproduced", file=sys.stderr)
