@@ -837,7 +837,7 @@ def import_graph_json(path: Path, text: str, hugectr_version: str | None, name: 
             assert att.misfit is not None
             fits = [v for v in V.SUPPORTED if v != hugectr_version
                     and _run(reading, v, name, raw, doc, path, label).result is not None]
-            fix = f"omit --hugectr-version (the JSON fits {', '.join(fits)})" if fits else ""
+            fix = f"omit --hugectr-version (the JSON fits HugeCTR {_ranges(fits)})" if fits else ""
             raise UserError.one(path, f"--hugectr-version {hugectr_version}: {att.misfit.message}",
                                 field=att.misfit.field, fix=fix)
         return att.result
@@ -851,10 +851,22 @@ def import_graph_json(path: Path, text: str, hugectr_version: str | None, name: 
     chosen = fits[-1]
     assert chosen.result is not None
     if len(fits) > 1:
-        chosen.result.assumptions.insert(0, f"release {chosen.release} assumed: the JSON fits "
-                                            f"{', '.join(a.release for a in fits)} of the supported releases "
+        chosen.result.assumptions.insert(0, f"release {chosen.release} assumed: the JSON fits HugeCTR "
+                                            f"{_ranges([a.release for a in fits])} "
                                             f"(pass --hugectr-version to choose)")
     return chosen.result
+
+
+def _ranges(releases: list[str]) -> str:
+    """'3.6–23.12' for a contiguous run of supported releases, runs joined by ', '."""
+    order = list(V.SUPPORTED)
+    runs: list[list[str]] = []
+    for r in releases:
+        if runs and order.index(r) == order.index(runs[-1][-1]) + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
 
 
 def _run(reading: Reading, release: str, name: str, raw: bytes, doc: object, path: Path, label: str) -> Attempt:
