@@ -738,7 +738,9 @@ def report(args: argparse.Namespace) -> None:
     excl = sum(1 for u in index["units"] if u["kind"] != "single")
     w(f"| **distinct** | | **{sum(o.values())}** | **{o['reproduced']}** | **{o['refused']}** | "
       f"**{o['differing']}** | **{o['crashed']}** | **{pct(o)}** | {excl} |\n\n")
-    w("A unit published in several releases is imported once per release; in the *distinct* row it counts as "
+    w("*units*: the distinct single-model units of that release (a script and the notebook cell that writes the "
+      "same code count once). "
+      "A unit published in several releases is imported once per release; in the *distinct* row it counts as "
       "reproduced only if it reproduces in every release it is published in, otherwise by its worst outcome "
       "(crashed, then differing, then refused).\n\n")
     excluded = collections.Counter(u["kind"] for u in index["units"] if u["kind"] != "single")
