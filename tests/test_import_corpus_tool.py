@@ -1,0 +1,170 @@
+"""tools/import_corpus.py on a tiny synthetic upstream: collect finds, classifies and deduplicates the units of each
+release tag; run imports, regenerates and compares them; report writes the per-release table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+MLP = """\
+import hugectr
+
+solver = hugectr.CreateSolver(max_eval_batches=100, batchsize_eval=512, batchsize=512, lr=0.001,
+                              vvgpu=[[0]], repeat_dataset=True)
+reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Norm,
+                                  source=["./train/list.txt"], eval_source="./val/list.txt",
+                                  check_type=hugectr.Check_t.Sum)
+optimizer = hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.Adam)
+model = hugectr.Model(solver, reader, optimizer)
+model.add(hugectr.Input(label_dim=1, label_name="label", dense_dim=4, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("cats", 1, True, 3)]))
+model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,
+                                  workspace_size_per_gpu_in_mb=10, embedding_vec_size=8, combiner="sum",
+                                  sparse_embedding_name="emb", bottom_name="cats", optimizer=optimizer))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Reshape, bottom_names=["emb"], top_names=["flat"],
+                             leading_dim=24))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Concat, bottom_names=["flat", "dense"],
+                             top_names=["both"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.InnerProduct, bottom_names=["both"], top_names=["fc1"],
+                             num_output=UNITS))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.ReLU, bottom_names=["fc1"], top_names=["relu1"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.InnerProduct, bottom_names=["relu1"], top_names=["fc2"],
+                             num_output=1))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.BinaryCrossEntropyLoss, bottom_names=["fc2", "label"],
+                             top_names=["loss"]))
+model.compile()
+model.summary()
+model.fit(max_iter=100, display=10, eval_interval=50, snapshot=1000000, snapshot_prefix="mlp")
+"""
+
+FROM_JSON = """\
+import hugectr as hc
+solver = hc.CreateSolver(batchsize=64, vvgpu=[[0]])
+reader = hc.DataReaderParams(data_reader_type=hc.DataReaderType_t.Norm, source=["a"], eval_source="b",
+                             check_type=hc.Check_t.Sum)
+model = hc.Model(solver, reader, hc.CreateOptimizer(optimizer_type=hc.Optimizer_t.SGD))
+model.construct_from_json(graph_config_file="g.json", include_dense_network=True)
+"""
+
+INFERENCE = """\
+from hugectr.inference import InferenceParams, CreateInferenceSession
+params = InferenceParams(model_name="m", max_batchsize=8, hit_rate_threshold=1.0, dense_model_file="d",
+                         sparse_model_files=["s"], device_id=0, use_gpu_embedding_cache=False,
+                         cache_size_percentage=0.5, i64_input_key=False)
+session = CreateInferenceSession("g.json", params)
+"""
+
+# A model the importer must refuse: its width is computed at run time.
+RUNTIME = MLP.replace("UNITS", "int(input())")
+
+
+def _notebook(script: str) -> str:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# training\n"]},
+             {"cell_type": "code", "metadata": {}, "source": ("%%writefile train_mlp.py\n" + script).splitlines(True),
+              "outputs": [], "execution_count": None},
+             {"cell_type": "code", "metadata": {}, "source": ["!python3 train_mlp.py\n"], "outputs": [],
+              "execution_count": None}]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def _commit(repo: Path, files: dict[str, str], tag: str, date: str) -> None:
+    for rel, text in files.items():
+        p = repo / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    _git(repo, "add", "-A")
+    env_date = f"{date}T12:00:00+00:00"
+    _git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "-m", tag, f"--date={env_date}")
+    _git(repo, "-c", "tag.gpgsign=false", "tag", tag)
+
+
+@pytest.fixture(scope="module")
+def tool():
+    spec = importlib.util.spec_from_file_location("import_corpus", REPO / "tools" / "import_corpus.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["import_corpus"] = mod          # dataclasses look their module up
+    try:
+        spec.loader.exec_module(mod)
+        yield mod
+    finally:
+        sys.modules.pop("import_corpus", None)
+
+
+@pytest.fixture()
+def upstream(tmp_path: Path) -> Path:
+    repo = tmp_path / "hugectr"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    mlp = MLP.replace("UNITS", "16")
+    _commit(repo, {"samples/mlp/mlp.py": mlp, "samples/json/from_json.py": FROM_JSON,
+                   "test/inference/infer.py": INFERENCE, "docs/ignored.py": mlp,
+                   "notebooks/train.ipynb": _notebook(mlp)}, "v3.2", "2021-10-01")
+    # 23.06: the sample reformatted (same syntax tree: the same distinct unit), a second model added, a refused one.
+    _commit(repo, {"samples/mlp/mlp.py": "# reformatted\n" + mlp.replace("lr=0.001,\n", "lr=0.001,  \n"),
+                   "samples/wide/mlp32.py": MLP.replace("UNITS", "32"), "test/runtime.py": RUNTIME},
+            "v23.06.00", "2023-06-01")
+    _commit(repo, {"test/extra.txt": "not python"}, "v23.06.01", "2023-06-20")
+    return repo
+
+
+def test_collect_run_report(tool, upstream: Path, tmp_path: Path):
+    cache = tmp_path / "cache"
+    base = ["--cache", str(cache)]
+    tool.main([*base, "collect", "--hugectr", str(upstream), "--release", "3.2", "--release", "23.06"])
+    index = json.loads((cache / "index.json").read_text(encoding="utf-8"))
+    assert index["releases"] == ["3.2", "23.06"]
+    assert index["tags"]["23.06"] == {"HugeCTR": "v23.06.01"}          # the newest patch tag of the release
+    kinds = {}
+    for u in index["units"]:
+        for m in u["members"]:
+            kinds[(m["release"], m["path"], m["unit"])] = u["kind"]
+    assert kinds[("3.2", "samples/mlp/mlp.py", "")] == "single"
+    assert kinds[("3.2", "notebooks/train.ipynb", "cell 2 (%%writefile train_mlp.py)")] == "single"
+    assert kinds[("3.2", "samples/json/from_json.py", "")].startswith("Model.construct_from_json")
+    assert kinds[("3.2", "test/inference/infer.py", "")] == "inference only"
+    assert not any(path.startswith("docs/") for _, path, _ in kinds)    # only samples/ test/ notebooks/ tools/
+    single = [u for u in index["units"] if u["kind"] == "single"]
+    # mlp.py (both releases, reformatted in 23.06) == the notebook cell: one distinct unit; + mlp32 + runtime.
+    assert len(single) == 3
+    mlp = next(u for u in single if any(m["path"] == "samples/mlp/mlp.py" for m in u["members"]))
+    assert {m["release"] for m in mlp["members"]} == {"3.2", "23.06"}
+    assert len(mlp["members"]) == 4                                     # 3.2: .py + notebook; 23.06: .py + notebook
+
+    failures = tmp_path / "failures.md"
+    tool.main([*base, "run", "--failures", str(failures)])
+    results = json.loads((cache / "results.json").read_text(encoding="utf-8"))
+    status = {k: v["status"] for k, v in results.items()}
+    assert status[f"{mlp['hash']}@3.2"] == "reproduced", results[f"{mlp['hash']}@3.2"]
+    assert status[f"{mlp['hash']}@23.06"] == "reproduced", results[f"{mlp['hash']}@23.06"]
+    runtime = next(u for u in single if any(m["path"] == "test/runtime.py" for m in u["members"]))
+    assert status[f"{runtime['hash']}@23.06"] == "refused"
+    assert results[f"{runtime['hash']}@23.06"]["message"]
+    assert "crashed" not in status.values()
+    assert "refused (1)" in failures.read_text(encoding="utf-8")
+
+    doc = tmp_path / "import_corpus.md"
+    tool.main([*base, "report", "-o", str(doc)])
+    text = doc.read_text(encoding="utf-8")
+    assert "| 3.2 | HugeCTR v3.2 | 1 | 1 | 0 | 0 | 0 | 100.0 |" in text
+    assert "| 23.06 | HugeCTR v23.06.01 | 3 | 2 | 1 | 0 | 0 | 66.7 |" in text
+    assert "| **distinct** | | **3** | **2** | **1** | **0** | **0** | **66.7** |" in text
+    tool.main([*base, "report", "-o", str(tmp_path / "again.md")])
+    assert (tmp_path / "again.md").read_text(encoding="utf-8") == text   # deterministic
+
+    inv = tmp_path / "inventory.md"
+    tool.main([*base, "inventory", "-o", str(inv)])
+    assert "| `Model.fit` | 3 | 3 |" in inv.read_text(encoding="utf-8")
