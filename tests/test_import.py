@@ -459,3 +459,13 @@ def test_data_generator_and_metrics_round_trip(tmp_path: Path):
     s = load_spec(spec).spec
     assert s.data.generate["num_slot"] == 3 and s.data.generate["format"] == "DataReaderType_t.Norm"
     assert [c.method for c in s.training.then] == ["get_eval_metrics"]
+
+
+def test_an_unknown_argument_is_refused_not_dropped(tmp_path: Path):
+    """args: maps are checked against the release: an argument HugeCTR never had is an error with its line."""
+    src = tmp_path / "m.py"
+    src.write_text(NORM_DCN.replace("repeat_dataset=True)", "repeat_dataset=True, no_such_flag=True)"),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match="no_such_flag.*does not exist in any HugeCTR release"):
+        import_source(src, "23.06").spec_text and write_import(import_source(src, "23.06"), tmp_path / "o")
+    assert not (tmp_path / "o" / "m.yaml").exists()

@@ -184,7 +184,7 @@ class Builder:
         graph = Graph(label_names=label_names, label_dims=tuple(1 for _ in label_names),
                       dense_name=s.input.dense_name, dense_dim=len(conts), sparse=tuple(sparse),
                       embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed))
-        return TrainingJob(
+        job = TrainingJob(
             name=s.name, hugectr_version=p.name, solver=self._solver_args(i64), optimizer=optimizer,
             reader=self._reader_args(cats, continuous), graph=graph, fit=self._fit_args(),
             graph_json=s.training.graph_json or f"{s.name}.json",
@@ -197,6 +197,8 @@ class Builder:
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
             model_name=s.name if s.solver.model_name else "", continuous=continuous)
+        self.raise_if_failed()   # the argument checks above (args: maps) must not drop anything silently
+        return job
 
     # ---- solver ---------------------------------------------------------------------------------------------------
     def _check_solver(self) -> None:

@@ -18,6 +18,9 @@ class Shape:
     dims: tuple[int, ...]          # per row, without the batch dimension
     rows: Fraction = Fraction(1)   # rows per sample (1 unless a Reshape changed the batch dimension)
     # What model.summary() prints in place of the batch ("None", or the batch size) comes from the renderer.
+    # The width the built layer really outputs where HugeCTR records another (MLP: num_output is recorded, the
+    # layer outputs num_outputs[-1]); checks of consuming layers see this one.
+    built_width: int | None = None
 
     @property
     def ndim(self) -> int:      # HugeCTR's view, batch dimension included
@@ -25,7 +28,7 @@ class Shape:
 
     @property
     def width(self) -> int:
-        return self.dims[-1]
+        return self.built_width if self.built_width is not None else self.dims[-1]
 
     def elements(self) -> Fraction:
         return self.rows * prod(self.dims)
@@ -178,8 +181,8 @@ def _mlp(p: dict, b: list[Shape], n: int) -> list[Shape]:
     biases = p.get("biases") or []
     _need(not acts or len(acts) == len(outs), "The number of activations should be equal to the number of layers.")
     _need(not biases or len(biases) == len(outs), "The number of biases should be equal to the number of layers.")
-    # Recorded as the num_output argument, not num_outputs[-1] (hugectr.md §3).
-    return [Shape((int(p.get("num_output", 1)),), b[0].rows)]
+    # Recorded as the num_output argument, not num_outputs[-1] (hugectr.md §3); the layer outputs num_outputs[-1].
+    return [Shape((int(p.get("num_output", 1)),), b[0].rows, int(outs[-1]) if outs else None)]
 
 
 def _multicross(p: dict, b: list[Shape], n: int) -> list[Shape]:

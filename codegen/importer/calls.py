@@ -397,6 +397,8 @@ class Interpreter:
                 return base.get(node.attr, self.unknown(node))
             if isinstance(base, Obj):
                 return Obj(f"{base.type}.{node.attr}", -1)
+            if isinstance(base, Call) and any(k == node.attr for k, _ in base.kwargs):
+                return base.arg(node.attr)   # params.format of a value object built with format=...
             return self.unknown(node)
         if isinstance(node, ast.UnaryOp):
             v = self.eval(node.operand, env)
