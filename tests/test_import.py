@@ -469,3 +469,28 @@ def test_an_unknown_argument_is_refused_not_dropped(tmp_path: Path):
     with pytest.raises(UserError, match="no_such_flag.*does not exist in any HugeCTR release"):
         import_source(src, "23.06").spec_text and write_import(import_source(src, "23.06"), tmp_path / "o")
     assert not (tmp_path / "o" / "m.yaml").exists()
+
+
+def test_offline_inference_after_training_round_trips(tmp_path: Path):
+    text = NORM_DCN + """model.export_predictions("/out/pred_2000", "/out/label_2000")
+
+from hugectr.inference import InferenceModel, InferenceParams
+import numpy as np
+
+params = InferenceParams(model_name="dcn", max_batchsize=1024, hit_rate_threshold=1.0,
+                         dense_model_file="/out/dcn_dense_2000.model", sparse_model_files=["/out/dcn0_sparse_2000.model"],
+                         device_id=0, use_gpu_embedding_cache=False, cache_size_percentage=1.0, i64_input_key=False)
+model_inf = InferenceModel("dcn.json", params)
+pred = model_inf.predict(num_batches=1, source="./data/file_list_test.txt",
+                         data_reader_type=hugectr.DataReaderType_t.Norm, check_type=hugectr.Check_t.Sum)
+print(np.mean(pred.flatten()))
+"""
+    src = tmp_path / "with_inference.py"
+    src.write_text(text, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    o = load_spec(spec).spec.offline_inference
+    assert o.params["max_batchsize"] == 1024 and o.predict["num_batches"] == 1 and o.graph_json is None
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match="hugectr.inference API 'inference.InferenceModel' is not in HugeCTR 23.12"):
+        write_import(import_source(src, "23.12"), tmp_path / "o23")

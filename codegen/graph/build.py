@@ -14,7 +14,7 @@ from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
-from .ir import CallValue, Embedding, Enum, Graph, Layer, Optimizer, SparseInput, TrainingJob
+from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
@@ -193,6 +193,7 @@ class Builder:
             before_compile=tuple(s.script.before_compile),
             data_generator=None if s.data.generate is None else self._extra_args(
                 "tools.DataGeneratorParams", ("data", "generate"), s.data.generate, ()),
+            offline_inference=self._offline_inference(),
             then=tuple((c.method, self._model_call(i, c)) for i, c in enumerate(s.training.then)),
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
@@ -254,6 +255,20 @@ class Builder:
             values["model_name"] = self.spec.name
         typed = tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
         return typed + self._extra_args("CreateSolver", ("solver", "args"), s.args, SOLVER_FIELDS)
+
+    def _offline_inference(self) -> OfflineInference | None:
+        o = self.spec.offline_inference
+        if o is None:
+            return None
+        loc = ("offline_inference",)
+        msg = self.profile.missing(V.API, "inference.InferenceModel", "hugectr.inference API")
+        if msg:
+            self.fail(loc, msg, fix="remove offline_inference or target another release")
+        return OfflineInference(
+            graph_json=o.graph_json or self.spec.training.graph_json or f"{self.spec.name}.json",
+            params=self._extra_args("inference.InferenceParams", (*loc, "params"), o.params, ()),
+            predict=self._extra_args("inference.InferenceModel.predict", (*loc, "predict"), o.predict, ()),
+            compare_with=o.compare_with, max_mse=o.max_mse)
 
     def _model_call(self, i: int, call) -> tuple:
         if call.method not in V.MODEL_METHODS:

@@ -146,6 +146,17 @@ class ContinuousTraining:
 
 
 @dataclass(frozen=True)
+class OfflineInference:
+    """hugectr.inference.InferenceModel(graph_json, InferenceParams(...)).predict(...) after training."""
+
+    graph_json: str
+    params: Args
+    predict: Args
+    compare_with: str | None
+    max_mse: float
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     """Everything model.py does, in call order."""
 
@@ -162,6 +173,7 @@ class TrainingJob:
     compile_args: Args
     before_compile: tuple[str, ...]   # "graph_to_json" when model.py writes the JSON before compile()
     data_generator: Args | None       # DataGeneratorParams keywords when model.py synthesizes its data first
+    offline_inference: OfflineInference | None
     then: tuple[tuple[str, Args], ...]  # Model methods called last: (method, keyword arguments)
     gpu_count: int
     batchsize: int

@@ -192,6 +192,22 @@ ARGS["tools.DataGeneratorParams"] = {a: ALL for a in (
     "num_samples_per_file", "num_samples", "eval_num_samples", "float_label_dense")}
 ARGS["tools.DataGeneratorParams"]["num_threads"] = _s((3, 4))
 
+# hugectr.inference (offline inference after training); InferenceModel from 3.4 up to (not incl.) 23.09 (the
+# releases' inference_wrapper.hpp).
+API: dict[str, Span] = {"inference.InferenceModel": _s((3, 4), (23, 9))}
+ARGS["inference.InferenceParams"] = {a: ALL for a in (
+    "model_name", "max_batchsize", "hit_rate_threshold", "dense_model_file", "sparse_model_files", "device_id",
+    "use_gpu_embedding_cache", "cache_size_percentage", "i64_input_key", "use_mixed_precision", "scaler",
+    "use_algorithm_search", "use_cuda_graph", "number_of_worker_buffers_in_pool", "number_of_refresh_buffers_in_pool",
+    "cache_refresh_percentage_per_iteration", "deployed_devices", "default_value_for_each_table", "volatile_db",
+    "persistent_db", "update_source", "maxnum_des_feature_per_sample", "refresh_delay", "refresh_interval",
+    "maxnum_catfeature_query_per_table_per_sample", "embedding_vecsize_per_table", "embedding_table_names",
+    "network_file", "label_dim", "slot_num", "non_trainable_params_file", "use_static_table",
+    "embedding_cache_type", "use_context_stream", "fuse_embedding_table", "thread_pool_size")}
+ARGS["inference.InferenceModel.predict"] = {a: ALL for a in (
+    "num_batches", "source", "data_reader_type", "check_type", "slot_size_array", "data_source_params",
+    "reading_file_sequentially")}
+
 # HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
 ENUM_TYPE_NAMES = frozenset({
     "Layer_t", "Embedding_t", "Optimizer_t", "Update_t", "DataReaderType_t", "Check_t", "Initializer_t",

@@ -751,6 +751,10 @@ class Interpreter:
         # A method of an object (receiver set, or reached through one) or a stateful constructor gives an object;
         # module functions such as hugectr.data.DataSourceParams are value objects like DenseLayer.
         is_method = receiver is not None or func.split(".")[0] in STATEFUL | _METHOD_OWNERS
+        if is_method and func.split(".")[-1] in DATA_METHODS:
+            # Arrays and numbers (predictions, metrics, losses): what the script does with them is not hugectr.
+            self.script.statements.append(call)
+            return Unknown(f"{func}(...)", node.lineno)
         if func.split(".")[-1] in STATEFUL or (is_method and "." in func):
             obj = Obj(func, len(self.script.all_calls) - 1)
             self.script.statements.append(call)
@@ -760,6 +764,9 @@ class Interpreter:
         return call
 
 
+# Methods that return data, not hugectr objects.
+DATA_METHODS = frozenset({"predict", "evaluate", "get_eval_metrics", "get_current_loss", "get_incremental_model",
+                          "check_out_tensor", "lookup", "lookup_fromdlpack", "is_eof", "get_next"})
 # Owners of methods whose object was not bound to a name (model.get_learning_rate_scheduler().get_next()).
 _METHOD_OWNERS = frozenset({"Model"})
 

@@ -136,6 +136,7 @@ class Mapper:
         then: list[dict] = []
         generator: dict | None = None
         generated = False
+        inference: dict | None = None
         for call in s.statements:
             f = call.func
             if f == "CreateSolver":
@@ -230,6 +231,18 @@ class Mapper:
                 fit = self.fit(call)
             elif f in ("DenseLayer", "SparseEmbedding", "Input", "DataReaderSparseParam"):
                 continue  # built but never added: not part of the model
+            elif f == "inference.InferenceParams" and fit is not None and inference is None:
+                inference = {"params": {k: spec_value(v, call, k) for k, v in kwargs_of(call).items()}}
+            elif f == "inference.InferenceModel" and inference is not None and "predict" not in inference:
+                kw = kwargs_of(call)
+                json_path = kw.get("model_config_path")
+                if not isinstance(kw.get("inference_params"), Obj):
+                    raise Refusal("InferenceModel(graph_json, inference_params) is the form offline_inference has",
+                                  call.line)
+                inference["graph_json"] = spec_value(json_path, call, "model_config_path")
+            elif f == "inference.InferenceModel.predict" and inference is not None and "graph_json" in inference \
+                    and "predict" not in inference:
+                inference["predict"] = {k: spec_value(v, call, k) for k, v in kwargs_of(call).items()}
             elif f == "tools.DataGenerator":
                 if setup or generator is not None:
                     raise Refusal("hugectr.tools.DataGenerator after the solver, reader or optimizer: the spec "
@@ -267,6 +280,13 @@ class Mapper:
             spec.setdefault("training", {})
         if then:
             spec.setdefault("training", {})["then"] = then
+        if inference is not None:
+            if "predict" not in inference:
+                raise Refusal("InferenceParams without InferenceModel(...).predict(...) has no spec field",
+                              model_call.line)
+            if inference["graph_json"] == spec.get("training", {}).get("graph_json"):
+                del inference["graph_json"]
+            spec["offline_inference"] = inference
         if generator is not None:
             if not generated:
                 raise Refusal("hugectr.tools.DataGenerator is built but generate() is never called", model_call.line)
@@ -285,7 +305,7 @@ class Mapper:
         spec = compact(spec, features)
         ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "features", "solver",
                                         "optimizer", "input", "embeddings", "model", "training", "script",
-                                        "continuous_training", "triton") if k in spec}
+                                        "continuous_training", "offline_inference", "triton") if k in spec}
         return Imported(ordered, features, self.assumptions)
 
     # ---- continuous training (seed 003) ----------------------------------------------------------------------------

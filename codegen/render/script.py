@@ -117,6 +117,12 @@ def render_model_py(job: TrainingJob, header: str) -> str:
         graph_json=py_str(job.graph_json),
         after_compile=job.after_compile,
         then=[(method, kwargs(args)) for method, args in job.then],
+        inference=None if job.offline_inference is None else {
+            "graph_json": py_str(job.offline_inference.graph_json),
+            "params": kwargs(job.offline_inference.params),
+            "predict": kwargs(job.offline_inference.predict),
+            "compare_with": py_str(job.offline_inference.compare_with) if job.offline_inference.compare_with else None,
+            "max_mse": py(job.offline_inference.max_mse)},
         shapes={k: fmt_shape(v) for k, v in job.graph.tensor_shapes().items()},
         continuous=continuous_context(job),
     )

@@ -253,6 +253,22 @@ class TrainingSpec(Strict):
         return self
 
 
+class OfflineInferenceSpec(Strict):
+    """After training, predict with HugeCTR's offline inference API (hugectr.inference.InferenceModel) and,
+    optionally, compare with the predictions training exported (model.export_predictions)."""
+
+    graph_json: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="the graph JSON InferenceModel reads (default: training.graph_json)")
+    params: ExtraArgs = Field(..., description="InferenceParams arguments (model_name, max_batchsize, "
+                                               "dense_model_file, sparse_model_files, ...)")
+    predict: ExtraArgs = Field(..., description="InferenceModel.predict arguments (num_batches, source, "
+                                                "data_reader_type, check_type, ...)")
+    compare_with: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="a prediction file export_predictions wrote: fail when the mean squared difference "
+                          "exceeds max_mse")
+    max_mse: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 1e-3
+
+
 class ScriptSpec(Strict):
     """The order of independent statements in model.py. The defaults are the order HugeCTR's samples use; the
     MovieLens notebooks create the optimizer before the reader and write the graph JSON after fit."""
@@ -483,6 +499,8 @@ class Spec(Strict):
     model: ModelSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     script: ScriptSpec = Field(default_factory=ScriptSpec, description="statement order of model.py")
+    offline_inference: OfflineInferenceSpec | None = Field(
+        None, description="predict with hugectr.inference.InferenceModel after training (and compare)")
     continuous_training: ContinuousTrainingSpec | None = Field(
         None, description="incremental passes with the embedding training cache (renders model.py with fit per "
                           "pass and model_low_level.py)")
