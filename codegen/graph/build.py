@@ -164,7 +164,11 @@ class Builder:
         continuous = build_continuous(self, len(s.embeddings), len(s.solver.vvgpu))
 
         label_names = tuple([s.input.label_name] if len(labels) == 1 else [c.name for c in labels])
-        graph_inputs: dict[str, Shape] = {name: Shape((1,)) for name in label_names}
+        label_dims = (s.input.label_dim,) if len(label_names) == 1 else tuple(1 for _ in label_names)
+        if s.input.label_dim != 1 and len(label_names) > 1:
+            self.fail(("input", "label_dim"), "label_dim applies to a single label; several labels have dimension 1",
+                      fix="remove input.label_dim")
+        graph_inputs: dict[str, Shape] = {name: Shape((d,)) for name, d in zip(label_names, label_dims)}
         graph_inputs[s.input.dense_name] = Shape((len(conts),))
         for e in embeddings:
             graph_inputs[e.name] = e.shape
@@ -181,7 +185,7 @@ class Builder:
         analysed = self._graph_analysis(layers, graph_inputs)
         self.raise_if_failed()
 
-        graph = Graph(label_names=label_names, label_dims=tuple(1 for _ in label_names),
+        graph = Graph(label_names=label_names, label_dims=label_dims,
                       dense_name=s.input.dense_name, dense_dim=len(conts), sparse=tuple(sparse),
                       embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed))
         job = TrainingJob(

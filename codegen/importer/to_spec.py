@@ -547,6 +547,7 @@ class Mapper:
             raise Refusal("Input needs data_reader_sparse_param_array=[hugectr.DataReaderSparseParam(...), ...]",
                           line)
         labels: list[str]
+        label_dim = 1
         if "label_names" in kw:
             labels = spec_value(kw.pop("label_names"), call, "label_names")
             dims = spec_value(kw.pop("label_dims", [1] * len(labels)), call, "label_dims")
@@ -554,9 +555,7 @@ class Mapper:
                 raise Refusal(f"label_dims {dims}: only labels of dimension 1 have a spec field", line)
         else:
             labels = [spec_value(kw.pop("label_name", "label"), call, "label_name")]
-            dim = spec_value(kw.pop("label_dim", 1), call, "label_dim")
-            if dim != 1:
-                raise Refusal(f"label_dim {dim}: only labels of dimension 1 have a spec field", line)
+            label_dim = spec_value(kw.pop("label_dim", 1), call, "label_dim")
         dense_dim = spec_value(kw.pop("dense_dim", 0), call, "dense_dim")
         dense_name = spec_value(kw.pop("dense_name", "dense"), call, "dense_name")
         if kw:
@@ -565,6 +564,8 @@ class Mapper:
         inp: dict = {}
         if len(labels) == 1:
             inp["label_name"] = labels[0]
+            if label_dim != 1:
+                inp["label_dim"] = label_dim
         inp["dense_name"] = dense_name
         sparse = []
         slot_total = 0

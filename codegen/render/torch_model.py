@@ -279,6 +279,9 @@ def check_torch_target(job: TrainingJob) -> None:
     if len(job.graph.label_names) != 1:
         raise TorchTargetError(("features", "label"), "the torch target trains a single label",
                                fix="use one label, or drop 'torch' from targets")
+    if job.graph.label_dims != (1,):
+        raise TorchTargetError(("input", "label_dim"), "the torch target trains a label of dimension 1",
+                               fix="remove input.label_dim, or drop 'torch' from targets")
     if job.continuous is not None and job.optimizer.type not in SPARSE_OPTIMIZERS:
         raise TorchTargetError(("optimizer", "type"), f"continuous training with the torch target updates only the "
                                f"embedding rows of each pass, which needs a sparse {job.optimizer.type} (torch has none)",

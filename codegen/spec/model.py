@@ -139,6 +139,8 @@ class SparseInputSpec(Strict):
 
 class InputSpec(Strict):
     label_name: TensorName = "label"
+    label_dim: Annotated[int, Field(ge=1, le=4096)] = Field(
+        1, description="Input(label_dim=...) of a single label (e.g. 2 for two-target Norm data)")
     dense_name: TensorName = "dense"
     sparse: list[SparseInputSpec] = Field(default_factory=lambda: [SparseInputSpec()], min_length=1)
 
