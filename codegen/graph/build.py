@@ -265,13 +265,15 @@ class Builder:
         if o is None:
             return None
         loc = ("offline_inference",)
-        msg = self.profile.missing(V.API, "inference.InferenceModel", "hugectr.inference API")
+        api = o.api or ("InferenceModel" if V.API["inference.InferenceModel"].covers(self.profile.release)
+                        else "CreateInferenceSession")
+        msg = self.profile.missing(V.API, f"inference.{api}", "hugectr.inference API")
         if msg:
             self.fail(loc, msg, fix="remove offline_inference or target another release")
         return OfflineInference(
-            graph_json=o.graph_json or self.spec.training.graph_json or f"{self.spec.name}.json",
+            api=api, graph_json=o.graph_json or self.spec.training.graph_json or f"{self.spec.name}.json",
             params=self._extra_args("inference.InferenceParams", (*loc, "params"), o.params, ()),
-            predict=self._extra_args("inference.InferenceModel.predict", (*loc, "predict"), o.predict, ()),
+            predict=self._extra_args(f"inference.{api}.predict", (*loc, "predict"), o.predict, ()),
             compare_with=o.compare_with, max_mse=o.max_mse)
 
     def _model_call(self, i: int, call) -> tuple:

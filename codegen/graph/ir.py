@@ -149,6 +149,7 @@ class ContinuousTraining:
 class OfflineInference:
     """hugectr.inference.InferenceModel(graph_json, InferenceParams(...)).predict(...) after training."""
 
+    api: str                          # "InferenceModel" or "CreateInferenceSession"
     graph_json: str
     params: Args
     predict: Args

@@ -194,7 +194,8 @@ ARGS["tools.DataGeneratorParams"]["num_threads"] = _s((3, 4))
 
 # hugectr.inference (offline inference after training); InferenceModel from 3.4 up to (not incl.) 23.09 (the
 # releases' inference_wrapper.hpp).
-API: dict[str, Span] = {"inference.InferenceModel": _s((3, 4), (23, 9))}
+API: dict[str, Span] = {"inference.InferenceModel": _s((3, 4), (23, 9)),
+                        "inference.CreateInferenceSession": _s((3, 2), (23, 9))}
 ARGS["inference.InferenceParams"] = {a: ALL for a in (
     "model_name", "max_batchsize", "hit_rate_threshold", "dense_model_file", "sparse_model_files", "device_id",
     "use_gpu_embedding_cache", "cache_size_percentage", "i64_input_key", "use_mixed_precision", "scaler",
@@ -207,6 +208,9 @@ ARGS["inference.InferenceParams"] = {a: ALL for a in (
 ARGS["inference.InferenceModel.predict"] = {a: ALL for a in (
     "num_batches", "source", "data_reader_type", "check_type", "slot_size_array", "data_source_params",
     "reading_file_sequentially")}
+ARGS["inference.CreateInferenceSession.predict"] = {a: ALL for a in (
+    "num_batches", "source", "data_reader_type", "check_type", "slot_size_array")}
+ARGS["inference.CreateInferenceSession.predict"].update({"num_samples": _s((3, 9)), "data_source_params": _s((4, 1))})
 
 # HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
 ENUM_TYPE_NAMES = frozenset({

@@ -21,6 +21,7 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
                              "communication_type", "hybrid_embedding_type"),
     "tools.DataGenerator": ("data_generator_params",),
     "inference.InferenceModel": ("model_config_path", "inference_params"),
+    "inference.CreateInferenceSession": ("model_config_path", "inference_params"),
     "Model.export_predictions": ("output_prediction_file_name", "output_label_file_name"),
     "Model.load_sparse_weights": ("sparse_embedding_files",),
     "Model.freeze_embedding": ("embedding_name",),

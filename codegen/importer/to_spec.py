@@ -82,6 +82,11 @@ def spec_value(v: object, call: Call, name: str) -> object:
     return v
 
 
+def _release_key(name: str) -> tuple[int, int]:
+    major, minor = name.split(".")[:2]
+    return int(major), int(minor)
+
+
 def compiled_once_fit(fits: list) -> bool:
     return bool(fits)
 
@@ -233,15 +238,17 @@ class Mapper:
                 continue  # built but never added: not part of the model
             elif f == "inference.InferenceParams" and fit is not None and inference is None:
                 inference = {"params": {k: spec_value(v, call, k) for k, v in kwargs_of(call).items()}}
-            elif f == "inference.InferenceModel" and inference is not None and "predict" not in inference:
+            elif f in ("inference.InferenceModel", "inference.CreateInferenceSession") and inference is not None \
+                    and "graph_json" not in inference:
+                inference["api"] = f.split(".")[1]
                 kw = kwargs_of(call)
                 json_path = kw.get("model_config_path")
                 if not isinstance(kw.get("inference_params"), Obj):
                     raise Refusal("InferenceModel(graph_json, inference_params) is the form offline_inference has",
                                   call.line)
                 inference["graph_json"] = spec_value(json_path, call, "model_config_path")
-            elif f == "inference.InferenceModel.predict" and inference is not None and "graph_json" in inference \
-                    and "predict" not in inference:
+            elif f in ("inference.InferenceModel.predict", "inference.CreateInferenceSession.predict") and \
+                    inference is not None and "graph_json" in inference and "predict" not in inference:
                 inference["predict"] = {k: spec_value(v, call, k) for k, v in kwargs_of(call).items()}
             elif f == "tools.DataGenerator":
                 if setup or generator is not None:
@@ -286,6 +293,10 @@ class Mapper:
                               model_call.line)
             if inference["graph_json"] == spec.get("training", {}).get("graph_json"):
                 del inference["graph_json"]
+            default_api = "InferenceModel" if _release_key(self.release) >= (3, 4) and \
+                _release_key(self.release) < (23, 9) else "CreateInferenceSession"
+            if inference["api"] == default_api:
+                del inference["api"]
             spec["offline_inference"] = inference
         if generator is not None:
             if not generated:

@@ -118,6 +118,7 @@ def render_model_py(job: TrainingJob, header: str) -> str:
         after_compile=job.after_compile,
         then=[(method, kwargs(args)) for method, args in job.then],
         inference=None if job.offline_inference is None else {
+            "api": job.offline_inference.api,
             "graph_json": py_str(job.offline_inference.graph_json),
             "params": kwargs(job.offline_inference.params),
             "predict": kwargs(job.offline_inference.predict),

@@ -259,6 +259,9 @@ class OfflineInferenceSpec(Strict):
     """After training, predict with HugeCTR's offline inference API (hugectr.inference.InferenceModel) and,
     optionally, compare with the predictions training exported (model.export_predictions)."""
 
+    api: Literal["InferenceModel", "CreateInferenceSession"] | None = Field(
+        None, description="InferenceModel (3.4 up to 23.09) or the older CreateInferenceSession (up to 23.09); "
+                          "default: InferenceModel where the release has it")
     graph_json: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="the graph JSON InferenceModel reads (default: training.graph_json)")
     params: ExtraArgs = Field(..., description="InferenceParams arguments (model_name, max_batchsize, "
