@@ -64,7 +64,7 @@ def test_a_release_without_either_cache_names_the_releases_that_have_one(tmp_pat
     spec = variant(tmp_path, ETC_SPEC, ('hugectr_version: "3.3"', 'hugectr_version: "23.12"'))
     msg = problems(spec)
     assert f"{spec}:{line_of(spec, 'continuous_training:')}:1: continuous_training: continuous training " \
-           "(CreateMOS / CreateETC) is not in HugeCTR 23.12; it exists in HugeCTR 3.1 up to (not including) " \
+           "(CreateMOS / CreateETC) is not in HugeCTR 23.12; it exists in HugeCTR 3.2 up to (not including) " \
            "23.12" in msg
 
 
@@ -75,7 +75,7 @@ def test_parameter_server_of_the_other_api(tmp_path):
     assert "['staged'] are CreateETC parameter servers (HugeCTR 3.3 up to (not including) 23.12); HugeCTR 3.2 " \
            "has CreateMOS" in msg
     spec = variant(tmp_path, ETC_SPEC, ("ps: [staged, cached]", "ps: host_memory"))
-    assert "['host_memory'] are CreateMOS parameter servers (HugeCTR 3.1 up to (not including) 3.3)" in problems(spec)
+    assert "['host_memory'] are CreateMOS parameter servers (HugeCTR 3.2 up to (not including) 3.3)" in problems(spec)
 
 
 def test_construction_checks_name_field_and_line(tmp_path):

@@ -573,19 +573,14 @@ def release_facts(api: Api) -> set[str]:
         order: list[str] = []
         info: dict[str, dict] = {}
         for params in overloads:
-            names = [p for p, _ in params]
             for pname, dflt in params:
                 if pname not in info:
                     order.append(pname)
-                    info[pname] = {"required": dflt is None, "default": dflt}
-                elif info[pname]["default"] is None and dflt is not None:
+                    info[pname] = {"default": dflt}
+                elif info[pname]["default"] is None:
                     info[pname]["default"] = dflt
-                    info[pname]["required"] = False
-                elif dflt is None:
-                    pass
-            for pname in info:
-                if pname not in names:
-                    info[pname]["required"] = False
+        for pname in order:  # required: no overload lets it be left out
+            info[pname]["required"] = all(any(p == pname and d is None for p, d in params) for params in overloads)
         for k, pname in enumerate(order):
             fact = {"kind": "param", "func": func, "name": pname, "after": order[k - 1] if k else None}
             dflt = info[pname]["default"]
