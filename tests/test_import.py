@@ -492,5 +492,5 @@ print(np.mean(pred.flatten()))
     o = load_spec(spec).spec.offline_inference
     assert o.params["max_batchsize"] == 1024 and o.predict["num_batches"] == 1 and o.graph_json is None
     src.write_text(text, encoding="utf-8")
-    with pytest.raises(UserError, match="hugectr.inference API 'inference.InferenceModel' is not in HugeCTR 23.12"):
+    with pytest.raises(UserError, match="is not in HugeCTR 23.12; it exists in HugeCTR 3.2 up to"):
         write_import(import_source(src, "23.12"), tmp_path / "o23")

@@ -24,6 +24,7 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     names = set(zipfile.ZipFile(wheel).namelist())
     templates = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "templates").rglob("*.j2"))
     assert templates and all(f"codegen/{t}" in names for t in templates)
+    assert "codegen/hugectr/api_table.json" in names  # HugeCTR's API by release (codegen/hugectr/api.py)
     # Install it into an isolated target and render a spec with it (no editable path on sys.path).
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],

@@ -28,7 +28,6 @@ DEFAULTS: dict[str, dict[str, object]] = {
                         "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "initial_accu_value": 0.0,
                         "momentum_factor": 0.0, "atomic_update": True, "beta": 0.0, "lambda1": 0.0, "lambda2": 0.0},
     "SparseEmbedding": {"slot_size_array": [], "workspace_size_per_gpu_in_mb": 0},
-    "DenseLayer": dict(V.DENSE_LAYER_DEFAULTS),
     "Input": {"label_dim": 1, "dense_dim": 0},
     "Model.fit": {"num_epochs": 0, "max_iter": 2000, "display": 200, "eval_interval": 1000, "snapshot": 10000,
                   "snapshot_prefix": ""},
@@ -75,11 +74,33 @@ def _equal(a: object, b: object) -> bool:
     return na == nb
 
 
+def defaults_of(func: str, release: str | None) -> dict:
+    """HugeCTR's defaults of ``func`` in ``release`` (from the API table), else the table above."""
+    from ..hugectr import api
+
+    if release is not None:
+        try:
+            params = api.signature(func, release)
+        except Exception:
+            params = ()
+        out = {}
+        for p in params:
+            if p.default is api.NO_DEFAULT or isinstance(p.default, api.Unparsed):
+                continue
+            d = p.default
+            if isinstance(d, str) and "." in d and d.split(".")[0] in api.enums():
+                d = Enum(*d.split(".", 1))
+            out[p.name] = d
+        if out:
+            return {**DEFAULTS.get(func, {}), **out}
+    return DEFAULTS.get(func, {})
+
+
 def compare_call(src: Call, gen: Call, where: str) -> list[str]:
     if src.func != gen.func:
         return [f"{where}: hugectr.{src.func} in the source, hugectr.{gen.func} generated"]
     a, b = named(src), named(gen)
-    defaults = DEFAULTS.get(src.func, {})
+    defaults = defaults_of(src.func, _RELEASE[0])
     out = []
     for k in sorted(set(a) | set(b)):
         if (src.func, k) in PATHS and k in a and k in b:

@@ -502,7 +502,8 @@ def _read_dense(layer: dict, i: int) -> dict:
         _keys(layer, w, base, set(), what)
     bottom = _names(layer["bottom"], f"{w}.bottom")
     top = _names(layer["top"], f"{w}.top")
-    d = V.DENSE_LAYER_DEFAULTS
+    d = V.dense_layer_defaults(list(V.RELEASES)[-1])  # read before the release is chosen; DenseLayer defaults are
+                                                      # the same in every release for the keys the writer writes
     params = {k: v for k, v in p.items() if k in ALWAYS_WRITTEN or (t in ("ReduceSum", "ReduceMean") and k == "axis")
               or k not in d or v != d[k] or type(v) is not type(d[k])}
     return {"type": t, "bottom": bottom, "top": top, "params": params, "index": i, "json": layer}

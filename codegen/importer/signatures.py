@@ -28,6 +28,8 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "Model.unfreeze_embedding": ("embedding_name",),
     "Model.check_out_tensor": ("tensor_name", "tensor_type"),
 }
+# Overloads the API table merges into one parameter list, so that their first parameter gets one name per overload.
+OVERLOADED = frozenset({"Model.add"})
 # AsyncParam's third parameter was io_block_size up to 4.0 and max_num_requests_per_thread from 4.1.
 _ASYNC_OLD = ("num_threads", "num_batches_per_thread", "io_block_size", "io_depth", "io_alignment", "shuffle",
               "aligned_type")
@@ -49,6 +51,8 @@ def param_names(func: str, version: str | None = None) -> tuple[str, ...] | None
         from ..hugectr import api  # the per-release table read from HugeCTR's own bindings
     except ImportError:
         api = None
+    if func in OVERLOADED:
+        return POSITIONAL[func]
     if api is not None and version is not None:
         try:
             names = tuple(p.name for p in api.signature(func, version))

@@ -88,7 +88,7 @@ def _with_inits(block: dict, layer: Layer, weight: bool = True, bias: bool = Tru
 
 
 def _dense_layer(layer: Layer, p: V.Profile) -> dict:
-    d = V.DENSE_LAYER_DEFAULTS
+    d = p.dense_layer_defaults()
     get = lambda name: layer.param(name, d.get(name))  # noqa: E731 - the effective value of an argument
     out: dict = {"type": layer.type, "bottom": _names(layer.bottoms), "top": _names(layer.tops)}
     t = layer.type
