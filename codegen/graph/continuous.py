@@ -1,7 +1,7 @@
 """The spec's ``continuous_training:`` section -> :class:`ContinuousTraining`, with the checks HugeCTR makes when the
 model is constructed with an embedding cache (hugectr.md §1.8, §4.1), reported before anything is generated.
 
-Which cache a release has is a row of ``versions.CONTINUOUS``: CreateMOS (model oversubscriber, HugeCTR 3.1-3.2)
+Which cache a release has is a row of ``versions.CONTINUOUS``: CreateMOS (model oversubscriber, up to 3.2)
 takes one parameter-server kind for all tables (``use_host_memory_ps``); CreateETC (embedding training cache,
 3.3 up to 23.12) takes one ``TrainPSType_t`` per table. The table-count and local-path rules are those of
 ``ParameterServerManager`` (NVIDIA-Merlin/HugeCTR
