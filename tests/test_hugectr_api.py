@@ -38,8 +38,9 @@ def test_every_release_from_3_2_to_25_03():
     assert tags["3.3"] == "v3.3.1" and tags["23.06"] == "v23.06.01" and tags["23.04"] == "v23.04.00"
 
 
-def test_profiles_for_every_release_generation_for_supported_only():
-    assert V.SUPPORTED == {"3.2": (3, 2), "3.3": (3, 3), "4.3": (4, 3), "23.06": (23, 6)}
+def test_profiles_and_generation_for_every_release():
+    assert list(V.SUPPORTED) == list(ALL_RELEASES)
+    assert V.STANDIN == ("3.2", "3.3", "4.3", "23.06")
     for r in ALL_RELEASES:
         p = V.profile(r)
         assert p is not None and p.release == A.release_key(r)

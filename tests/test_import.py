@@ -141,7 +141,7 @@ def _roundtrip(tmp_path: Path, source: Path, version: str, name: str | None = No
     rendered = render_spec(open_spec(spec))
     write(tmp_path / "generated" / rendered.name, rendered.files)
     generated = (tmp_path / "generated" / rendered.name / "model.py").read_text(encoding="utf-8")
-    return spec, compare_texts(source.read_text(encoding="utf-8"), generated, str(source))
+    return spec, compare_texts(source.read_text(encoding="utf-8"), generated, str(source), version)
 
 
 @pytest.mark.parametrize("text,version,name", [(NORM_DCN, "23.06", "dcn_norm"), (PARQUET_WDL, "4.3", "wdl_parquet"),
@@ -494,3 +494,25 @@ print(np.mean(pred.flatten()))
     src.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match="is not in HugeCTR 23.12; it exists in HugeCTR 3.2 up to"):
         write_import(import_source(src, "23.12"), tmp_path / "o23")
+
+
+def test_loading_before_fit_and_layer_objects_round_trip(tmp_path: Path):
+    """Model methods between compile and fit (continuing from saved states) stay before fit; DenseLayer arguments that
+    are hugectr objects (compute_config) are written {hugectr.X: {...}} and come back as the same call."""
+    text = NORM_DCN.replace("model.fit(", 'model.load_dense_weights("dcn_dense_1000.model")\n'
+                                          'model.load_dense_optimizer_states("dcn_opt_dense_1000.model")\nmodel.fit(')
+    text = text.replace("top_names=[\"fc3\"],\n                             num_output=1)",
+                        "top_names=[\"fc3\"],\n                             num_output=1, "
+                        "compute_config=hugectr.DenseLayerComputeConfig(async_wgrad=True))")
+    assert "DenseLayerComputeConfig" in text
+    src = tmp_path / "cont.py"
+    src.write_text(text, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    s = load_spec(spec).spec
+    assert [c.method for c in s.training.before_fit] == ["load_dense_weights", "load_dense_optimizer_states"]
+    fc3 = next(l for l in s.model.layers if l.top == "fc3")
+    assert fc3.model_extra["compute_config"] == {"hugectr.DenseLayerComputeConfig": {"async_wgrad": True}}
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match="compute_config.*is not in HugeCTR 4.3"):
+        write_import(import_source(src, "4.3"), tmp_path / "o43")

@@ -176,6 +176,7 @@ class TrainingJob:
     data_generator: Args | None       # DataGeneratorParams keywords when model.py synthesizes its data first
     offline_inference: OfflineInference | None
     then: tuple[tuple[str, Args], ...]  # Model methods called last: (method, keyword arguments)
+    before_fit: tuple[tuple[str, Args], ...]  # Model methods called just before fit
     gpu_count: int
     batchsize: int
     mixed_precision: bool

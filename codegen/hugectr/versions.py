@@ -157,8 +157,9 @@ ARGS["inference.CreateInferenceSession.predict"] = _args("inference.InferenceSes
 
 # HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
 ENUM_TYPE_NAMES = frozenset(A.enums()) | {"TrainPSType_t"}
-# DenseLayer keywords whose values are objects ctrgen does not write into model.py.
-DENSE_LAYER_NOT_GENERATED = frozenset({"dense_layer_switches", "compute_config"})
+# DenseLayer keywords whose values are hugectr objects (written {hugectr.X: {...}} in a spec); not in the JSON.
+DENSE_LAYER_OBJECTS = {"dense_layer_switches": "DenseLayerSwitchs", "compute_config": "DenseLayerComputeConfig"}
+DENSE_LAYER_NOT_GENERATED = frozenset(DENSE_LAYER_OBJECTS)  # no default to compare with
 
 
 def _python_default(value: object) -> object:
@@ -235,6 +236,13 @@ class Profile:
             return None
         return f"{what} {key!r} is not in HugeCTR {self.name}; it exists in {span.describe()}"
 
+
+    def missing_function(self, func: str) -> str | None:
+        """None if the release has ``func`` (from the API table); else which releases do."""
+        try:
+            return A.missing(func, self.name)
+        except A.ApiError as exc:
+            return str(exc)
 
     def missing_arg(self, func: str, arg: str) -> str | None:
         """None if ``func`` takes keyword ``arg`` in this release; else why not (with the releases that do)."""

@@ -24,6 +24,8 @@ POSITIONAL: dict[str, tuple[str, ...]] = {
     "inference.CreateInferenceSession": ("model_config_path", "inference_params"),
     "Model.export_predictions": ("output_prediction_file_name", "output_label_file_name"),
     "Model.load_sparse_weights": ("sparse_embedding_files",),
+    "Model.load_dense_optimizer_states": ("dense_opt_states_file",),
+    "Model.load_sparse_optimizer_states": ("sparse_opt_states_files",),
     "Model.freeze_embedding": ("embedding_name",),
     "Model.unfreeze_embedding": ("embedding_name",),
     "Model.check_out_tensor": ("tensor_name", "tensor_type"),

@@ -139,6 +139,7 @@ class Mapper:
         pending_pass: dict | None = None
         fits: list[int] = []
         then: list[dict] = []
+        before_fit: list[dict] = []
         generator: dict | None = None
         generated = False
         inference: dict | None = None
@@ -208,9 +209,9 @@ class Mapper:
                 if kw:
                     spec.setdefault("training", {})["compile"] = {k: spec_value(v, call, k) for k, v in kw.items()}
             elif f == "Model.summary":
-                self._after(after, "summary", call, compiled, then)
+                self._after(after, "summary", call, compiled, then + before_fit)
             elif f == "Model.graph_to_json":
-                self._after(after, "graph_to_json", call, compiled, then)
+                self._after(after, "graph_to_json", call, compiled, then + before_fit)
                 path = kwargs_of(call).get("graph_config_file")
                 spec.setdefault("training", {})["graph_json"] = spec_value(path, call, "graph_config_file")
             elif f == "Model.fit" and ct is not None:
@@ -266,7 +267,8 @@ class Mapper:
                 entry: dict = {"method": f[len("Model."):]}
                 if kw:
                     entry["args"] = {k: spec_value(v, call, k) for k, v in kw.items()}
-                then.append(entry)
+                # before fit (loading weights or optimizer states to continue from) or after everything
+                (then if "fit" in after else before_fit).append(entry)
             else:
                 raise Refusal(f"hugectr.{f}(...) has no spec field yet", call.line,
                               "remove the call, or file what it should become")
@@ -287,6 +289,10 @@ class Mapper:
             spec.setdefault("training", {})
         if then:
             spec.setdefault("training", {})["then"] = then
+        if before_fit:
+            if "fit" not in after:
+                raise Refusal(f"model.{before_fit[0]['method']} with no model.fit after it", model_call.line)
+            spec.setdefault("training", {})["before_fit"] = before_fit
         if inference is not None:
             if "predict" not in inference:
                 raise Refusal("InferenceParams without InferenceModel(...).predict(...) has no spec field",

@@ -117,6 +117,7 @@ def render_model_py(job: TrainingJob, header: str) -> str:
         graph_json=py_str(job.graph_json),
         after_compile=job.after_compile,
         then=[(method, kwargs(args)) for method, args in job.then],
+        before_fit=[(method, kwargs(args)) for method, args in job.before_fit],
         inference=None if job.offline_inference is None else {
             "api": job.offline_inference.api,
             "graph_json": py_str(job.offline_inference.graph_json),

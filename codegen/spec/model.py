@@ -243,6 +243,9 @@ class TrainingSpec(Strict):
     snapshot_prefix: str = ""
     graph_json: str | None = Field(None, description="where model.py writes the graph JSON (default <name>.json)")
     compile: ExtraArgs = Field(default_factory=dict, description="Model.compile arguments (loss_names, loss_weights)")
+    before_fit: list["ModelCall"] = Field(default_factory=list,
+                                          description="Model methods called just before fit (load_dense_weights, "
+                                                      "load_sparse_optimizer_states, freeze_dense, ...)")
     then: list["ModelCall"] = Field(default_factory=list,
                                     description="Model methods called after the calls of script.after_compile, in "
                                                 "order (export_predictions, save_params_to_files, ...)")
