@@ -48,7 +48,7 @@ def test_demo_is_deterministic() -> None:
 
 
 def test_demo_without_specs_folder_is_a_clear_error(tmp_path) -> None:
-    proc = run_ctrgen("demo", "--root", str(tmp_path / "d"), "--specs", str(tmp_path / "nope"))
+    proc = run_ctrgen("demo", "--root", str(tmp_path / "d"), "--specs", str(tmp_path / "nope"), process=True)
     assert proc.returncode == 2
     assert "--specs" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "d").exists()
