@@ -126,6 +126,20 @@ def _run_in_process(args: list[str], cwd: Path) -> CliResult:
                      _universal_newlines(err_bytes.getvalue().decode("utf-8", errors="replace")))
 
 
+# ---- order: the longest work first ----------------------------------------------------------------------------------
+
+# Modules in this order, before all others (pytest's order within each). With xdist's loadgroup scheduling and
+# --no-loadscope-reorder (pyproject addopts), the first worker starts on a Triton server group (and builds the demo)
+# while the other runs the bench scripts, which need no demo; the many short tests fill the end.
+FIRST = ("test_triton_torch_serving.py", "test_bench_scripts.py", "test_triton_serving.py", "test_torch_continuous.py",
+         "test_torch_target.py", "test_demo_cli.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))      # stable: keeps the order within a module
+
+
 # ---- one scratch folder per session, shared by the xdist workers ----------------------------------------------------
 
 def pytest_configure(config):

@@ -54,6 +54,23 @@ def built_demo() -> BuiltDemo:
     return _BUILT
 
 
+def private_demo(name: str) -> BuiltDemo:
+    """A copy of the session's demo (2 MB) for tests that write into the demo folder itself (``ctrgen demo --root``
+    writes specs/, generated/ and the Criteo keysets there), so that tests of other workers never see those files
+    appear under them. The copy is as current as the build: ``ctrgen demo`` finds it up to date."""
+    import shutil
+
+    from codegen.demo.build import demo_paths
+
+    built = built_demo()
+    root = built.root.parent / f"demo-{name}"
+    with scratch_lock("demo"):
+        if not root.exists():
+            shutil.copytree(built.root, root.with_name(root.name + ".tmp"), symlinks=True)
+            root.with_name(root.name + ".tmp").rename(root)
+    return dataclasses.replace(built, root=root, paths=demo_paths(root))
+
+
 def read_parts(directory: Path) -> pd.DataFrame:
     """All part_*.parquet files of a to_parquet output, in file order."""
     parts = sorted(directory.glob("part_*.parquet"), key=lambda p: int(p.stem.split("_")[1]))
