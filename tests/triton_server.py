@@ -133,14 +133,18 @@ class Server:
         return self.log.read_text(errors="replace")[-6000:] if self.log and self.log.exists() else ""
 
     def stop(self) -> None:
-        import psutil
+        try:
+            import psutil          # in the test venv; bench/serve_torch.py may run where it is not installed
+        except ImportError:
+            psutil = None
 
         procs, regions = [], set()
         if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(psutil.Error):
-                server = psutil.Process(self.proc.pid)
-                procs = [server, *server.children(recursive=True)]
-            regions = self._mapped_regions(procs)
+            if psutil is not None:
+                with contextlib.suppress(psutil.Error):
+                    server = psutil.Process(self.proc.pid)
+                    procs = [server, *server.children(recursive=True)]
+                regions = self._mapped_regions(procs)
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=EXIT_TIMEOUT_S + 20)
@@ -150,13 +154,14 @@ class Server:
         # The python backend stubs outlive an exit-timeout exit by seconds (they unload their models' Python: numba,
         # dask, torch); the tests are done with them, so they are killed after a short grace. None may outlive the
         # tests.
-        _, alive = psutil.wait_procs(procs[1:], timeout=0.5)
-        for proc in alive:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
+        if procs:
+            _, alive = psutil.wait_procs(procs[1:], timeout=0.5)
+            for proc in alive:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
         # Then remove what this server left behind: the regions it or its stubs had mapped (others' regions, e.g. of
         # a server of another xdist worker started after this one, are not touched), and new python_env folders.
-        if not regions:             # the server had died already: fall back to what appeared since it started
+        if not regions:             # the server had died already (or no psutil): what appeared since it started
             regions = set(glob.glob(SHM_GLOB)) - self.shm_before
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(os.path.exists(r) for r in regions):
