@@ -1,10 +1,24 @@
-"""Shared test helpers. Goldens are rewritten with `pytest --update-goldens` (or `make regen`), never by hand."""
+"""Shared test helpers. Goldens are rewritten with `pytest --update-goldens` (or `make regen`), never by hand.
+
+Speed (README "Tests and goldens"): `ctrgen` runs in-process through `run_ctrgen` unless a test needs a real process
+(`process=True`, or an `env=` that only a new interpreter honours, such as PYTHONHASHSEED); the suite runs on
+pytest-xdist workers (pyproject addopts); expensive read-only builds (the demo's NVTabular ETL) are made once per
+session for all workers in a scratch folder the controller owns (`shared_scratch`). At the end of the session each
+process checks that it left no child process running.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import traceback
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -12,6 +26,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 STANDIN = REPO / "tests" / "standin"
+SCRATCH_ENV = "CTRGEN_TEST_SCRATCH"
 
 
 def pytest_addoption(parser):
@@ -23,10 +38,169 @@ def update_goldens(request) -> bool:
     return bool(request.config.getoption("--update-goldens"))
 
 
-def run_ctrgen(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the real console entry point in a subprocess (exit codes, stderr and no-traceback are part of the contract)."""
+# ---- running the CLI ------------------------------------------------------------------------------------------------
+
+@dataclass
+class CliResult:
+    """What ``subprocess.run(..., capture_output=True, text=True)`` returns, for an in-process run."""
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_ctrgen(*args: str, cwd: Path | None = None, env: dict | None = None,
+               process: bool = False) -> subprocess.CompletedProcess | CliResult:
+    """Run ``ctrgen ARGS`` and return its exit status, stdout and stderr (exit codes, stderr and no-traceback are
+    part of the contract).
+
+    In-process by default (click's ``main`` as ``python -m codegen`` calls it, with this process's streams, cwd and
+    warning filters set as a fresh interpreter has them). A real subprocess with ``process=True`` (the entry point
+    itself is under test) or when ``env`` is given (hash seed, locale and time zone are read at interpreter start).
+    """
+    if process or env is not None or os.environ.get("CTRGEN_TEST_SUBPROCESS", "") not in ("", "0"):
+        return run_ctrgen_process(*args, cwd=cwd, env=env)
+    return _run_in_process(list(args), cwd or REPO)
+
+
+def run_ctrgen_process(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the real console entry point in a subprocess."""
     # The checkout under test comes first on the path (several checkouts may share one editable install).
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     full_env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     return subprocess.run([sys.executable, "-m", "codegen", *args], cwd=cwd or REPO, env=full_env,
                           capture_output=True, text=True, timeout=300)
+
+
+def _fresh_interpreter_warning_filters() -> None:
+    """The default filters of `python` without -W/PYTHONWARNINGS (what a subprocess would print on stderr)."""
+    warnings.resetwarnings()
+    for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+
+
+def _universal_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")      # as subprocess.run(text=True) decodes
+
+
+def _run_in_process(args: list[str], cwd: Path) -> CliResult:
+    from codegen.cli import main
+
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8", newline="\n", write_through=True)
+    err = io.TextIOWrapper(err_bytes, encoding="utf-8", errors="backslashreplace", newline="\n", write_through=True)
+    old_cwd = os.getcwd()
+    env_before = dict(os.environ)
+    # A piped subprocess has no terminal: click wraps help text at 80 columns unless COLUMNS says otherwise.
+    columns_set = "COLUMNS" not in os.environ
+    if columns_set:
+        os.environ["COLUMNS"] = "80"
+    code = 0
+    try:
+        os.chdir(cwd)
+        with warnings.catch_warnings(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            _fresh_interpreter_warning_filters()
+            try:
+                main.main(args=args, prog_name="ctrgen", standalone_mode=True)
+            except SystemExit as exc:
+                if exc.code is None:
+                    code = 0
+                elif isinstance(exc.code, int):
+                    code = exc.code
+                else:
+                    print(exc.code, file=sys.stderr)
+                    code = 1
+            except BaseException:  # an uncaught exception: Python prints the traceback and exits with 1
+                traceback.print_exc(file=sys.stderr)
+                code = 1
+    finally:
+        os.chdir(old_cwd)
+        if columns_set:
+            os.environ.pop("COLUMNS", None)
+    leaked = {k for k in set(os.environ) | set(env_before) if os.environ.get(k) != env_before.get(k)}
+    assert not leaked, f"ctrgen {' '.join(args)} changed environment variables of the test process: {sorted(leaked)}"
+    out.flush()
+    err.flush()
+    return CliResult(["ctrgen", *args], code, _universal_newlines(out_bytes.getvalue().decode("utf-8")),
+                     _universal_newlines(err_bytes.getvalue().decode("utf-8", errors="replace")))
+
+
+# ---- order: the longest work first ----------------------------------------------------------------------------------
+
+# Modules in this order, before all others (pytest's order within each). With xdist's loadgroup scheduling and
+# --no-loadscope-reorder (pyproject addopts), the first worker starts on a Triton server group (and builds the demo)
+# while the other runs the bench scripts, which need no demo; the many short tests fill the end.
+FIRST = ("test_triton_torch_serving.py", "test_bench_scripts.py", "test_triton_serving.py", "test_torch_continuous.py",
+         "test_torch_target.py", "test_demo_cli.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))      # stable: keeps the order within a module
+
+
+# ---- one scratch folder per session, shared by the xdist workers ----------------------------------------------------
+
+def pytest_configure(config):
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:                      # an xdist worker: the controller made the folder
+        os.environ[SCRATCH_ENV] = workerinput[SCRATCH_ENV]
+        return
+    scratch = tempfile.mkdtemp(prefix="ctrgen-test-session-")
+    config._ctrgen_scratch = scratch
+    os.environ[SCRATCH_ENV] = scratch
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    node.workerinput[SCRATCH_ENV] = node.config._ctrgen_scratch
+
+
+def pytest_unconfigure(config):
+    scratch = getattr(config, "_ctrgen_scratch", None)
+    if scratch is not None:                          # the controller (or a run without xdist) removes it last
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def shared_scratch() -> Path:
+    """This session's scratch folder (one for all xdist workers; removed when the session ends)."""
+    value = os.environ.get(SCRATCH_ENV)
+    if not value:                                    # imported outside pytest
+        value = tempfile.mkdtemp(prefix="ctrgen-test-session-")
+        os.environ[SCRATCH_ENV] = value
+    return Path(value)
+
+
+@contextlib.contextmanager
+def scratch_lock(name: str):
+    """An exclusive lock across the xdist workers of this session (fcntl on a file in the scratch folder)."""
+    import fcntl
+
+    with open(shared_scratch() / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# ---- no process left behind -----------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind():
+    """Every server and script a test started must be gone when the session ends (checked after the module fixtures
+    have stopped their servers; each xdist worker checks its own children). Anything left is killed and reported as
+    an error of the session's last test."""
+    yield
+    import psutil
+
+    left = psutil.Process().children(recursive=True)
+    _, alive = psutil.wait_procs(left, timeout=5)
+    described = []
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            described.append(f"{proc.pid} {' '.join(proc.cmdline())[:300]}")
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    assert not alive, "processes left running by the tests (killed):\n  " + "\n  ".join(described)

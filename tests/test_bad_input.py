@@ -44,7 +44,8 @@ def test_one_bad_spec_among_good_ones_writes_nothing(tmp_path):
     bad = good / "zz_bad.yaml"
     bad.write_text((REPO / "tests" / "golden" / "errors" / "reshape_too_small" / "spec.yaml").read_text())
     (good / "zz_bad.features.lock.json").write_text(json.dumps(MOVIELENS_LOCK))
-    result = run_ctrgen("generate", "movielens.yaml", "zz_bad.yaml", "--out", str(tmp_path / "out"), cwd=good)
+    result = run_ctrgen("generate", "movielens.yaml", "zz_bad.yaml", "--out", str(tmp_path / "out"), cwd=good,
+                        process=True)      # a real process: its exit status
     assert result.returncode == 2
     assert not (tmp_path / "out").exists()
 

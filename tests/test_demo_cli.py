@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from conftest import REPO, run_ctrgen
-from demo_data import built_demo, read_parts
+from demo_data import private_demo, read_parts
+
+pytestmark = pytest.mark.xdist_group("demo_cli")      # one after the other: `ctrgen demo` writes into one copy
 
 
 def _demo(*extra: str):
-    demo = built_demo()  # the stamp makes `ctrgen demo` reuse this build instead of running the ETL again
+    demo = private_demo("cli")  # the stamp makes `ctrgen demo` reuse this build instead of running the ETL again
     return demo, run_ctrgen("demo", "--root", str(demo.root), "--specs", str(REPO / "specs"), *extra)
 
 
@@ -48,7 +51,7 @@ def test_demo_is_deterministic() -> None:
 
 
 def test_demo_without_specs_folder_is_a_clear_error(tmp_path) -> None:
-    proc = run_ctrgen("demo", "--root", str(tmp_path / "d"), "--specs", str(tmp_path / "nope"))
+    proc = run_ctrgen("demo", "--root", str(tmp_path / "d"), "--specs", str(tmp_path / "nope"), process=True)
     assert proc.returncode == 2
     assert "--specs" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "d").exists()

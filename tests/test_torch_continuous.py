@@ -32,7 +32,7 @@ from codegen.pipeline import open_spec, read_workflow_features, render_spec
 from conftest import REPO
 from demo_data import built_demo
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("torch_continuous")]    # one worker: one setup
 
 NAME = "wdl_continuous_etc"
 BATCH = 128

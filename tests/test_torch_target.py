@@ -54,7 +54,8 @@ def demo():
 def scripts(demo, tmp_path_factory) -> dict[str, Path]:
     """generated/<name>/ folders rendered against the demo datasets (as `ctrgen demo` does)."""
     out = tmp_path_factory.mktemp("torch-demo")
-    spec_dir = demo.root / "torch-specs"      # beside the datasets: demo specs name them relative to their folder
+    # Beside the datasets (demo specs name them relative to their folder); one folder per xdist worker.
+    spec_dir = demo.root / f"torch-specs-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     spec_dir.mkdir(exist_ok=True)
     folders = {}
     for name, dataset in SPECS.items():

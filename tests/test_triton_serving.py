@@ -25,7 +25,7 @@ from tests.conftest import REPO, run_ctrgen
 from tests.demo_data import built_demo
 from tests.triton_server import Server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_serving")]    # one worker, one server
 SPECS = ("movielens", "movielens_genres")
 SERVED = (*SPECS, "wdl")       # wdl: two embedding tables, BYTES request columns, 13 continuous columns
 TAGGED_SPEC = """\
@@ -175,10 +175,13 @@ WIRE = {"int64": "INT64", "int32": "INT32", "float64": "FP64", "float32": "FP32"
 def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, cast: dict | None = None) -> dict:
     if protocol == "http":
         import tritonclient.http as client
-        conn = client.InferenceServerClient(server.http_url)
     else:
         import tritonclient.grpc as client
-        conn = client.InferenceServerClient(server.grpc_url)
+    with server.http() if protocol == "http" else server.grpc() as conn:
+        return _infer(client, conn, model, frame, cast)
+
+
+def _infer(client, conn, model: str, frame: pd.DataFrame, cast: dict | None) -> dict:
     inputs = []
     for col in frame.columns:
         if isinstance(frame[col].iloc[0], np.ndarray):     # a list column: <col> padded, <col>__lengths
@@ -242,24 +245,22 @@ def test_preprocessing_matches_offline_transform(deployed, name, protocol):
 
 def test_request_carries_raw_columns_only(deployed):
     """movielens_genres joins genres inside the workflow: the request has userId and movieId, not genres."""
-    import tritonclient.http as client
-
     server, _ = deployed
-    meta = client.InferenceServerClient(server.http_url).get_model_metadata("movielens_genres_nvt")
+    with server.http() as conn:
+        meta = conn.get_model_metadata("movielens_genres_nvt")
     assert [i["name"] for i in meta["inputs"]] == ["userId", "movieId"]
     assert [o["name"] for o in meta["outputs"]] == ["DES", "CATCOLUMN", "ROWINDEX"]
 
 
 def test_hugectr_model_unavailable_only_for_missing_backend(deployed):
-    import tritonclient.http as client
     from tritonclient.utils import InferenceServerException
 
     server, _ = deployed
-    conn = client.InferenceServerClient(server.http_url)
-    with pytest.raises(InferenceServerException) as err:
-        conn.load_model("movielens")
+    with server.http() as conn:
+        with pytest.raises(InferenceServerException) as err:
+            conn.load_model("movielens")
+        index = {m["name"]: m for m in conn.get_model_repository_index()}
     assert "unable to find backend library for backend 'hugectr'" in str(err.value)
-    index = {m["name"]: m for m in conn.get_model_repository_index()}
     assert index["movielens"]["state"] == "UNAVAILABLE"
     assert "unable to find backend library for backend 'hugectr'" in index["movielens"]["reason"]
     assert index["movielens_nvt"]["state"] == "READY" and index["movielens_genres_nvt"]["state"] == "READY"
@@ -274,8 +275,8 @@ def test_wrong_dtype_is_a_triton_error_and_model_stays_ready(deployed, protocol)
     with pytest.raises(InferenceServerException) as err:
         infer(server, protocol, "movielens_nvt", frame, cast={"userId": np.int32})
     assert "INT32" in str(err.value) and "INT64" in str(err.value)
-    import tritonclient.http as client
-    assert client.InferenceServerClient(server.http_url).is_model_ready("movielens_nvt")
+    with server.http() as conn:
+        assert conn.is_model_ready("movielens_nvt")
     got = infer(server, protocol, "movielens_nvt", frame)
     assert got["CATCOLUMN"].size == len(frame) * 2
 
@@ -286,26 +287,25 @@ def test_bad_shape_is_answered_by_the_model(deployed):
     from tritonclient.utils import InferenceServerException
 
     server, _ = deployed
-    conn = client.InferenceServerClient(server.http_url)
     inputs = []
     for col in ("userId", "movieId"):
         t = client.InferInput(col, [3, 2], "INT64")
         t.set_data_from_numpy(np.ones((3, 2), np.int64))
         inputs.append(t)
-    with pytest.raises(InferenceServerException) as err:
-        conn.infer("movielens_nvt", inputs)
-    assert "must have shape [batch, 1]" in str(err.value)
-    assert conn.is_model_ready("movielens_nvt")
+    with server.http() as conn:
+        with pytest.raises(InferenceServerException) as err:
+            conn.infer("movielens_nvt", inputs)
+        assert "must have shape [batch, 1]" in str(err.value)
+        assert conn.is_model_ready("movielens_nvt")
 
 
 def test_stale_workflow_is_refused_at_load(deployed):
     """A model generated for other cardinalities would shift keys wrongly: it fails to load, with the reason."""
-    import tritonclient.http as client
     from tritonclient.utils import InferenceServerException
 
     server, _ = deployed
-    conn = client.InferenceServerClient(server.http_url)
-    with pytest.raises(InferenceServerException) as err:
-        conn.load_model("movielens_stale_nvt")
-    assert "cardinality" in str(err.value) and "userId" in str(err.value)
-    assert conn.is_model_ready("movielens_nvt")
+    with server.http() as conn:
+        with pytest.raises(InferenceServerException) as err:
+            conn.load_model("movielens_stale_nvt")
+        assert "cardinality" in str(err.value) and "userId" in str(err.value)
+        assert conn.is_model_ready("movielens_nvt")

@@ -10,6 +10,7 @@ trained ``Model`` loaded in-process, then a sigmoid.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import shutil
@@ -31,7 +32,7 @@ from tests.test_torch_target import train
 from tests.test_triton_serving import WIRE
 from tests.triton_server import Server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]    # one worker, one server
 SERVED = {"movielens": (40, 256), "movielens_genres": (40, 256), "wdl": (30, 256)}   # iterations, batch
 CPU_INSTANCE = "triton:\n  torch:\n    instance: {kind: KIND_CPU}\n"
 TOLERANCE = 1e-5
@@ -147,16 +148,23 @@ def offline_scores(d: dict, frame: pd.DataFrame, tmp: Path) -> np.ndarray:
     return torch.sigmoid(logits).numpy().ravel()
 
 
+@contextlib.contextmanager
 def _client(server: Server, protocol: str):
+    """The tritonclient module and a client of the server, closed on exit (an open one delays the server's exit)."""
     if protocol == "http":
         import tritonclient.http as client
-        return client, client.InferenceServerClient(server.http_url)
-    import tritonclient.grpc as client
-    return client, client.InferenceServerClient(server.grpc_url)
+    else:
+        import tritonclient.grpc as client
+    with server.http() if protocol == "http" else server.grpc() as conn:
+        yield client, conn
 
 
 def infer(server: Server, protocol: str, model: str, frame: pd.DataFrame, output: str = "OUTPUT0"):
-    client, conn = _client(server, protocol)
+    with _client(server, protocol) as (client, conn):
+        return _infer(client, conn, model, frame, output)
+
+
+def _infer(client, conn, model: str, frame: pd.DataFrame, output: str):
     inputs = []
     for col in frame.columns:
         data = frame[col].to_numpy()
@@ -197,18 +205,16 @@ def test_scores_do_not_depend_on_the_batch(deployed):
 
 
 def test_served_models_and_metadata(deployed):
-    import tritonclient.http as client
-
     server, _ = deployed
-    conn = client.InferenceServerClient(server.http_url)
-    for name in SERVED:
-        for model in (f"{name}_nvt", name, f"{name}_ens"):
-            assert conn.is_model_ready(model), model
-        meta = conn.get_model_metadata(name)
-        assert [i["name"] for i in meta["inputs"]] == ["DES", "CATCOLUMN", "ROWINDEX"]
-        assert [(o["name"], o["datatype"]) for o in meta["outputs"]] == [("OUTPUT0", "FP32")]
-        config = conn.get_model_config(name)
-        assert config["backend"] == "python" and config["instance_group"][0]["kind"] == "KIND_CPU"
+    with server.http() as conn:
+        for name in SERVED:
+            for model in (f"{name}_nvt", name, f"{name}_ens"):
+                assert conn.is_model_ready(model), model
+            meta = conn.get_model_metadata(name)
+            assert [i["name"] for i in meta["inputs"]] == ["DES", "CATCOLUMN", "ROWINDEX"]
+            assert [(o["name"], o["datatype"]) for o in meta["outputs"]] == [("OUTPUT0", "FP32")]
+            config = conn.get_model_config(name)
+            assert config["backend"] == "python" and config["instance_group"][0]["kind"] == "KIND_CPU"
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
@@ -216,28 +222,27 @@ def test_malformed_vcsr_is_a_triton_error_and_the_model_stays_ready(deployed, pr
     from tritonclient.utils import InferenceServerException
 
     server, _ = deployed
-    client, conn = _client(server, protocol)
     tensors = {"DES": np.zeros((1, 0), np.float32), "CATCOLUMN": np.array([[1, 2, 3]], np.int64),
                "ROWINDEX": np.array([[0, 1, 2, 3]], np.int32)}                  # 3 entries + 1 table: not B x 2
-    inputs = []
-    for key, data in tensors.items():
-        t = client.InferInput(key, list(data.shape), WIRE[data.dtype.name])
-        t.set_data_from_numpy(data)
-        inputs.append(t)
-    with pytest.raises(InferenceServerException) as err:
-        conn.infer("movielens", inputs)
-    assert "ROWINDEX has 4 entries" in str(err.value)
-    assert conn.is_model_ready("movielens")
+    with _client(server, protocol) as (client, conn):
+        inputs = []
+        for key, data in tensors.items():
+            t = client.InferInput(key, list(data.shape), WIRE[data.dtype.name])
+            t.set_data_from_numpy(data)
+            inputs.append(t)
+        with pytest.raises(InferenceServerException) as err:
+            conn.infer("movielens", inputs)
+        assert "ROWINDEX has 4 entries" in str(err.value)
+        assert conn.is_model_ready("movielens")
 
 
 def test_a_checkpoint_that_does_not_fit_fails_the_load_with_the_reason(deployed):
-    import tritonclient.http as client
     from tritonclient.utils import InferenceServerException
 
     server, _ = deployed
-    conn = client.InferenceServerClient(server.http_url)
-    with pytest.raises(InferenceServerException) as err:
-        conn.load_model("movielens_broken")
-    assert "model.pt does not fit the Model of train_torch.py" in str(err.value)
-    assert "sparse_embedding1.weight" in str(err.value)                  # strict load_state_dict names the keys
-    assert conn.is_model_ready("movielens_ens") and not conn.is_model_ready("movielens_broken")
+    with server.http() as conn:
+        with pytest.raises(InferenceServerException) as err:
+            conn.load_model("movielens_broken")
+        assert "model.pt does not fit the Model of train_torch.py" in str(err.value)
+        assert "sparse_embedding1.weight" in str(err.value)                  # strict load_state_dict names the keys
+        assert conn.is_model_ready("movielens_ens") and not conn.is_model_ready("movielens_broken")

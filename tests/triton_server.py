@@ -2,12 +2,18 @@
 
 Follows the shared reference environment.md §8: a backend folder with the python backend and the stub of this
 Python, LD_LIBRARY_PATH with this Python's libdir first, this venv's bin first on PATH, free ports, explicit model
-control. ``stop`` sends SIGTERM (SIGKILL after a timeout) and removes the shared-memory regions and python_env
-folders this server left, comparing with what existed before it started; it is called from a ``finally``.
+control. ``stop`` sends SIGTERM (SIGKILL after a timeout), waits for the server and its python backend stubs to exit
+and removes the shared-memory regions and python_env folders this server left, comparing with what existed before it
+started; it is called from a ``finally``.
+
+Shutdown takes about ``EXIT_TIMEOUT_S``: the server waits that long (``--exit-timeout-secs``, 10 s before) for
+in-flight requests and for its python models to unload, and the stubs still running after it exits are killed.
+Clients are closed after use (``Server.http()`` / ``Server.grpc()`` are context managers that close theirs).
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import importlib.util
 import os
@@ -25,6 +31,7 @@ from pathlib import Path
 
 SHM_GLOB = "/dev/shm/triton_python_backend_shm_region_*"
 ENV_GLOB = os.path.join(tempfile.gettempdir(), "python_env_*")
+EXIT_TIMEOUT_S = 2
 
 
 def pytriton_dir() -> Path:
@@ -84,7 +91,7 @@ class Server:
                "--http-address=127.0.0.1", f"--http-port={self.http_port}",
                "--grpc-address=127.0.0.1", f"--grpc-port={self.grpc_port}",
                "--allow-metrics=false", "--model-control-mode=explicit", f"--log-verbose={self.log_verbose}",
-               "--exit-timeout-secs=10", *[f"--load-model={m}" for m in load]]
+               f"--exit-timeout-secs={EXIT_TIMEOUT_S}", *[f"--load-model={m}" for m in load]]
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.scratch)
         deadline = time.monotonic() + timeout
@@ -100,25 +107,82 @@ class Server:
             time.sleep(0.2)
         raise RuntimeError(f"tritonserver not ready after {timeout}s:\n{self.log_text()}")
 
+    @contextlib.contextmanager
+    def http(self):
+        """A tritonclient HTTP client of this server, closed on exit."""
+        import tritonclient.http as client
+
+        conn = client.InferenceServerClient(self.http_url)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def grpc(self):
+        """A tritonclient gRPC client of this server, closed on exit."""
+        import tritonclient.grpc as client
+
+        conn = client.InferenceServerClient(self.grpc_url)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")[-6000:] if self.log and self.log.exists() else ""
 
     def stop(self) -> None:
+        try:
+            import psutil          # in the test venv; bench/serve_torch.py may run where it is not installed
+        except ImportError:
+            psutil = None
+
+        procs, regions = [], set()
         if self.proc is not None and self.proc.poll() is None:
+            if psutil is not None:
+                with contextlib.suppress(psutil.Error):
+                    server = psutil.Process(self.proc.pid)
+                    procs = [server, *server.children(recursive=True)]
+                regions = self._mapped_regions(procs)
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=EXIT_TIMEOUT_S + 20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=30)
-        # Stubs exit within seconds of their parent; then remove what this run left behind.
+        # The python backend stubs outlive an exit-timeout exit by seconds (they unload their models' Python: numba,
+        # dask, torch); the tests are done with them, so they are killed after a short grace. None may outlive the
+        # tests.
+        if procs:
+            _, alive = psutil.wait_procs(procs[1:], timeout=0.5)
+            for proc in alive:
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+        # Then remove what this server left behind: the regions it or its stubs had mapped (others' regions, e.g. of
+        # a server of another xdist worker started after this one, are not touched), and new python_env folders.
+        if not regions:             # the server had died already (or no psutil): what appeared since it started
+            regions = set(glob.glob(SHM_GLOB)) - self.shm_before
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and set(glob.glob(SHM_GLOB)) - self.shm_before:
+        while time.monotonic() < deadline and any(os.path.exists(r) for r in regions):
             time.sleep(0.2)
-        for path in set(glob.glob(SHM_GLOB)) - self.shm_before:
+        for path in regions:
             try:
                 os.unlink(path)
             except OSError:
                 pass
         for path in set(glob.glob(ENV_GLOB)) - self.env_before:
             shutil.rmtree(path, ignore_errors=True)
+
+    @staticmethod
+    def _mapped_regions(procs) -> set[str]:
+        import psutil
+
+        prefix = SHM_GLOB[:-1]
+        found = set()
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                found |= {m.path for m in proc.memory_maps(grouped=True) if m.path.startswith(prefix)}
+            with contextlib.suppress(psutil.Error):
+                found |= {f.path for f in proc.open_files() if f.path.startswith(prefix)}
+        return found
