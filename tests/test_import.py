@@ -516,3 +516,42 @@ def test_loading_before_fit_and_layer_objects_round_trip(tmp_path: Path):
     src.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match="compute_config.*is not in HugeCTR 4.3"):
         write_import(import_source(src, "4.3"), tmp_path / "o43")
+
+
+MLP_DLRM = HEAD + """
+solver = hugectr.CreateSolver(batchsize=1024, vvgpu=[[0]], use_mixed_precision=True, scaler=1024)
+reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Norm, source=["./d/l.txt"],
+                                  eval_source="./d/t.txt", check_type=hugectr.Check_t.Sum)
+optimizer = hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.SGD, update_type=hugectr.Update_t.Local)
+model = hugectr.Model(solver, reader, optimizer)
+model.add(hugectr.Input(label_dim=1, label_name="label", dense_dim=13, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("data1", 1, True, 26)]))
+model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,
+                                  workspace_size_per_gpu_in_mb=100, embedding_vec_size=16, combiner="sum",
+                                  sparse_embedding_name="sparse_embedding1", bottom_name="data1", optimizer=optimizer))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.MLP, bottom_names=["dense"], top_names=["mlp1"],
+                             num_outputs=[64, 16], act_type=hugectr.Activation_t.Relu))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Interaction, bottom_names=["mlp1", "sparse_embedding1"],
+                             top_names=["interaction1"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.MLP, bottom_names=["interaction1"], top_names=["mlp2"],
+                             num_outputs=[64, 1], activations=[hugectr.Activation_t.Relu, hugectr.Activation_t.Non]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.BinaryCrossEntropyLoss, bottom_names=["mlp2", "label"],
+                             top_names=["loss"]))
+model.compile()
+model.summary()
+model.fit(max_iter=1000, display=100, eval_interval=500)
+"""
+
+
+def test_mlp_layers_with_activation_lists_round_trip(tmp_path: Path):
+    """activations=[Activation_t...] stay enum members (they once came back as strings); MLP's built width
+    (num_outputs[-1]) is what Interaction checks."""
+    src = tmp_path / "dlrm_mlp.py"
+    src.write_text(MLP_DLRM, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    model_py = (tmp_path / "generated" / "dlrm_mlp" / "model.py").read_text(encoding="utf-8")
+    assert "activations=[hugectr.Activation_t.Relu, hugectr.Activation_t.Non]" in model_py
+    graph = json.loads((tmp_path / "generated" / "dlrm_mlp" / "dlrm_mlp.json").read_text(encoding="utf-8"))
+    mlp2 = next(l for l in graph["layers"] if l.get("top") == "mlp2")
+    assert mlp2["mlp_param"]["activations"] == ["Relu", "None"]

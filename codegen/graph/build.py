@@ -508,6 +508,15 @@ class Builder:
                               fix=f"use one of {list(ENUM_MEMBERS[enum])}")
                     continue
                 value = Enum(enum, value)
+            elif name == "activations":
+                acts = []
+                for a in value if isinstance(value, list) else [value]:
+                    member = a.split(".", 1)[1] if isinstance(a, str) and a.startswith("Activation_t.") else a
+                    if member not in ENUM_MEMBERS["Activation_t"]:
+                        self.fail(loc, f"layer {raw.tops[0]!r}: {a!r} is not an Activation_t member",
+                                  fix=f"use {list(ENUM_MEMBERS['Activation_t'])}")
+                    acts.append(Enum("Activation_t", str(member)))
+                value = acts
             elif name == "ranges":
                 value = [tuple(int(x) for x in r) for r in value]
             elif name in FLOAT_PARAMS:

@@ -531,6 +531,8 @@ class Mapper:
             val = spec_value(v, call, k)
             if isinstance(val, str) and "." in val and isinstance(v, Enum):
                 val = v.member  # DenseLayer enum arguments are written by member (the builder knows their types)
+            elif isinstance(v, (list, tuple)) and v and all(isinstance(x, Enum) for x in v):
+                val = [x.member for x in v]   # activations=[Activation_t.Relu, ...]
             out[k] = val
         return out
 

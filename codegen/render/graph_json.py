@@ -123,7 +123,7 @@ def _dense_layer(layer: Layer, p: V.Profile) -> dict:
         mlp: dict = {"num_output": int(get("num_output")), "num_outputs": list(get("num_outputs"))}
         acts = list(get("activations"))
         if acts:
-            mlp["activations"] = ["Relu" if a == "Relu" else "None" for a in acts]
+            mlp["activations"] = ["Relu" if _member(a) == "Relu" else "None" for a in acts]
         else:
             mlp["activation"] = "Relu" if _member(get("act_type")) == "Relu" else "None"
         biases = list(get("biases"))
