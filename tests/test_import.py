@@ -555,3 +555,26 @@ def test_mlp_layers_with_activation_lists_round_trip(tmp_path: Path):
     graph = json.loads((tmp_path / "generated" / "dlrm_mlp" / "dlrm_mlp.json").read_text(encoding="utf-8"))
     mlp2 = next(l for l in graph["layers"] if l.get("top") == "mlp2")
     assert mlp2["mlp_param"]["activations"] == ["Relu", "None"]
+
+
+def test_group_dense_layer_round_trips(tmp_path: Path):
+    """GroupDenseLayer stays one call in model.py; the graph holds HugeCTR's Head/Body/Tail FusedInnerProduct chain."""
+    text = MLP_DLRM.replace(
+        '''model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.MLP, bottom_names=["dense"], top_names=["mlp1"],
+                             num_outputs=[64, 16], act_type=hugectr.Activation_t.Relu))''',
+        '''model.add(hugectr.GroupDenseLayer(group_layer_type=hugectr.GroupLayer_t.GroupFusedInnerProduct,
+                                  bottom_name_list=["dense"], top_name_list=["fc1", "fc2", "mlp1"],
+                                  num_outputs=[128, 64, 16], last_act_type=hugectr.Activation_t.Relu))''')
+    assert "GroupDenseLayer" in text
+    src = tmp_path / "grouped.py"
+    src.write_text(text, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "4.3")
+    assert diffs == []
+    graph = json.loads((tmp_path / "generated" / "grouped" / "grouped.json").read_text(encoding="utf-8"))
+    fused = [l for l in graph["layers"] if l["type"] == "FusedInnerProduct"]
+    assert [l["position"] for l in fused] == ["Head", "Body", "Tail"]
+    assert fused[1]["bottom"] == ["fc1", "fc1_mask", "fc1_dRelu", "fc1_db"]
+    src.write_text(text.replace("use_mixed_precision=True, scaler=1024", "use_mixed_precision=False"),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match="can only be used when use_mixed_precision is set true"):
+        write_import(import_source(src, "4.3"), tmp_path / "fp32")

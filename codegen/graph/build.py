@@ -19,6 +19,9 @@ from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
 
+# GroupLayer_t members a spec's layers: may name (model.add(hugectr.GroupDenseLayer(...)) in model.py).
+GROUP_LAYERS = ("GroupFusedInnerProduct",)
+
 # DenseLayer keywords whose values are HugeCTR enums, with the enum type.
 ENUM_PARAMS = {
     "gamma_init_type": "Initializer_t", "beta_init_type": "Initializer_t", "weight_init_type": "Initializer_t",
@@ -474,6 +477,9 @@ class Builder:
                 extra = dict(l.model_extra or {})
                 bottoms = (l.bottom,) if isinstance(l.bottom, str) else tuple(l.bottom)
                 tops = (l.top,) if isinstance(l.top, str) else tuple(l.top)
+                if l.type in GROUP_LAYERS:
+                    out.extend(self._group_layers(l.type, bottoms, tops, extra, ("model", "layers", i)))
+                    continue
                 out.append(RawLayer(l.type, bottoms, tops, extra, ("model", "layers", i)))
             return out
         try:
@@ -482,6 +488,36 @@ class Builder:
             loc = tuple(int(p) if p.isdigit() else p for p in exc.field.replace("[", ".").replace("]", "").split("."))
             self.fail(loc, exc.message, fix=exc.fix)
             return []
+
+    def _group_layers(self, type_: str, bottoms: tuple, tops: tuple, extra: dict, origin: tuple) -> list[RawLayer]:
+        """GroupDenseLayer(GroupFusedInnerProduct, ...) as HugeCTR's Model::add(GroupDenseLayer&) expands it: a Head,
+        Body and Tail FusedInnerProduct chain whose inner tensors carry _mask, _dRelu and _db companions
+        (NVIDIA-Merlin/HugeCTR@v23.06.01:HugeCTR/src/pybind/model.cpp l.1374)."""
+        msg = self.profile.missing_function("GroupDenseLayer")
+        if msg:
+            self.fail((*origin, "type"), msg, fix="use FusedInnerProduct layers, or another release")
+            return []
+        unknown = sorted(set(extra) - {"num_outputs", "last_act_type"})
+        outs = extra.get("num_outputs")
+        if unknown or not isinstance(outs, list) or len(outs) < 2 or len(outs) != len(tops):
+            self.fail(origin, f"{type_} takes num_outputs (one width per top, at least two) and last_act_type"
+                              + (f"; not {unknown}" if unknown else ""), fix="give top names and num_outputs in pairs")
+            return []
+        if not self.spec.solver.use_mixed_precision:
+            self.fail(origin, '"GroupFusedInnerProduct can only be used when use_mixed_precision is set true"',
+                      fix="set solver.use_mixed_precision: true")
+            return []
+        last = extra.get("last_act_type", "Relu")
+        group = (type_, bottoms, tops, tuple(int(x) for x in outs), last)
+        names = [list(bottoms)] + [[t, f"{t}_mask", f"{t}_dRelu", f"{t}_db"] for t in tops[:-1]] + [[tops[-1]]]
+        layers = []
+        n = len(outs)
+        for k in range(n):
+            pos = "Head" if k == 0 else "Tail" if k == n - 1 else "Body"
+            act = last if k == n - 1 else "Relu"
+            layers.append(RawLayer("FusedInnerProduct", tuple(names[k]), tuple(names[k + 1]),
+                                   {"num_output": int(outs[k]), "pos_type": pos, "act_type": act}, origin, group))
+        return layers
 
     def _params(self, raw: RawLayer) -> tuple:
         p = self.profile
@@ -578,7 +614,7 @@ class Builder:
                 continue
             shapes.update(zip(raw.tops, outs))
             layers.append(Layer(type=raw.type, bottoms=raw.bottoms, tops=raw.tops, params=params,
-                                out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin))
+                                out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin, group=raw.group))
         if layers and layers[-1].type not in LOSS_LAYERS and not self.problems:
             self.fail(("model",), "the last layer must be a loss (e.g. BinaryCrossEntropyLoss)")
         if len(layers) < 2 and not self.problems:
@@ -631,7 +667,7 @@ class Builder:
                 new_bottoms.append(f"{b}_slice{k}")
             out.append(Layer(type=layer.type, bottoms=tuple(new_bottoms), tops=layer.tops, params=layer.params,
                              out_shapes=layer.out_shapes,
-                             in_shapes=layer.in_shapes, origin=layer.origin))
+                             in_shapes=layer.in_shapes, origin=layer.origin, group=layer.group))
         return out
 
     # ---- fit ------------------------------------------------------------------------------------------------------

@@ -83,6 +83,9 @@ class Layer:
     in_shapes: tuple[Shape, ...]
     auto: bool = False                # inserted by HugeCTR's graph_analysis(), not by model.py
     origin: tuple = ()                # spec location, for error messages
+    # Part of a GroupDenseLayer model.py adds as one call, which HugeCTR expands into these layers:
+    # (group type, bottom_name_list, top_name_list, num_outputs, last_act_type member).
+    group: tuple | None = None
 
     def param(self, name: str, default: object = None) -> object:
         for k, v in self.params:

@@ -23,6 +23,7 @@ class RawLayer:
     tops: tuple[str, ...]
     params: dict
     origin: tuple  # spec location of the entry that produced it
+    group: tuple | None = None  # (type, bottoms, tops, num_outputs, last_act_type) of the GroupDenseLayer it expands
 
 
 class PresetError(ValueError):

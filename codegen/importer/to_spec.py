@@ -201,6 +201,8 @@ class Mapper:
                     embeddings.append(self.embedding(layer))
                 elif layer.func == "DenseLayer":
                     layers.append(self.layer(layer))
+                elif layer.func == "GroupDenseLayer":
+                    layers.append(self.group_layer(layer))
                 else:
                     raise Refusal(f"model.add(hugectr.{layer.func}(...)) has no spec field yet", layer.line)
             elif f == "Model.compile":
@@ -534,6 +536,22 @@ class Mapper:
             elif isinstance(v, (list, tuple)) and v and all(isinstance(x, Enum) for x in v):
                 val = [x.member for x in v]   # activations=[Activation_t.Relu, ...]
             out[k] = val
+        return out
+
+    def group_layer(self, call: Call) -> dict:
+        kw = kwargs_of(call)
+        member = _enum_member(kw.pop("group_layer_type", None), "GroupLayer_t", call, "group_layer_type")
+        bottoms = spec_value(kw.pop("bottom_name_list", kw.pop("bottom_name", None)), call, "bottom_name_list")
+        tops = spec_value(kw.pop("top_name_list", None), call, "top_name_list")
+        if isinstance(bottoms, str):
+            raise Refusal("GroupDenseLayer(bottom_name=<one name>) (3.3's form) has no spec field; 3.3.1 and later "
+                          "take bottom_name_list", call.line)
+        out: dict = {"type": member, "bottom": bottoms[0] if len(bottoms) == 1 else bottoms, "top": tops,
+                     "num_outputs": spec_value(kw.pop("num_outputs", None), call, "num_outputs")}
+        if "last_act_type" in kw:
+            out["last_act_type"] = _enum_member(kw.pop("last_act_type"), "Activation_t", call, "last_act_type")
+        if kw:
+            raise Refusal(f"GroupDenseLayer({next(iter(kw))}=...) has no spec field", call.line)
         return out
 
     def fit(self, call: Call) -> dict:

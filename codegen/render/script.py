@@ -72,11 +72,23 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
             embeddings[-1].append(("optimizer", ident("optimizer")))  # the variable, not a literal
 
     layers = []
+    groups_done: set[tuple] = set()
     for layer in g.layers:
+        if layer.group is not None:
+            # One GroupDenseLayer call for the FusedInnerProduct chain HugeCTR expands it into.
+            if layer.group in groups_done:
+                continue
+            groups_done.add(layer.group)
+            type_, bottoms, tops, outs, last = layer.group
+            args = [("group_layer_type", Enum("GroupLayer_t", type_)), ("bottom_name_list", list(bottoms)),
+                    ("top_name_list", list(tops)), ("num_outputs", list(outs)),
+                    ("last_act_type", Enum("Activation_t", last))]
+            layers.append({"args": kwargs(args), "comment": "", "call": "GroupDenseLayer"})
+            continue
         args = [("layer_type", Enum("Layer_t", layer.type)), ("bottom_names", list(layer.bottoms)),
                 ("top_names", list(layer.tops)), *layer.params]
         args = bind.layer(layer, args)
-        layers.append({"args": kwargs(args), "comment": _layer_comment(layer)})
+        layers.append({"args": kwargs(args), "comment": _layer_comment(layer), "call": "DenseLayer"})
 
     reader_comments = []
     slot_cols = [c for s in g.sparse for c in s.columns]
