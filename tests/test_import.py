@@ -578,3 +578,13 @@ def test_group_dense_layer_round_trips(tmp_path: Path):
                    encoding="utf-8")
     with pytest.raises(UserError, match="can only be used when use_mixed_precision is set true"):
         write_import(import_source(src, "4.3"), tmp_path / "fp32")
+
+
+def test_a_model_built_in_a_class_is_named_as_such(tmp_path: Path):
+    body = NORM_DCN.split("\n", 2)[2]
+    text = HEAD + "\n\nclass Trainer:\n    def __init__(self):\n" + "".join(
+        f"        {line}\n" if line else "\n" for line in body.splitlines())
+    src = tmp_path / "cls.py"
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match="built inside class Trainer"):
+        import_source(src, "23.06")

@@ -74,6 +74,14 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     if not found:
         if first_error is not None:
             raise first_error
+        if "ModelPerfExt(" in text:
+            raise _fail(path, "hugectr.ModelPerfExt (HugeCTR's performance-test model) has no spec field; "
+                              "ctrgen generates hugectr.Model", None, "build the model with hugectr.Model")
+        classes = [u for unit in units for u in _unread(unit)]
+        if classes:
+            line, what = classes[0]
+            raise _fail(path, f"the model is built inside {what}; ctrgen reads module-level code and the functions "
+                              "it calls, not classes", line, "build the model in a function or at module level")
         raise _fail(path, "no hugectr.Model(...) is built here", None,
                     "give the script or notebook that builds and trains the model")
     if len(found) > 1:
@@ -88,6 +96,13 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise _fail(path, exc.message, exc.line, exc.fix, unit if kind != "script" else None) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     return _finish(path, imported, label, notes)
+
+
+def _unread(unit: Unit) -> list[tuple[int, str]]:
+    try:
+        return extract(unit.text, unit.name).unread
+    except ScriptError:
+        return []
 
 
 def _notebook(path: Path, text: str) -> list[Unit]:

@@ -82,6 +82,7 @@ class Script:
     unknowns: list[Unknown] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)   # (line, what the reader skipped or assumed)
     loops: list[int] = field(default_factory=list)          # lines of loops with hugectr calls it could not unroll
+    unread: list[tuple[int, str]] = field(default_factory=list)   # classes that build a model (not followed)
 
     def count(self, func: str) -> int:
         return sum(1 for c in self.all_calls if c.func == func)
@@ -240,6 +241,8 @@ class Interpreter:
             raise _Return(self.eval(node.value, env) if node.value is not None else None)
         elif isinstance(node, (ast.ClassDef, ast.AsyncFunctionDef)):
             env[node.name] = Unknown(node.name, node.lineno)
+            if "Model(" in (ast.get_source_segment(self.source, node) or ""):
+                self.script.unread.append((node.lineno, f"class {node.name}"))
         # pass, global, assert, raise, delete, break/continue: nothing a model depends on
 
     def exec_for(self, node: ast.For, env: dict) -> None:
