@@ -291,7 +291,7 @@ def test_etc_scripts_run_on_nvtabular_output_with_its_keysets(tmp_path):
     assert high.returncode == 0, high.stderr
     (etc,) = calls_named(high, "hugectr.CreateETC")
     assert etc["kwargs"]["ps_types"] == ["TrainPSType_t.Staged", "TrainPSType_t.Cached"]
-    assert etc["kwargs"]["local_paths"] == ["./"] and len(etc["kwargs"]["hmem_cache_configs"]) == 2
+    assert etc["kwargs"]["local_paths"] == ["./"] and len(etc["kwargs"]["hmem_cache_configs"]) == 1
     (hmem,) = calls_named(high, "hugectr.CreateHMemCache")
     assert hmem["kwargs"] == {"num_blocks": 2, "target_hit_rate": 0.5, "max_num_evict": 0}
     assert len(calls_named(high, "Model.fit")) == 2 and len(calls_named(high, "Model.get_incremental_model")) == 1

@@ -129,6 +129,16 @@ def test_model_methods_and_the_embedding_cache():
     assert V.CONTINUOUS["train_is_first_batch"] == V.Span((3, 3), (23, 4))
 
 
+def test_release_3_2_is_the_v3_2_tag():
+    # v3.2.1 changed the API (CreateMOS(ps_types, ...), graph_analysis); "3.2" is v3.2 everywhere: the table's
+    # CreateMOS is the model oversubscriber ctrgen writes, and 3.2 has no automatic Slices.
+    assert A.TAGS["3.2"] == "v3.2" and A.TAGS["3.3"] == "v3.3.1" and A.TAGS["23.06"] == "v23.06.01"
+    assert [p.name for p in A.signature("CreateMOS", "3.2")] == [
+        "train_from_scratch", "use_host_memory_ps", "trained_sparse_models", "dest_sparse_models"]
+    assert not A.has("TrainPSType_t", "3.2") and not A.has("CreateHMemCache", "3.2")
+    assert not V.BEHAVIOUR["auto_slice"].covers((3, 2)) and V.BEHAVIOUR["auto_slice"].covers((3, 3))
+
+
 # ---- the accessor's messages ------------------------------------------------------------------------------------
 
 def test_error_text_names_the_first_release_that_has_it():

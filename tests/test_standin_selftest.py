@@ -161,6 +161,13 @@ REJECTED = [
      "The set source method can only be used under the embedding training cache mode"),
     ("23.06", GRAPH + "model.compile()\nmodel.get_incremental_model()", "Get incremental is only supported in ETC"),
     ("23.06", GRAPH + "model.graph_to_json('missing/dir/g.json')", "Cannot open missing/dir/g.json for writing"),
+    # one HMemCacheConfig per table of ps_types is refused when some table is staged; one for all is fine
+    ("23.06", "hc = hugectr.CreateHMemCache(2, 0.5, 0)\nT = hugectr.TrainPSType_t\n"
+              "hugectr.CreateETC(ps_types=[T.Staged, T.Cached], sparse_models=['a', 'b'], hmem_cache_configs=[hc, hc])",
+     "Wrong hcache_configs"),
+    ("23.06", "hc = hugectr.CreateHMemCache(2, 0.5, 0)\nT = hugectr.TrainPSType_t\n"
+              "hugectr.CreateETC(ps_types=[T.Staged, T.Cached], sparse_models=['a', 'b'], hmem_cache_configs=[hc])",
+     None),
 ]
 
 

@@ -4,7 +4,7 @@
     python tools/hugectr_api.py PATH_TO_HUGECTR_CLONE [-o codegen/hugectr/api_table.json] [--check]
 
 PATH is a clone of NVIDIA-Merlin/HugeCTR (bare or with a work tree) that has the release tags. For every release
-from 3.2 on (the newest patch tag of each: v3.3.1 for 3.3, v23.06.01 for 23.06) the tool reads the pybind sources
+from 3.2 on (the newest patch tag of each: v3.3.1 for 3.3, v23.06.01 for 23.06; 3.2 is read at v3.2, see PINNED_TAGS) the tool reads the pybind sources
 (HugeCTR/pybind/, later HugeCTR/include/pybind/ and HugeCTR/src/pybind/) at that tag, follows
 ``PYBIND11_MODULE(hugectr, m)`` into the ``XxxPybind(m)`` functions it calls, and records what the modules
 ``hugectr``, ``hugectr.inference`` and ``hugectr.data`` expose:
@@ -47,6 +47,11 @@ MODULES = {"": "", "inference": "inference.", "data": "data."}  # submodules rec
 PYBIND_PATH = re.compile(r"^HugeCTR/(?:include/|src/)?pybind/[^/]+\.(?:hpp|cpp|h|cc)$")
 TAG = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "codegen" / "hugectr" / "api_table.json"
+# Releases read at a tag other than their newest patch. v3.2.1 is no bug-fix patch of v3.2: it brought 3.3's
+# graph_analysis() (automatic Slices) and the ETC-style CreateMOS(ps_types, ...). Release "3.2" is v3.2, the release
+# the reference, the stand-in and the published v3.2 scripts (explicit Slices, CreateMOS(train_from_scratch, ...))
+# describe; a v3.2.1 script is a 3.3 script in these respects.
+PINNED_TAGS = {(3, 2): "v3.2"}
 
 
 # ---- releases and sources -------------------------------------------------------------------------------------
@@ -67,7 +72,7 @@ def releases(clone: str) -> list[tuple[str, str]]:
         key, patch = (int(m[1]), int(m[2])), int(m[3] or 0)
         if key >= FIRST_RELEASE and (key not in newest or patch > newest[key][0]):
             newest[key] = (patch, tag)
-    return [(release_name(*k), newest[k][1]) for k in sorted(newest)]
+    return [(release_name(*k), PINNED_TAGS.get(k, newest[k][1])) for k in sorted(newest)]
 
 
 class Git:

@@ -20,7 +20,9 @@ not call ``Model.construct_from_json``; units with several models, ``construct_f
 listed as excluded with the reason. Identical units (same Python syntax tree, so comments and layout do not count) are
 one distinct unit that remembers every release it is published in.
 
-Releases. For each release the newest tag of that release is read (``v3.3.1`` for 3.3, ``v23.06.01`` for 23.06).
+Releases. For each release the tag that ctrgen's API table reads is read: the newest tag of that release (``v3.3.1``
+for 3.3, ``v23.06.01`` for 23.06), except 3.2, read at v3.2 (v3.2.1 already has 3.3's automatic Slices and
+CreateMOS(ps_types, ...); tools/hugectr_api.py, PINNED_TAGS).
 HugeCTR is walked under samples/, test/, notebooks/ and tools/. hugectr_backend and Merlin do not tag every HugeCTR
 release: for a release, the tag of the same release name when there is one (v3.5, v23.06.00), otherwise the newest
 tag of that repository whose commit date is not later than the HugeCTR tag's commit date is read (the notebooks
@@ -132,7 +134,12 @@ class Git:
 
 
 def release_tag(tags: list[str], release: str) -> str | None:
-    """The newest tag of ``release``: v3.3 / v3.3.1 for 3.3; v23.06.00 / v23.06.01 for 23.06 (no alpha/beta)."""
+    """The tag ctrgen's API table reads ``release`` at, where ``tags`` has it (3.2: v3.2, see tools/hugectr_api.py),
+    else the newest tag of ``release``: v3.3 / v3.3.1 for 3.3; v23.06.00 / v23.06.01 for 23.06 (no alpha/beta)."""
+    from codegen.hugectr.api import TAGS
+
+    if TAGS.get(release) in tags:
+        return TAGS[release]
     pat = re.compile(r"^v" + re.escape(release) + r"(?:\.(\d+))?$")
     best = None
     for t in tags:
@@ -772,8 +779,9 @@ def report(args: argparse.Namespace) -> None:
       "python tools/import_corpus.py run                 # imports + regenerates every unit (cache: .work/corpus)\n"
       "python tools/import_corpus.py report              # writes this file\n"
       "python tools/import_corpus.py inventory -o FILE   # which hugectr names the units use\n```\n\n"
-      "Releases read: " + ", ".join(index["releases"]) + ". For each the newest tag of the release is read "
-      "(e.g. v3.3.1, v23.06.01); HugeCTR under samples/, test/, notebooks/, tools/. hugectr_backend and Merlin do not "
+      "Releases read: " + ", ".join(index["releases"]) + ". For each the tag ctrgen's API table reads is read: the newest tag of the release "
+      "(e.g. v3.3.1, v23.06.01), except 3.2, read at v3.2 (v3.2.1 already has 3.3's automatic Slices and "
+      "`CreateMOS(ps_types, ...)`); HugeCTR under samples/, test/, notebooks/, tools/. hugectr_backend and Merlin do not "
       "tag every release: the tag of the same release name where there is one, otherwise the newest tag of each "
       "whose commit date is not later than the HugeCTR tag's is read "
       "(all of the repository).\n")

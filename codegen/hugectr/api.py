@@ -62,6 +62,7 @@ Span = tuple[int, int]  # indexes into RELEASES: since, until (exclusive)
 class _Table:
     def __init__(self, raw: dict):
         self.releases: tuple[str, ...] = tuple(raw["releases"])
+        self.tags: dict[str, str] = dict(raw["tags"])
         self.index = {r: k for k, r in enumerate(self.releases)}
         end = len(self.releases)
         self.funcs: dict[str, list[Span]] = {}
@@ -103,6 +104,8 @@ def _table() -> _Table:
 
 
 RELEASES: tuple[str, ...] = _table().releases  # oldest first
+# The tag each release's facts were read at (its newest patch tag, except 3.2 = v3.2: tools/hugectr_api.py says why).
+TAGS: dict[str, str] = _table().tags
 
 
 def release_key(name: str) -> tuple[int, int]:

@@ -33,7 +33,9 @@ def cache_context(job: TrainingJob) -> dict | None:
     ])
     if c.hmem_cache is not None:
         args += kwargs([("local_paths", list(c.local_paths))])
-        args.append(("hmem_cache_configs", "[" + ", ".join(["hc_cnfg"] * len(c.ps_types)) + "]"))
+        # One config serves every cached table (HugeCTR copies it to each); one per table of ps_types would be
+        # refused when some tables are staged ("Wrong hcache_configs"), and the published scripts pass one.
+        args.append(("hmem_cache_configs", "[hc_cnfg]"))
     names = [e.name for e in job.graph.embeddings]
     words = [f"{name}: {ETC_WORDS[t]}" for name, t in zip(names, c.ps_types)]
     return {"kind": "etc", "args": args, "hmem": kwargs(c.hmem_cache) if c.hmem_cache else None, "ps_words": words}

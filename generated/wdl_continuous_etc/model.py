@@ -35,7 +35,7 @@ etc = hugectr.CreateETC(
     ps_types=[hugectr.TrainPSType_t.Staged, hugectr.TrainPSType_t.Cached],
     sparse_models=["./wdl_0_sparse_model", "./wdl_1_sparse_model"],
     local_paths=["./"],
-    hmem_cache_configs=[hc_cnfg, hc_cnfg],
+    hmem_cache_configs=[hc_cnfg],
 )
 
 model = hugectr.Model(solver, reader, optimizer, etc)

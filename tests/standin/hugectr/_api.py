@@ -353,7 +353,15 @@ def CreateMOS(*args, **kwargs):
 
 
 def CreateETC(*args, **kwargs):
-    return EmbeddingTrainingCacheParams(_call("hugectr.CreateETC", ETC, args, kwargs))
+    bound = _call("hugectr.CreateETC", ETC, args, kwargs)
+    # CreateETC's hcache_configs rule (embedding_training_cache_wrapper.hpp of 3.3-23.09): one config for every
+    # cached table, one per cached table, or one per table when every table is cached.
+    types, configs = list(bound.get("ps_types") or []), list(bound.get("hmem_cache_configs") or [])
+    cached = sum(1 for t in types if getattr(t, "name", str(t)).endswith("Cached"))
+    if cached and len(configs) != 1 and len(configs) != cached:
+        raise HugeCTRError("Wrong hcache_configs:\n  If hcache_configs.size() == 1, all Cached PS will use the same "
+                           "HMemCacheConfig\n  Otherwise, hcache_configs.size() should be equal to the num of Cached PS")
+    return EmbeddingTrainingCacheParams(bound)
 
 
 def CreateHMemCache(*args, **kwargs):
