@@ -105,6 +105,34 @@ VALID = {
 }
 
 
+# 23.09 and later: one MultiHeadAttention does the whole attention of 3D Q, K, V (and an optional 4D mask), one top.
+MASK_23_09 = {"type": "SequenceMask", "bottom": ["dense", "dense"], "top": "mask", "max_sequence_len_from": 5,
+              "max_sequence_len_to": 5}
+MHA_23_09 = {"type": "MultiHeadAttention", "bottom": ["q", "k", "v", "mask"], "top": "attended",
+             "num_attention_heads": 2}
+
+
+@pytest.mark.parametrize("version", ["23.09", "25.03"])
+@pytest.mark.parametrize("bottom", [["q", "k", "v", "mask"], ["q", "k", "v"]])
+def test_attention_of_23_09_is_one_layer(tmp_path, version, bottom):
+    got = _shapes(_build(tmp_path, [*QKV, MASK_23_09, {**MHA_23_09, "bottom": bottom}], version))
+    assert got["mask"] == "(64,1,5,5)" and got["attended"] == "(64,5,8)"
+
+
+@pytest.mark.parametrize("change,text", [
+    ({"bottom": ["q", "k", "mask"]}, '"MultiHeadAttentionLayer needs 3D Q,K,V input tensors"'),
+    ({"bottom": ["q", "k"]}, '"MultiHeadAttentionLayer needs at lease 3 input tensors "'),
+    ({"bottom": ["q", "k", "v", "q"]}, '"mask should be 4D tensor"'),
+    ({"top": ["score", "value4d"]}, "MultiHeadAttention makes 1 output tensor(s)"),
+])
+def test_attention_of_23_09_checks(tmp_path, change, text):
+    with pytest.raises(UserError) as exc:
+        _build(tmp_path, [*QKV, MASK_23_09, {**MHA_23_09, **change}], "23.09")
+    assert text in exc.value.format()
+    # the 4.3 - 23.08 form (two tops from Q, K, V) is what 23.09 refuses
+    _build(tmp_path, [*QKV, MHA3], "23.08")
+
+
 @pytest.mark.parametrize("case", sorted(VALID))
 def test_valid_side_shapes(tmp_path, case):
     version, layers, want, _ = VALID[case]

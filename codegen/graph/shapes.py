@@ -381,6 +381,8 @@ def _mha(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     #     split into heads (B, h, S, H/h) -- two tops (the 3-input form came with num_attention_heads in 4.1).
     #   * 4D (B, h, m, n) and a second 4D tensor: transpose_b=True -> Q·K^T (B, h, m, k) with k = key[-2];
     #     transpose_b=False -> scores·V merged back (B, m, h * V[-1]) -- one top.
+    if t.release >= (23, 9):
+        return _mha_23_09(p, b, n)
     _need(len(b) >= 2, "MultiHeadAttentionLayer needs at lease two input tensors ", f"got {len(b)}")
     q, k = b[0], b[1]
     _need(q.ndim in (3, 4), "MultiHeadAttentionLayer needs two 4D or 3D input tensors ", f"first input {_fmt(q)}")
@@ -412,6 +414,28 @@ def _mha(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     _tops(n, 2, "MultiHeadAttention", "3D query/key/value: attention scores and the 4D value")
     seq = q.dims[0]
     return [Shape((heads, seq, k.dims[0]), q.rows), Shape((heads, seq, q.width // heads), q.rows)]
+
+
+def _mha_23_09(p: dict, b: list[Shape], n: int) -> list[Shape]:
+    # 23.09 and later (add_dense_layer_helpers.cpp and src/layers/multi_head_attention_layer.cu of 23.09.00 up to
+    # 25.03.00): the whole attention in one layer. Query (B, m, H), key and value (B, k, H), optionally a 4D mask
+    # (B, 1, m, k) for the masked softmax; one top (B, m, H / h * h), the heads merged back.
+    _need(len(b) >= 3, "MultiHeadAttentionLayer needs at lease 3 input tensors ", f"got {len(b)}")
+    q, k, v = b[0], b[1], b[2]
+    _need(q.ndim == 3 and k.ndim == 3 and v.ndim == 3, "MultiHeadAttentionLayer needs 3D Q,K,V input tensors",
+          ", ".join(_fmt(s) for s in b[:3]))
+    _need(len(b) < 4 or b[3].ndim == 4, "mask should be 4D tensor", _fmt(b[3]) if len(b) > 3 else "")
+    _need(len(b) <= 4, "Query, Key, Value should be 3D tensor", f"{len(b)} inputs")
+    _need(q.rows == k.rows == v.rows, "The first dim of Query, Key, Value should be batchsize ",
+          ", ".join(_fmt(s) for s in b[:3]))
+    _need(q.width == k.width == v.width, " Query, Key, Value should have the same hidden dimension",
+          ", ".join(_fmt(s) for s in b[:3]))
+    _need(k.dims == v.dims, "Key, Value should have the same shape", f"{_fmt(k)}, {_fmt(v)}")
+    heads = int(p.get("num_attention_heads", 1))
+    _own(heads >= 1 and q.width % heads == 0,
+         f"num_attention_heads={heads} must divide the hidden_dim {q.width} (HugeCTR divides without checking)")
+    _tops(n, 1, "MultiHeadAttention", "HugeCTR 23.09 and later: the attended query, heads merged")
+    return [Shape((q.dims[0], q.width // heads * heads), q.rows)]
 
 
 def _sequence_mask(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
