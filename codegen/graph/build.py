@@ -279,7 +279,19 @@ class Builder:
             api=api, graph_json=o.graph_json or self.spec.training.graph_json or f"{self.spec.name}.json",
             params=self._extra_args("inference.InferenceParams", (*loc, "params"), o.params, ()),
             predict=self._extra_args(f"inference.{api}.predict", (*loc, "predict"), o.predict, ()),
-            compare_with=o.compare_with, max_mse=o.max_mse)
+            compare_with=o.compare_with, max_mse=o.max_mse, then=self._inference_calls(api, o.then))
+
+    def _inference_calls(self, api: str, calls) -> tuple:
+        out = []
+        for i, call in enumerate(calls):
+            loc = ("offline_inference", "then", i)
+            func = f"{V.INFERENCE_CLASS[api]}.{call.method}"
+            msg = self.profile.missing_function(func)
+            if msg:
+                self.fail((*loc, "method"), msg, fix="remove it or target another release")
+                continue
+            out.append((call.method, self._extra_args(func, (*loc, "args"), call.args, ())))
+        return tuple(out)
 
     def _model_call(self, i: int, call, where: str = "then") -> tuple:
         if call.method not in V.MODEL_METHODS:

@@ -158,6 +158,7 @@ class OfflineInference:
     predict: Args
     compare_with: str | None
     max_mse: float
+    then: tuple[tuple[str, Args], ...] = ()   # methods of the inference model after predict (check_out_tensor)
 
 
 @dataclass(frozen=True)

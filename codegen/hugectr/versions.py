@@ -154,6 +154,11 @@ ARGS["inference.InferenceParams"] = _args("inference.InferenceParams")
 ARGS["inference.InferenceModel.predict"] = _args("inference.InferenceModel.predict")
 # CreateInferenceSession returns an InferenceSession; scripts call its predict.
 ARGS["inference.CreateInferenceSession.predict"] = _args("inference.InferenceSession.predict")
+# The class of the object each offline inference API returns, and its methods (offline_inference.then).
+INFERENCE_CLASS = {"InferenceModel": "inference.InferenceModel", "CreateInferenceSession": "inference.InferenceSession"}
+for _f in A.functions_ever():
+    if _f.startswith(tuple(c + "." for c in INFERENCE_CLASS.values())):
+        ARGS.setdefault(_f, _args(_f))
 
 # HugeCTR enum types (values of these are written hugectr.<Type>.<Member>).
 ENUM_TYPE_NAMES = frozenset(A.enums()) | {"TrainPSType_t"}

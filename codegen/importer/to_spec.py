@@ -47,6 +47,15 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
     names = param_names(call.func, version or _VERSION[0])
     out: dict = {}
     if call.args:
+        if names is None and (version or _VERSION[0]):
+            from ..hugectr import api
+
+            try:
+                absent = api.missing(call.func, version or _VERSION[0])
+            except api.ApiError:
+                absent = None
+            if absent:
+                raise Refusal(f"hugectr.{absent}", call.line, "remove the call or target a release that has it")
         if names is None or len(call.args) > len(names):
             raise Refusal(f"hugectr.{call.func} with {len(call.args)} positional argument(s) cannot be read",
                           call.line, "pass the arguments by keyword")
@@ -253,6 +262,13 @@ class Mapper:
             elif f in ("inference.InferenceModel.predict", "inference.CreateInferenceSession.predict") and \
                     inference is not None and "graph_json" in inference and "predict" not in inference:
                 inference["predict"] = {k: spec_value(v, call, k) for k, v in kwargs_of(call).items()}
+            elif f.startswith(("inference.InferenceModel.", "inference.CreateInferenceSession.")) and \
+                    inference is not None and "predict" in inference and f.split(".")[-1] != "predict":
+                entry = {"method": f.split(".")[-1]}
+                kw = kwargs_of(call)
+                if kw:
+                    entry["args"] = {k: spec_value(v, call, k) for k, v in kw.items()}
+                inference.setdefault("then", []).append(entry)
             elif f == "tools.DataGenerator":
                 if setup or generator is not None:
                     raise Refusal("hugectr.tools.DataGenerator after the solver, reader or optimizer: the spec "

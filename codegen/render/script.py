@@ -136,7 +136,8 @@ def render_model_py(job: TrainingJob, header: str) -> str:
             "params": kwargs(job.offline_inference.params),
             "predict": kwargs(job.offline_inference.predict),
             "compare_with": py_str(job.offline_inference.compare_with) if job.offline_inference.compare_with else None,
-            "max_mse": py(job.offline_inference.max_mse)},
+            "max_mse": py(job.offline_inference.max_mse),
+            "then": [(method, kwargs(args)) for method, args in job.offline_inference.then]},
         shapes={k: fmt_shape(v) for k, v in job.graph.tensor_shapes().items()},
         continuous=continuous_context(job),
     )

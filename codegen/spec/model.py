@@ -271,6 +271,9 @@ class OfflineInferenceSpec(Strict):
                                                "dense_model_file, sparse_model_files, ...)")
     predict: ExtraArgs = Field(..., description="InferenceModel.predict arguments (num_batches, source, "
                                                 "data_reader_type, check_type, ...)")
+    then: list[ModelCall] = Field(default_factory=list,
+                                  description="methods of the inference model called after predict, in order "
+                                              "(e.g. {method: check_out_tensor, args: {tensor_name: emb1}})")
     compare_with: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="a prediction file export_predictions wrote: fail when the mean squared difference "
                           "exceeds max_mse")
