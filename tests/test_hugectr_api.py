@@ -129,6 +129,12 @@ def test_model_methods_and_the_embedding_cache():
     assert V.CONTINUOUS["train_is_first_batch"] == V.Span((3, 3), (23, 4))
 
 
+def test_the_tools_module_is_in_the_table():
+    assert params("tools.DataGeneratorParams", "23.06")["check_type"].default == "Check_t.Sum"
+    assert A.spans("tools.DataGeneratorParams", "num_threads") == (("3.7", None),)
+    assert V.ARGS["tools.DataGeneratorParams"]["num_threads"] == V.Span((3, 7))
+
+
 def test_release_3_2_is_the_v3_2_tag():
     # v3.2.1 changed the API (CreateMOS(ps_types, ...), graph_analysis); "3.2" is v3.2 everywhere: the table's
     # CreateMOS is the model oversubscriber ctrgen writes, and 3.2 has no automatic Slices.

@@ -12,6 +12,7 @@ from codegen.importer import import_source
 from codegen.importer.write import write_import
 from codegen.pipeline import open_spec, render_spec
 from codegen.spec.load import load_spec
+from hugectr_run import run_with_standin
 from test_import import NORM_DCN, _roundtrip
 
 INFERENCE = """model.export_predictions("/out/pred_2000", "/out/label_2000")
@@ -60,3 +61,77 @@ def test_inference_then_is_checked_against_the_release(tmp_path: Path):
         render_spec(open_spec(spec))
     text = exc.value.format()
     assert "offline_inference.then[0].method" in text and "it exists in HugeCTR 4.1" in text
+
+
+GENERATOR_ATTRIBUTES = """\
+import math
+import hugectr
+from hugectr.tools import DataGenerator, DataGeneratorParams
+
+EVAL_SAMPLES = 100000
+params = DataGeneratorParams(format=hugectr.DataReaderType_t.Norm, label_dim=1, dense_dim=13, num_slot=26,
+                             i64_input_key=False, source="./gen/file_list.txt", eval_source="./gen/file_list_test.txt",
+                             slot_size_array=[1000] * 26, nnz_array=[1] * 26)
+generator = DataGenerator(params)
+generator.generate()
+solver = hugectr.CreateSolver(batchsize=1024, batchsize_eval=1024, vvgpu=[[0]], repeat_dataset=True,
+                              max_eval_batches=math.ceil(EVAL_SAMPLES / 1024))
+reader = hugectr.DataReaderParams(data_reader_type=params.format, source=[params.source],
+                                  eval_source=params.eval_source, check_type=params.check_type)
+optimizer = hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.SGD)
+model = hugectr.Model(solver, reader, optimizer)
+model.add(hugectr.Input(label_dim=params.label_dim, label_name="label", dense_dim=params.dense_dim, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("data1", 1, True, 26)]))
+model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,
+                                  workspace_size_per_gpu_in_mb=8, embedding_vec_size=4, combiner="sum",
+                                  sparse_embedding_name="emb", bottom_name="data1", optimizer=optimizer))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Reshape, bottom_names=["emb"], top_names=["r"],
+                             leading_dim=104))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Concat, bottom_names=["r", "dense"], top_names=["c"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.InnerProduct, bottom_names=["c"], top_names=["fc"],
+                             num_output=1))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.BinaryCrossEntropyLoss, bottom_names=["fc", "label"],
+                             top_names=["loss"]))
+model.summary()
+model.compile()
+model.fit(max_iter=100, display=10, eval_interval=50)
+"""
+
+
+def test_defaults_of_parameter_objects_math_and_summary_before_compile(tmp_path: Path):
+    """params.check_type of a DataGeneratorParams built without it is HugeCTR's default (Check_t.Sum, from the API
+    table); math.ceil of known numbers is evaluated; summary() may come before compile()."""
+    src = tmp_path / "gen_attrs.py"
+    src.write_text(GENERATOR_ATTRIBUTES, encoding="utf-8")
+    result = import_source(src, "23.06")
+    assert any("HugeCTR's default hugectr.Check_t.Sum used" in text for text in result.assumptions)
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    s = load_spec(spec).spec
+    assert s.data.check_type == "Sum" and s.solver.max_eval_batches == 98
+    assert s.script.before_compile == ["summary"] and s.script.after_compile == ["fit"]
+    model_py = (tmp_path / "generated" / "gen_attrs" / "model.py").read_text(encoding="utf-8")
+    assert model_py.index("model.summary()") < model_py.index("model.compile()")
+
+
+def test_summary_twice_is_refused(tmp_path: Path):
+    src = tmp_path / "twice.py"
+    src.write_text(GENERATOR_ATTRIBUTES.replace("model.compile()\n", "model.compile()\nmodel.summary()\n"),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match="model.summary is called twice"):
+        import_source(src, "23.06")
+
+
+def test_summary_before_compile_runs_on_the_standin(tmp_path: Path):
+    src = tmp_path / "early_summary.py"
+    src.write_text(NORM_DCN.replace("model.compile()\nmodel.summary()\n", "model.summary()\nmodel.compile()\n"),
+                   encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == [] and load_spec(spec).spec.script.before_compile == ["summary"]
+    run = tmp_path / "run"
+    run.mkdir()
+    ran = run_with_standin(tmp_path / "generated" / "early_summary" / "model.py", "23.06", cwd=run,
+                           env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert ran.returncode == 0, ran.stderr
+    order = [c["call"] for c in ran.calls if c["call"] in ("Model.summary", "Model.compile")]
+    assert order == ["Model.summary", "Model.compile"]

@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 
 FIRST_RELEASE = (3, 2)
-MODULES = {"": "", "inference": "inference.", "data": "data."}  # submodules recorded (tools.* is skipped)
+MODULES = {"": "", "inference": "inference.", "data": "data.", "tools": "tools."}  # submodules recorded
 PYBIND_PATH = re.compile(r"^HugeCTR/(?:include/|src/)?pybind/[^/]+\.(?:hpp|cpp|h|cc)$")
 TAG = re.compile(r"^v(\d+)\.(\d+)(?:\.(\d+))?$")
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "codegen" / "hugectr" / "api_table.json"

@@ -176,7 +176,7 @@ class TrainingJob:
     setup_order: tuple[str, ...]      # "solver" / "reader" / "optimizer", as model.py creates them
     after_compile: tuple[str, ...]    # "summary" / "graph_to_json" / "fit", as model.py calls them
     compile_args: Args
-    before_compile: tuple[str, ...]   # "graph_to_json" when model.py writes the JSON before compile()
+    before_compile: tuple[str, ...]   # "summary" / "graph_to_json" called before compile(), in order
     data_generator: Args | None       # DataGeneratorParams keywords when model.py synthesizes its data first
     offline_inference: OfflineInference | None
     then: tuple[tuple[str, Args], ...]  # Model methods called last: (method, keyword arguments)

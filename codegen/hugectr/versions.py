@@ -140,13 +140,8 @@ MODEL_METHODS: tuple[str, ...] = (
 for _m in ("compile", "fit", *MODEL_METHODS):
     ARGS[f"Model.{_m}"] = _args(f"Model.{_m}")
 
-# hugectr.tools.DataGeneratorParams (HugeCTR/include/pybind/data_generator_wrapper.hpp; num_threads from 3.4): the
-# API table does not cover the tools module.
-ARGS["tools.DataGeneratorParams"] = {a: ALL for a in (
-    "format", "label_dim", "dense_dim", "num_slot", "i64_input_key", "source", "eval_source", "slot_size_array",
-    "nnz_array", "check_type", "dist_type", "power_law_type", "alpha", "num_files", "eval_num_files",
-    "num_samples_per_file", "num_samples", "eval_num_samples", "float_label_dense")}
-ARGS["tools.DataGeneratorParams"]["num_threads"] = _s((3, 4))
+# hugectr.tools.DataGeneratorParams (data.generate of a spec), from the API table.
+ARGS["tools.DataGeneratorParams"] = _args("tools.DataGeneratorParams")
 
 # hugectr.inference, for offline_inference after training.
 API: dict[str, Span] = {f: _api(f) for f in ("inference.InferenceModel", "inference.CreateInferenceSession")}

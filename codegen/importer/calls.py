@@ -402,6 +402,8 @@ class Interpreter:
                 return Obj(f"{base.type}.{node.attr}", -1)
             if isinstance(base, Call) and any(k == node.attr for k, _ in base.kwargs):
                 return base.arg(node.attr)   # params.format of a value object built with format=...
+            if isinstance(base, Call):
+                return self._attribute_default(base, node)
             return self.unknown(node)
         if isinstance(node, ast.UnaryOp):
             v = self.eval(node.operand, env)
@@ -556,6 +558,30 @@ class Interpreter:
             return set(results)
         return results
 
+    def _attribute_default(self, call: Call, node: ast.Attribute) -> object:
+        """``params.check_type`` of a value object built without it: by position, else HugeCTR's default (the newest
+        release's; defaults of these parameter objects have not changed), else unknown."""
+        from ..hugectr import api
+
+        try:
+            params = api.signature(call.func, api.RELEASES[-1]) if api.has(call.func, api.RELEASES[-1]) else ()
+        except api.ApiError:
+            params = ()
+        for i, p in enumerate(params):
+            if p.name != node.attr:
+                continue
+            if i < len(call.args):
+                return call.args[i]
+            if p.default is api.NO_DEFAULT or isinstance(p.default, api.Unparsed):
+                break
+            d = p.default
+            if isinstance(d, str) and "." in d and d.split(".")[0] in api.enums():
+                d = Enum(*d.split(".", 1))
+            self.script.notes.append((node.lineno, f"{self._text(node)}: not passed to hugectr.{call.func}; "
+                                                   f"HugeCTR's default {value_repr(d)} used"))
+            return list(d) if isinstance(d, list) else d
+        return self.unknown(node)
+
     def _hugectr_value(self, path: str, node: ast.AST) -> object:
         parts = path.split(".")
         if len(parts) == 2 and (parts[0].endswith("_t") or parts[0] in ENUM_TYPES):
@@ -650,6 +676,14 @@ class Interpreter:
                 return value
             if dotted == "argparse.ArgumentParser":
                 return _Parser()
+            if dotted in _MATH:
+                args, kwargs = self._call_args(node, env)
+                if args and not kwargs and all(isinstance(a, (int, float)) and not isinstance(a, bool) for a in args):
+                    try:
+                        return _MATH[dotted](*args)
+                    except (ValueError, TypeError, OverflowError):
+                        pass
+                return self.unknown(node)
         if isinstance(func, _Function):
             return self.call_function(func, node, env)
         if callable(func) and func in _SAFE_BUILTINS.values():
@@ -790,6 +824,8 @@ class _HugeCTRFunc:
     path: str
 
 
+# math functions of known numbers (iteration counts computed from sample counts: math.ceil(N / batch)).
+_MATH = {"math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt, "math.log2": math.log2}
 _STR_METHODS = frozenset({"format", "join", "replace", "strip", "lower", "upper", "split", "rstrip", "lstrip"})
 ENUM_TYPES = ENUM_TYPE_NAMES
 

@@ -399,15 +399,17 @@ class Mapper:
 
     def _after(self, seen: list[str], what: str, call: Call, compiled: bool, then: list | None = None) -> None:
         then = then or []
-        if what in seen:
+        if what in seen or what in self.before_compile:
             raise Refusal(f"model.{what} is called twice; the spec has one of each", call.line)
-        if not compiled and what != "graph_to_json":
+        if not compiled and what not in ("graph_to_json", "summary"):
             raise Refusal(f"model.{what} before model.compile()", call.line)
         if then:
             raise Refusal(f"model.{what} after model.{then[-1]['method']}: the spec calls further Model methods "
                           "last", call.line)
         if not compiled:
-            self.before_compile.append(what)   # graph_to_json may run before compile (graph_analysis runs once)
+            if what in self.before_compile:
+                raise Refusal(f"model.{what} is called twice; the spec has one of each", call.line)
+            self.before_compile.append(what)   # summary, graph_to_json may run before compile (graph_analysis once)
             return
         seen.append(what)
 

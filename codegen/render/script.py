@@ -96,9 +96,8 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         reader_comments.extend(bind.reader_comments(slot_cols))
 
     cache = cache_context(job)   # continuous training: CreateMOS / CreateETC, passed as Model's fourth argument
-    pre_compile = []
-    if "graph_to_json" in job.before_compile:
-        pre_compile.append(f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})")
+    pre_compile = [f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})" if step == "graph_to_json"
+                   else "model.summary()" for step in job.before_compile]
     return dict(
         data_generator=kwargs(job.data_generator) if job.data_generator is not None else None,
         pre_compile=pre_compile,

@@ -287,8 +287,8 @@ class ScriptSpec(Strict):
     setup: list[Literal["solver", "reader", "optimizer"]] = Field(
         default_factory=lambda: ["solver", "reader", "optimizer"],
         description="order of CreateSolver, DataReaderParams and CreateOptimizer")
-    before_compile: list[Literal["graph_to_json"]] = Field(
-        default_factory=list, description="calls made after the last model.add and before model.compile()")
+    before_compile: list[Literal["summary", "graph_to_json"]] = Field(
+        default_factory=list, description="calls made after the last model.add and before model.compile(), in order")
     after_compile: list[Literal["summary", "graph_to_json", "fit"]] = Field(
         default_factory=lambda: ["summary", "graph_to_json", "fit"],
         description="the calls after model.compile(), in order (leave one out to omit it)")
