@@ -135,3 +135,16 @@ def test_summary_before_compile_runs_on_the_standin(tmp_path: Path):
     assert ran.returncode == 0, ran.stderr
     order = [c["call"] for c in ran.calls if c["call"] in ("Model.summary", "Model.compile")]
     assert order == ["Model.summary", "Model.compile"]
+
+
+def test_model_perf_ext_round_trips_and_is_checked_against_the_release(tmp_path: Path):
+    src = tmp_path / "perf.py"
+    src.write_text(NORM_DCN.replace("hugectr.Model(", "hugectr.ModelPerfExt("), encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "3.7")
+    assert diffs == []
+    assert load_spec(spec).spec.script.model_class == "ModelPerfExt"
+    model_py = (tmp_path / "generated" / "perf" / "model.py").read_text(encoding="utf-8")
+    assert "model = hugectr.ModelPerfExt(solver, reader, optimizer)" in model_py
+    with pytest.raises(UserError, match=r"script\.model_class.*ModelPerfExt is not in HugeCTR 23\.06; it exists in "
+                                        r"HugeCTR 3\.3 up to \(not including\) 3\.8"):
+        write_import(import_source(src, "23.06"), tmp_path / "o")

@@ -197,7 +197,7 @@ class Builder:
             graph_json=s.training.graph_json or f"{s.name}.json",
             setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),
             compile_args=self._extra_args("Model.compile", ("training", "compile"), s.training.compile, ()),
-            before_compile=tuple(s.script.before_compile),
+            before_compile=tuple(s.script.before_compile), model_class=self._model_class(),
             data_generator=None if s.data.generate is None else self._extra_args(
                 "tools.DataGeneratorParams", ("data", "generate"), s.data.generate, ()),
             offline_inference=self._offline_inference(),
@@ -264,6 +264,13 @@ class Builder:
             values["model_name"] = self.spec.name
         typed = tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
         return typed + self._extra_args("CreateSolver", ("solver", "args"), s.args, SOLVER_FIELDS)
+
+    def _model_class(self) -> str:
+        cls = self.spec.script.model_class
+        msg = self.profile.missing_function(cls)
+        if msg:
+            self.fail(("script", "model_class"), msg, fix="use Model, or target another release")
+        return cls
 
     def _offline_inference(self) -> OfflineInference | None:
         o = self.spec.offline_inference

@@ -187,3 +187,4 @@ class TrainingJob:
     i64_input_key: bool
     model_name: str                   # "" unless CreateSolver(model_name=...) is passed
     continuous: ContinuousTraining | None = None
+    model_class: str = "Model"        # or "ModelPerfExt" (3.3 up to 3.8)

@@ -24,7 +24,7 @@ from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # Constructors whose objects have identity and state: passed by reference, their calls are statements.
 STATEFUL = frozenset({
-    "Model", "CreateSolver", "CreateOptimizer", "DataReaderParams", "CreateMOS", "CreateETC", "CreateHMemCache",
+    "Model", "ModelPerfExt", "CreateSolver", "CreateOptimizer", "DataReaderParams", "CreateMOS", "CreateETC", "CreateHMemCache",
     "CreateInferenceSession", "CreateInferenceParams", "InferenceParams", "InferenceModel",
     "EmbeddingCollectionConfig", "EmbeddingPlanner", "DataGenerator",
 })

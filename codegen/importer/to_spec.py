@@ -109,6 +109,16 @@ def _enum_member(v: object, type_: str, call: Call, name: str) -> str:
     raise Refusal(f"hugectr.{call.func}({name}={value_repr(v)}): expected a hugectr.{type_} member", call.line)
 
 
+def _as_model(script: Script) -> bool:
+    """A ModelPerfExt script read as a Model script (same arguments and methods); True when it was one."""
+    perf = False
+    for c in script.all_calls:
+        head, dot, rest = c.func.partition(".")
+        if head == "ModelPerfExt":
+            c.func, perf = "Model" + dot + rest, True
+    return perf
+
+
 class Mapper:
     def __init__(self, script: Script, release: str, name: str, source_label: str):
         self.script = script
@@ -121,6 +131,7 @@ class Mapper:
     def run(self) -> Imported:
         _VERSION[0] = self.release
         s = self.script
+        perf_ext = _as_model(s)
         models = [c for c in s.statements if c.func == "Model"]
         if not models:
             raise Refusal("no hugectr.Model(...) is built here", None,
@@ -329,8 +340,10 @@ class Mapper:
         if ct is not None:
             self.continuous(spec, ct, passes, hmem, fit, after, model_call)
         if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"] or \
-                self.before_compile:
+                self.before_compile or perf_ext:
             spec["script"] = {"setup": setup, "after_compile": after}
+            if perf_ext:
+                spec["script"]["model_class"] = "ModelPerfExt"
             if self.before_compile:
                 spec["script"]["before_compile"] = list(self.before_compile)
         spec["name"] = self.name   # CreateSolver(model_name=...) may have named it

@@ -109,6 +109,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
                          + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
         reader=kwargs([(k, bind.reader(k, v)) for k, v in job.reader]),
         setup_order=job.setup_order,
+        model_class=job.model_class,
         compile_args=kwargs(job.compile_args),
         reader_comments=reader_comments,
         input=kwargs(input_args),

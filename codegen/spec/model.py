@@ -287,6 +287,9 @@ class ScriptSpec(Strict):
     setup: list[Literal["solver", "reader", "optimizer"]] = Field(
         default_factory=lambda: ["solver", "reader", "optimizer"],
         description="order of CreateSolver, DataReaderParams and CreateOptimizer")
+    model_class: Literal["Model", "ModelPerfExt"] = Field(
+        "Model", description="the hugectr class model.py builds: Model, or ModelPerfExt (HugeCTR 3.3 up to 3.8, the "
+                             "performance variant the DLRM benchmark scripts use)")
     before_compile: list[Literal["summary", "graph_to_json"]] = Field(
         default_factory=list, description="calls made after the last model.add and before model.compile(), in order")
     after_compile: list[Literal["summary", "graph_to_json", "fit"]] = Field(
