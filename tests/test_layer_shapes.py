@@ -242,3 +242,24 @@ def test_standin_agrees_on_both_sides(tmp_path, case):
     bad = run_with_standin(script, version, cwd=cwd, env=env)
     assert bad.returncode != 0
     assert text in bad.stderr, bad.stderr[-600:]
+
+
+RESHAPE_V2 = {"type": "Reshape", "bottom": "hist_emb", "top": "flat"}   # hist_emb: (B, 5, 8)
+
+
+@pytest.mark.parametrize("shape,want", [([-1, 40], "(64,40)"), ([-1, 8], "(320,8)"), ([-1, 5, 8], "(64,5,8)"),
+                                        ([-1, 80], "(32,80)")])
+def test_reshape_with_a_shape_placeholder(tmp_path, shape, want):
+    # 23.08+: Reshape(shape=[-1, ...]); the -1 takes what is left of all the elements, batch included
+    assert _shapes(_build(tmp_path, [{**RESHAPE_V2, "shape": shape}], "25.03"))["flat"] == want
+
+
+@pytest.mark.parametrize("shape,text", [
+    ([-1, -1], 'HugeCTR rejects this: "The placeholder in reshape layer should equal to 1."'),
+    ([-1, 0], 'HugeCTR rejects this: "out dimension in Reshape Layer is illegal."'),
+    ([40, -1], "ctrgen refuses this: Reshape(shape=[40, -1]): a fixed first dimension"),
+])
+def test_reshape_shape_checks(tmp_path, shape, text):
+    with pytest.raises(UserError) as exc:
+        _build(tmp_path, [{**RESHAPE_V2, "shape": shape}], "23.08")
+    assert text in exc.value.format()

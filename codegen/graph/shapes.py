@@ -110,6 +110,8 @@ def _reshape(p: dict, b: list[Shape], n: int) -> list[Shape]:
         _need(len(x.dims) == 2 and 0 < len(slots) <= x.dims[0] and all(0 <= s < x.dims[0] for s in slots),
               "selected is invalid", f"input {_fmt(x)}, selected_slots {slots}")
         return [Shape((len(slots) * x.dims[1],), x.rows)]
+    if p.get("shape") and not int(p.get("leading_dim") or 0):
+        return [_reshape_v2(list(p["shape"]), x)]
     lead = int(p.get("leading_dim", 1))
     step = int(p.get("time_step", 0))
     per_sample = x.elements()
@@ -125,6 +127,20 @@ def _reshape(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _need(per_sample % lead == 0 or (per_sample / lead).denominator == 1, "n_in_elems % leading_dim != 0",
           f"input {_fmt(x)} has {per_sample} elements per sample, which leading_dim={lead} does not divide")
     return [Shape((lead,), per_sample / lead)]
+
+
+def _reshape_v2(shape: list[int], x: Shape) -> Shape:
+    # Reshape(shape=[...]) of 23.08 and later (ReshapeLayerV2, reshape_layer_utils::calc_output_shape in
+    # src/layers/reshape_layer_v2.cu of 23.08.00 up to 25.03.00): one -1 placeholder takes what the other dimensions
+    # leave of all the input's elements, batch included.
+    known = prod(d for d in shape if d >= 0)
+    _need(known > 0, "out dimension in Reshape Layer is illegal.", f"shape {shape}")
+    _need(sum(1 for d in shape if d < 0) == 1, "The placeholder in reshape layer should equal to 1.", f"shape {shape}")
+    _own(shape[0] < 0, f"Reshape(shape={shape}): a fixed first dimension ties the model to one batch size; put the "
+                       "-1 placeholder first (the batch dimension)")
+    rows = x.elements() / known
+    _need(rows.numerator > 0, "Illegal Reshape out dimension.", f"input {_fmt(x)}, shape {shape}")
+    return Shape(tuple(int(d) for d in shape[1:]), rows)
 
 
 def _concat(p: dict, b: list[Shape], n: int) -> list[Shape]:
