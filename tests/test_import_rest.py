@@ -148,3 +148,13 @@ def test_model_perf_ext_round_trips_and_is_checked_against_the_release(tmp_path:
     with pytest.raises(UserError, match=r"script\.model_class.*ModelPerfExt is not in HugeCTR 23\.06; it exists in "
                                         r"HugeCTR 3\.3 up to \(not including\) 3\.8"):
         write_import(import_source(src, "23.06"), tmp_path / "o")
+
+
+def test_a_reader_without_check_type_is_refused_not_completed(tmp_path: Path):
+    """HugeCTR requires check_type; a source without it fails there, so generating one with it would hide that."""
+    src = tmp_path / "no_check.py"
+    src.write_text(NORM_DCN.replace("check_type=hugectr.Check_t.Norm if False else hugectr.Check_t.Sum", ""),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match=r"no_check\.py:7: hugectr\.DataReaderParams without check_type, which "
+                                        r"HugeCTR 23\.12 requires"):
+        import_source(src, "23.12")

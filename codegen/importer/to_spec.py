@@ -109,6 +109,15 @@ def _enum_member(v: object, type_: str, call: Call, name: str) -> str:
     raise Refusal(f"hugectr.{call.func}({name}={value_repr(v)}): expected a hugectr.{type_} member", call.line)
 
 
+def _required(func: str, arg: str, release: str) -> bool:
+    from ..hugectr import api
+
+    try:
+        return any(p.name == arg and p.required for p in api.signature(func, release))
+    except api.ApiError:
+        return False
+
+
 def _as_model(script: Script) -> bool:
     """A ModelPerfExt script read as a Model script (same arguments and methods); True when it was one."""
     perf = False
@@ -474,6 +483,11 @@ class Mapper:
         out["eval"] = ev
         if "check_type" in kw:
             out["check_type"] = _enum_member(kw.pop("check_type"), "Check_t", call, "check_type")
+        elif _required("DataReaderParams", "check_type", self.release):
+            # The source would stop with a TypeError; the generated script, which passes it, would not be its calls.
+            raise Refusal(f"hugectr.DataReaderParams without check_type, which HugeCTR {self.release} requires "
+                          "(the source stops there with a TypeError)", call.line,
+                          "pass check_type=hugectr.Check_t.Non (Parquet) or Check_t.Sum")
         if "slot_size_array" in kw:
             self.slot_sizes = [int(x) for x in spec_value(kw.pop("slot_size_array"), call, "slot_size_array")]
             if out["format"] != "parquet":
