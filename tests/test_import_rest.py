@@ -158,3 +158,17 @@ def test_a_reader_without_check_type_is_refused_not_completed(tmp_path: Path):
     with pytest.raises(UserError, match=r"no_check\.py:7: hugectr\.DataReaderParams without check_type, which "
                                         r"HugeCTR 23\.12 requires"):
         import_source(src, "23.12")
+
+
+def test_a_source_set_last_without_fit_is_refused_not_dropped(tmp_path: Path):
+    from test_standin_seeds import SEEDS, writefile_cell
+
+    text = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
+    last = text.rindex("model.save_params_to_files(")
+    text = text[:last] + 'model.set_source(source=["late.txt"], keyset=["late.keyset"], eval_source="e.txt")\n' + \
+        text[last:]
+    src = tmp_path / "late_source.py"
+    src.write_text(text, encoding="utf-8")
+    line = text[:last].count("\n") + 1
+    with pytest.raises(UserError, match=rf"late_source\.py:{line}: model\.set_source with no model\.fit after it"):
+        import_source(src, "3.2")

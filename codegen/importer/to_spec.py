@@ -166,6 +166,7 @@ class Mapper:
         hmem: dict | None = None
         passes: list[dict] = []
         pending_pass: dict | None = None
+        pending_line = 0
         fits: list[int] = []
         then: list[dict] = []
         before_fit: list[dict] = []
@@ -207,7 +208,11 @@ class Mapper:
                 if kw or not isinstance(p["source"], list) or not isinstance(p["keyset"], list):
                     raise Refusal("model.set_source(source=[...], keyset=[...], eval_source=...) is the form a "
                                   "continuous_training pass has", call.line)
+                if pending_pass is not None:
+                    raise Refusal("model.set_source twice without model.fit between: a continuous_training pass is "
+                                  "set_source then fit", call.line)
                 pending_pass = p
+                pending_line = call.line
             elif f == "Model.get_incremental_model" and ct is not None:
                 ct["incremental_model"] = True
             elif f == "Model.save_params_to_files" and ct is not None and fits:
@@ -347,6 +352,10 @@ class Mapper:
                 raise Refusal("hugectr.tools.DataGenerator is built but generate() is never called", model_call.line)
             spec["data"]["generate"] = generator
         if ct is not None:
+            if pending_pass is not None:
+                raise Refusal("model.set_source with no model.fit after it: a continuous_training pass is set_source "
+                              "then fit, and a source set last has no spec field", pending_line,
+                              "remove the call, or fit on the new source")
             self.continuous(spec, ct, passes, hmem, fit, after, model_call)
         if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"] or \
                 self.before_compile or perf_ext:
