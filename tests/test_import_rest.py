@@ -160,15 +160,42 @@ def test_a_reader_without_check_type_is_refused_not_completed(tmp_path: Path):
         import_source(src, "23.12")
 
 
-def test_a_source_set_last_without_fit_is_refused_not_dropped(tmp_path: Path):
+def test_a_source_set_last_without_fit_round_trips(tmp_path: Path):
+    """A set_source after the last fit (the embedding cache loads the next keysets) is a pass with fit: false."""
     from test_standin_seeds import SEEDS, writefile_cell
 
     text = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
-    last = text.rindex("model.save_params_to_files(")
+    last = text.rindex("updated_model = model.get_incremental_model()")
     text = text[:last] + 'model.set_source(source=["late.txt"], keyset=["late.keyset"], eval_source="e.txt")\n' + \
         text[last:]
     src = tmp_path / "late_source.py"
     src.write_text(text, encoding="utf-8")
-    line = text[:last].count("\n") + 1
-    with pytest.raises(UserError, match=rf"late_source\.py:{line}: model\.set_source with no model\.fit after it"):
-        import_source(src, "3.2")
+    spec, diffs = _roundtrip(tmp_path, src, "3.2")
+    assert diffs == []
+    passes = load_spec(spec).spec.continuous_training.passes
+    assert [p.fit for p in passes] == [True, True, False] and passes[-1].source == ["late.txt"]
+    model_py = (tmp_path / "generated" / "late_source" / "model.py").read_text(encoding="utf-8")
+    tail = model_py[model_py.rindex("model.set_source("):]
+    assert "model.fit(" not in tail and "model.get_incremental_model()" in tail
+    run = tmp_path / "run"
+    run.mkdir()
+    ran = run_with_standin(tmp_path / "generated" / "late_source" / "model.py", "3.2", cwd=run,
+                           env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert ran.returncode == 0, ran.stderr
+    assert [c["call"] for c in ran.calls][-3:] == ["Model.set_source", "Model.get_incremental_model",
+                                                   "Model.save_params_to_files"]
+
+
+def test_a_pass_without_fit_needs_a_high_level_script(tmp_path: Path):
+    from test_standin_seeds import SEEDS, writefile_cell
+
+    text = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
+    last = text.rindex("updated_model = model.get_incremental_model()")
+    src = tmp_path / "late_source.py"
+    src.write_text(text[:last] + 'model.set_source(source=["l.txt"], keyset=["l.keyset"], eval_source="e.txt")\n' +
+                   text[last:], encoding="utf-8")
+    spec, _ = _roundtrip(tmp_path, src, "3.2")
+    spec.write_text(spec.read_text(encoding="utf-8").replace("low_level: false", "low_level: true"), encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        render_spec(open_spec(spec))
+    assert "continuous_training.passes[2].fit" in exc.value.format() and "no low-level form" in exc.value.format()

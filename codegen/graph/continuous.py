@@ -156,7 +156,11 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
                                      f"{_n(len(source), 'training source')} (HugeCTR: {text})",
                    fix="give one keyset per source, in the same order ('ctrgen keysets' writes them)")
         eval_source = ps.eval_source or eval_source
-        passes.append(DataPass(source=tuple(source), keyset=tuple(ps.keyset), eval_source=eval_source))
+        if not ps.fit and (i == 0 or ct.low_level):
+            b.fail((*loc, "fit"), "the first pass trains on the reader's source" if i == 0 else
+                   "model_low_level.py trains on every pass; a pass without fit has no low-level form",
+                   fix="remove fit: false" if i == 0 else "set low_level: false, or remove fit: false")
+        passes.append(DataPass(source=tuple(source), keyset=tuple(ps.keyset), eval_source=eval_source, fit=ps.fit))
 
     t = spec.training
     return ContinuousTraining(

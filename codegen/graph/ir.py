@@ -124,6 +124,7 @@ class DataPass:
     source: tuple[str, ...]
     keyset: tuple[str, ...]
     eval_source: str
+    fit: bool = True                  # False: set_source only (the cache loads the keysets), no fit
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,6 @@ class Mapper:
         hmem: dict | None = None
         passes: list[dict] = []
         pending_pass: dict | None = None
-        pending_line = 0
         fits: list[int] = []
         then: list[dict] = []
         before_fit: list[dict] = []
@@ -209,10 +208,8 @@ class Mapper:
                     raise Refusal("model.set_source(source=[...], keyset=[...], eval_source=...) is the form a "
                                   "continuous_training pass has", call.line)
                 if pending_pass is not None:
-                    raise Refusal("model.set_source twice without model.fit between: a continuous_training pass is "
-                                  "set_source then fit", call.line)
+                    passes.append({**pending_pass, "fit": False})   # set, then replaced before any fit
                 pending_pass = p
-                pending_line = call.line
             elif f == "Model.get_incremental_model" and ct is not None:
                 ct["incremental_model"] = True
             elif f == "Model.save_params_to_files" and ct is not None and fits:
@@ -353,9 +350,7 @@ class Mapper:
             spec["data"]["generate"] = generator
         if ct is not None:
             if pending_pass is not None:
-                raise Refusal("model.set_source with no model.fit after it: a continuous_training pass is set_source "
-                              "then fit, and a source set last has no spec field", pending_line,
-                              "remove the call, or fit on the new source")
+                passes.append({**pending_pass, "fit": False})   # a source set last, not trained on here
             self.continuous(spec, ct, passes, hmem, fit, after, model_call)
         if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"] or \
                 self.before_compile or perf_ext:

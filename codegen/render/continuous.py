@@ -47,7 +47,7 @@ def continuous_context(job: TrainingJob) -> dict | None:
         return None
     passes = [{
         "source": py(list(p.source)), "keyset": py(list(p.keyset)), "eval_source": py_str(p.eval_source),
-        "source_count": len(p.source),
+        "source_count": len(p.source), "fit": p.fit,
         "pairs": [py((s, k)) for s, k in zip(p.source, p.keyset)],
     } for p in c.passes]
     mos = c.cache == "mos"

@@ -329,6 +329,8 @@ class PassSpec(Strict):
         ..., min_length=1, description="one keyset file per source, in the same order ('ctrgen keysets' writes them)")
     eval_source: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="evaluation file list (default: the previous pass's, data.eval for the first)")
+    fit: bool = Field(True, description="false: only set_source (the embedding cache loads the keysets), no fit on "
+                                        "it here (a later pass, and not with low_level)")
 
 
 class ContinuousTrainingSpec(Strict):
