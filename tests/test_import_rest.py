@@ -199,3 +199,45 @@ def test_a_pass_without_fit_needs_a_high_level_script(tmp_path: Path):
     with pytest.raises(UserError) as exc:
         render_spec(open_spec(spec))
     assert "continuous_training.passes[2].fit" in exc.value.format() and "no low-level form" in exc.value.format()
+
+
+HDFS = """\
+import hugectr
+from hugectr.data import DataSource, DataSourceParams
+
+dsp = DataSourceParams(use_hdfs=True, namenode="localhost", port=9000, hdfs_train_source="/data/train/",
+                       hdfs_train_filelist="/data/file_list.txt", local_train_source="./data/train/",
+                       local_train_filelist="./data/file_list.txt", local_eval_filelist="./data/file_list_test.txt")
+source = DataSource(dsp)
+source.move_to_local()
+""" + NORM_DCN.replace("import hugectr\nfrom mpi4py import MPI\n", "").replace(
+    'source=["./data/file_list.txt"], eval_source="./data/file_list_test.txt"',
+    "source=[dsp.local_train_filelist], eval_source=dsp.local_eval_filelist")
+
+
+def test_hdfs_data_source_round_trips(tmp_path: Path):
+    src = tmp_path / "hdfs.py"
+    src.write_text(HDFS, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "3.4")
+    assert diffs == []
+    d = load_spec(spec).spec.data
+    assert d.data_source.move_to_local and d.data_source.params["namenode"] == "localhost"
+    assert d.train == ["./data/file_list.txt"]
+    with pytest.raises(UserError, match=r"hdfs\.py:7: hugectr\.data\.DataSource is not in HugeCTR 23\.06; it exists "
+                                        r"in HugeCTR 3\.4 up to \(not including\) 3\.9"):
+        write_import(import_source(src, "23.06"), tmp_path / "o")
+    spec.write_text(spec.read_text(encoding="utf-8").replace('hugectr_version: "3.4"', 'hugectr_version: "3.9"'),
+                    encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        render_spec(open_spec(spec))
+    assert "data.data_source" in exc.value.format() and "up to (not including) 3.9" in exc.value.format()
+
+
+def test_a_data_source_after_the_solver_is_refused(tmp_path: Path):
+    text = HDFS.replace("source = DataSource(dsp)\nsource.move_to_local()\n", "")
+    text = text.replace("optimizer = hugectr.CreateOptimizer(", "source = DataSource(dsp)\noptimizer = "
+                                                                  "hugectr.CreateOptimizer(", 1)
+    src = tmp_path / "late_hdfs.py"
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match="hugectr.data.DataSource after the solver"):
+        import_source(src, "3.4")

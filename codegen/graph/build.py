@@ -198,6 +198,7 @@ class Builder:
             setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),
             compile_args=self._extra_args("Model.compile", ("training", "compile"), s.training.compile, ()),
             before_compile=tuple(s.script.before_compile), model_class=self._model_class(),
+            data_source=self._data_source(),
             data_generator=None if s.data.generate is None else self._extra_args(
                 "tools.DataGeneratorParams", ("data", "generate"), s.data.generate, ()),
             offline_inference=self._offline_inference(),
@@ -264,6 +265,17 @@ class Builder:
             values["model_name"] = self.spec.name
         typed = tuple((k, values[k]) for k in SOLVER_ORDER if k in values)
         return typed + self._extra_args("CreateSolver", ("solver", "args"), s.args, SOLVER_FIELDS)
+
+    def _data_source(self) -> tuple | None:
+        d = self.spec.data.data_source
+        if d is None:
+            return None
+        msg = self.profile.missing_function("data.DataSource")
+        if msg:
+            self.fail(("data", "data_source"), msg, fix="remove data_source or target another release")
+            return None
+        return self._extra_args("data.DataSourceParams", ("data", "data_source", "params"), d.params, ()), \
+            d.move_to_local
 
     def _model_class(self) -> str:
         cls = self.spec.script.model_class

@@ -189,3 +189,4 @@ class TrainingJob:
     model_name: str                   # "" unless CreateSolver(model_name=...) is passed
     continuous: ContinuousTraining | None = None
     model_class: str = "Model"        # or "ModelPerfExt" (3.3 up to 3.8)
+    data_source: tuple[Args, bool] | None = None   # DataSourceParams keywords, move_to_local (3.4 up to 3.9)

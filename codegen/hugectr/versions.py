@@ -149,6 +149,7 @@ ARGS["inference.InferenceParams"] = _args("inference.InferenceParams")
 ARGS["inference.InferenceModel.predict"] = _args("inference.InferenceModel.predict")
 # CreateInferenceSession returns an InferenceSession; scripts call its predict.
 ARGS["inference.CreateInferenceSession.predict"] = _args("inference.InferenceSession.predict")
+ARGS["data.DataSourceParams"] = _args("data.DataSourceParams")
 # The class of the object each offline inference API returns, and its methods (offline_inference.then).
 INFERENCE_CLASS = {"InferenceModel": "inference.InferenceModel", "CreateInferenceSession": "inference.InferenceSession"}
 for _f in A.functions_ever():

@@ -26,7 +26,7 @@ from ..hugectr.versions import ENUM_TYPE_NAMES
 STATEFUL = frozenset({
     "Model", "ModelPerfExt", "CreateSolver", "CreateOptimizer", "DataReaderParams", "CreateMOS", "CreateETC", "CreateHMemCache",
     "CreateInferenceSession", "CreateInferenceParams", "InferenceParams", "InferenceModel",
-    "EmbeddingCollectionConfig", "EmbeddingPlanner", "DataGenerator",
+    "EmbeddingCollectionConfig", "EmbeddingPlanner", "DataGenerator", "DataSource",
 })
 # Known lengths a loop over hugectr calls may be unrolled to (a training loop of 10^5 iterations is not a model).
 MAX_UNROLL = 512

@@ -170,6 +170,7 @@ class Mapper:
         then: list[dict] = []
         before_fit: list[dict] = []
         generator: dict | None = None
+        data_source: dict | None = None
         generated = False
         inference: dict | None = None
         for call in s.statements:
@@ -300,6 +301,19 @@ class Mapper:
                     raise Refusal("hugectr.tools.DataGenerator(<DataGeneratorParams>) is the form the spec has",
                                   call.line)
                 generator = {k: spec_value(v, params, k) for k, v in kwargs_of(params).items()}
+            elif f == "data.DataSource":
+                if setup or data_source is not None:
+                    raise Refusal("hugectr.data.DataSource after the solver, reader or optimizer (or twice): the spec "
+                                  "builds one first", call.line)
+                params = kwargs_of(call).get("data_source_params")
+                if not (isinstance(params, Call) and params.func == "data.DataSourceParams"):
+                    raise Refusal("hugectr.data.DataSource(<DataSourceParams>) is the form the spec has", call.line)
+                data_source = {"params": {k: spec_value(v, params, k) for k, v in kwargs_of(params).items()}}
+            elif f == "data.DataSource.move_to_local" and data_source is not None and not kwargs_of(call):
+                if data_source.get("move_to_local") or setup:
+                    raise Refusal("data_source.move_to_local() is called once, before the solver, in the spec",
+                                  call.line)
+                data_source["move_to_local"] = True
             elif f == "tools.DataGenerator.generate" and generator is not None and not generated:
                 generated = True
             elif f.startswith("Model.") and f[len("Model."):] in MODEL_METHODS and compiled and ct is None:
@@ -344,6 +358,8 @@ class Mapper:
             if inference["api"] == default_api:
                 del inference["api"]
             spec["offline_inference"] = inference
+        if data_source is not None:
+            spec["data"]["data_source"] = data_source
         if generator is not None:
             if not generated:
                 raise Refusal("hugectr.tools.DataGenerator is built but generate() is never called", model_call.line)

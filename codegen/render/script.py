@@ -100,6 +100,8 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
                    else "model.summary()" for step in job.before_compile]
     return dict(
         data_generator=kwargs(job.data_generator) if job.data_generator is not None else None,
+        data_source=None if job.data_source is None else {"params": kwargs(job.data_source[0]),
+                                                          "move_to_local": job.data_source[1]},
         pre_compile=pre_compile,
         cache=cache,
         model_args="solver, reader, optimizer" + (f", {cache['kind']}" if cache else ""),

@@ -79,6 +79,15 @@ class DataSpec(Strict):
     generate: ExtraArgs | None = Field(
         None, description="synthesize the data first with hugectr.tools.DataGenerator: DataGeneratorParams arguments "
                           "(format, label_dim, dense_dim, num_slot, source, eval_source, slot_size_array, ...)")
+    data_source: "DataSourceSpec | None" = Field(
+        None, description="build hugectr.data.DataSource first (HugeCTR 3.4 up to 3.9: data and models on HDFS)")
+
+
+class DataSourceSpec(Strict):
+    """hugectr.data.DataSource(DataSourceParams(...)), made before the solver; move_to_local() copies the HDFS files."""
+
+    params: ExtraArgs = Field(..., description="DataSourceParams arguments (use_hdfs, namenode, port, hdfs_*, local_*)")
+    move_to_local: bool = False
 
 
 class FeaturesSpec(Strict):
