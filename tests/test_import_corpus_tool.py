@@ -168,3 +168,22 @@ def test_collect_run_report(tool, upstream: Path, tmp_path: Path):
     inv = tmp_path / "inventory.md"
     tool.main([*base, "inventory", "-o", str(inv)])
     assert "| `Model.fit` | 3 | 3 |" in inv.read_text(encoding="utf-8")
+
+
+def test_release_3_2_is_read_at_the_tag_of_the_api_table(tool):
+    # v3.2.1 changed the API (auto Slices, CreateMOS(ps_types)): 3.2 is read at v3.2 like codegen/hugectr/api_table.json
+    assert tool.release_tag(["v3.2", "v3.2.1", "v3.3", "v3.3.1"], "3.2") == "v3.2"
+    assert tool.release_tag(["v3.2", "v3.2.1", "v3.3", "v3.3.1"], "3.3") == "v3.3.1"
+    assert tool.release_tag(["v3.2.1"], "3.2") == "v3.2.1"          # a repository without v3.2: its newest 3.2 tag
+
+
+def test_refusals_the_release_itself_makes_are_told_apart(tool):
+    def refused(message):
+        return {"status": "refused", "message": message}
+
+    assert tool.source_rejected(refused("the imported model does not validate: training.args.data_source_params: "
+                                        "Model.fit argument 'data_source_params' is not in HugeCTR 4.3; it exists in "
+                                        "HugeCTR 3.4 up to (not including) 3.5"))
+    assert tool.source_rejected(refused('model.layers[4]: HugeCTR rejects this: "Empty slice ranges is not allowed"'))
+    assert not tool.source_rejected(refused("hugectr.EmbeddingPlanner(...) has no spec field yet"))
+    assert not tool.source_rejected({"status": "differing", "message": "is not in HugeCTR 4.3"})
