@@ -69,7 +69,9 @@ def _args(func: str, skip: tuple[str, ...] = ()) -> dict[str, Span]:
 # ---- JSON writer and model behaviour (hugectr.md §2.9, §2.7, §2.8, §1.3) ---------------------------------------
 BEHAVIOUR: dict[str, Span] = {
     "model_name": _api("CreateSolver", "model_name"),  # CreateSolver(model_name=) and the top-level JSON key
-    "auto_slice": _s((3, 3)),                # graph_analysis() inserts Slice layers for multi-use tensors
+    # graph_analysis() inserts Slice layers for multi-use tensors: from 3.3 (release 3.2 is the v3.2 tag, which has
+    # no graph_analysis; the v3.2.1 patch already had it, see tools/hugectr_api.py PINNED_TAGS)
+    "auto_slice": _s((3, 3)),
     "auto_slice_last_dim": _s((3, 4)),       # v3.3 sliced dimension [1]; later the last dimension (§2.7)
     "vocab_optimizer_states": _s((3, 5)),    # max_vocabulary_size_per_gpu divides by (1+k) (§2.8)
     "multi_label": _api("Input", "label_dims"),  # Input(label_dims=[...], label_names=[...])
