@@ -241,3 +241,30 @@ def test_a_data_source_after_the_solver_is_refused(tmp_path: Path):
     src.write_text(text, encoding="utf-8")
     with pytest.raises(UserError, match="hugectr.data.DataSource after the solver"):
         import_source(src, "3.4")
+
+
+def test_imported_specs_with_the_new_fields_are_fixed_points_of_the_writer(tmp_path: Path):
+    """spec -> model -> spec is the identity for specs that use every field added here."""
+    from codegen.spec.write import write_spec
+    from test_standin_seeds import SEEDS, writefile_cell
+
+    seed = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
+    last = seed.rindex("updated_model = model.get_incremental_model()")
+    sources = {
+        "inference": NORM_DCN + INFERENCE,
+        "perf": NORM_DCN.replace("hugectr.Model(", "hugectr.ModelPerfExt("),
+        "hdfs": HDFS,
+        "early": NORM_DCN.replace("model.compile()\nmodel.summary()\n", "model.summary()\nmodel.compile()\n"),
+        "late": seed[:last] + 'model.set_source(source=["l.txt"], keyset=["l.keyset"], eval_source="e.txt")\n' +
+        seed[last:],
+    }
+    versions = {"perf": "3.7", "hdfs": "3.4", "late": "3.2"}
+    for name, text in sources.items():
+        src = tmp_path / f"{name}.py"
+        src.write_text(text, encoding="utf-8")
+        write_import(import_source(src, versions.get(name, "23.06")), tmp_path / "specs")
+        path = tmp_path / "specs" / f"{name}.yaml"
+        loaded = load_spec(path).spec
+        again = tmp_path / f"again_{name}.yaml"
+        again.write_text(write_spec(loaded), encoding="utf-8")
+        assert load_spec(again).spec == loaded, name
