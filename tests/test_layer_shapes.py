@@ -263,3 +263,12 @@ def test_reshape_shape_checks(tmp_path, shape, text):
     with pytest.raises(UserError) as exc:
         _build(tmp_path, [{**RESHAPE_V2, "shape": shape}], "23.08")
     assert text in exc.value.format()
+
+
+def test_a_reshape_row_wider_than_a_sample_is_refused_by_ctrgen(tmp_path):
+    # HugeCTR compares leading_dim with the whole tensor (batch included), so it is not HugeCTR that rejects this
+    with pytest.raises(UserError) as exc:
+        _build(tmp_path, [{"type": "Reshape", "bottom": "user_emb", "top": "wide", "leading_dim": 8}], "23.06")
+    text = exc.value.format()
+    assert "ctrgen refuses this: Reshape(leading_dim=8) is wider than the 4 elements of one sample" in text
+    assert "HugeCTR rejects this" not in text

@@ -122,8 +122,11 @@ def _reshape(p: dict, b: list[Shape], n: int) -> list[Shape]:
         _need(per_sample % (lead * step) == 0, "n_in_elems % (vector_length_ * n_slot_) != 0",
               f"input {_fmt(x)} has {per_sample} elements per sample, not a multiple of {lead}*{step}")
         return [Shape((step, lead), per_sample / (lead * step))]
-    _need(lead <= per_sample, "leading_dim cannot be bigger than n_in_elems",
-          f"input {_fmt(x)} has {per_sample} elements per sample, leading_dim = {lead}")
+    # HugeCTR checks leading_dim against the elements of the whole tensor, batch included (reshape_layer.cu): a row
+    # wider than one sample folds several samples together and builds only for some batch sizes.
+    _own(lead <= per_sample, f"Reshape(leading_dim={lead}) is wider than the {per_sample} elements of one sample of "
+                             f"{_fmt(x)}: its rows would mix samples (HugeCTR builds it only where the batch size "
+                             "makes the total divisible)")
     _need(per_sample % lead == 0 or (per_sample / lead).denominator == 1, "n_in_elems % leading_dim != 0",
           f"input {_fmt(x)} has {per_sample} elements per sample, which leading_dim={lead} does not divide")
     return [Shape((lead,), per_sample / lead)]
