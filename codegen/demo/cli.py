@@ -81,7 +81,7 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
     return buf.getvalue()
 
 
-@click.command(epilog=EPILOG)
+@click.command(epilog=EPILOG, short_help="Build the demo datasets (real NVTabular ETL), run the example specs.")
 @click.option("--root", type=click.Path(path_type=Path), default=Path(".demo"), show_default=True,
               help="where the demo data, specs and outputs go")
 @click.option("--specs", "specs_dir", type=click.Path(path_type=Path), default=Path("specs"), show_default=True,

@@ -124,7 +124,7 @@ class _Bar:
             self.stream.flush()
 
 
-@click.command(epilog=EPILOG)
+@click.command(epilog=EPILOG, short_help="Write the keyset file of each training source.")
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--spec", type=click.Path(path_type=Path),
               help="model spec: key width (i64_input_key), format, slot order and sizes from it and its lock; "
