@@ -13,6 +13,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 _NAME = "tritonclient.grpc.model_config_pb2"
 
@@ -36,4 +37,7 @@ def _load() -> ModuleType:
     return module
 
 
-mc = _load()
+if TYPE_CHECKING:   # tritonclient ships no type information: mc.ModelConfig & co. are Any to mypy
+    from tritonclient.grpc import model_config_pb2 as mc
+else:
+    mc = _load()
