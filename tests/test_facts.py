@@ -214,6 +214,60 @@ def test_i64_input_key_follows_the_categorical_dtype(tmp_path, dtype, i64):
     assert mc.DataType.Name(produced.data_type) == want
 
 
+# ---- multi-hot columns: nnz_per_slot against the schema's max_len --------------------------------------------------
+
+GENRES_LOCK = json.loads((REPO / "specs" / "movielens_genres.features.lock.json").read_text())
+
+
+def _genres(max_len: int | None, nnz) -> tuple[dict, dict]:
+    lock = json.loads(json.dumps(GENRES_LOCK))
+    genres = next(c for c in lock["categorical"] if c["name"] == "genres")
+    if max_len is not None:
+        genres["max_len"] = max_len
+    spec = spec_of("movielens_genres")
+    if nnz is None:
+        spec["input"]["sparse"][0].pop("nnz_per_slot")
+    else:
+        spec["input"]["sparse"][0]["nnz_per_slot"] = nnz
+    return spec, lock
+
+
+def _sparse_input(files: dict[str, str]) -> dict:
+    return json.loads(files["m.json"])["layers"][0]["sparse"][0]
+
+
+@pytest.mark.parametrize("nnz,ok", [([1, 1, 3], True), ([1, 1, 4], True), ([1, 1, 2], False), (3, True),
+                                    (2, False)])
+def test_nnz_per_slot_must_hold_the_longest_list(tmp_path, nnz, ok):
+    spec, lock = _genres(3, nnz)
+    if ok:
+        want = nnz if isinstance(nnz, list) else [nnz] * 3
+        assert _sparse_input(render(tmp_path, spec, lock))["nnz_per_slot"] == want
+    else:
+        with pytest.raises(UserError, match=r"is less than the longest 'genres' list \(3\)"):
+            render(tmp_path, spec, lock)
+
+
+def test_nnz_per_slot_defaults_to_one_per_one_hot_slot_and_max_len_per_list(tmp_path):
+    spec, lock = _genres(4, None)
+    assert _sparse_input(render(tmp_path, spec, lock))["nnz_per_slot"] == [1, 1, 4]
+    spec, lock = _genres(None, None)        # a ragged list without a recorded maximum: the spec must say
+    with pytest.raises(UserError, match="'genres' is multi-hot and its schema records no maximum length"):
+        render(tmp_path / "b", spec, lock)
+
+
+@pytest.mark.parametrize("ws,slot_size_array,ok", [(0, False, False), (1, False, True), (0, True, True)])
+def test_workspace_or_slot_size_array_is_required(tmp_path, ws, slot_size_array, ok):
+    spec = movielens(hugectr_version="23.06")
+    spec["embeddings"][0].update(workspace_size_per_gpu_in_mb=ws, slot_size_array=slot_size_array)
+    if ok:
+        hp = embedding_hparams(render(tmp_path, spec))
+        assert hp["max_vocabulary_size_global"] == ws * 1024 * 1024 // (3 * 4 * 16)    # Adam: k = 2
+    else:
+        with pytest.raises(UserError, match="need workspace_size_per_gpu_in_mb or slot_size_array"):
+            render(tmp_path, spec)
+
+
 # ---- Triton tensors: dims [-1], dtypes, max_batch_size --------------------------------------------------------------
 
 def _configs(files: dict[str, str]) -> dict[str, "mc.ModelConfig"]:

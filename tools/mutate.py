@@ -39,8 +39,9 @@ class Mutant:
     path: str          # file under the checkout
     old: str           # must occur exactly once
     new: str
-    tests: str         # pytest -k expression over tests/test_facts.py
+    tests: str         # pytest -k expression over `files`
     issue: bool = False  # one of the seven facts issue 17 found unguarded
+    files: tuple[str, ...] = (FACTS,)
 
 
 MUTANTS = (
@@ -115,6 +116,20 @@ MUTANTS = (
            "elif s.solver.batchsize % gpu_count:", "elif s.solver.batchsize % gpu_count > 1:", "batchsize"),
     Mutant("i64-unsigned", "uint64 ids make i64_input_key", "codegen/graph/build.py",
            'i64 = bool(dtypes & {"int64", "uint64"})', 'i64 = bool(dtypes & {"int64"})', "i64_input_key"),
+    Mutant("nnz-max-len", "nnz_per_slot must hold the longest list the schema records", "codegen/graph/build.py",
+           "if c.multi_hot and c.max_len is not None and v < c.max_len:",
+           "if c.multi_hot and c.max_len is not None and v < c.max_len - 1:", "nnz"),
+    Mutant("nnz-default", "a multi-hot slot's default nnz is its max_len", "codegen/graph/build.py",
+           "values.append(c.max_len or 1 if c.multi_hot else 1)", "values.append(1)", "nnz"),
+    Mutant("workspace-zero", "workspace 0 needs slot_size_array", "codegen/graph/build.py",
+           "if (ws is None or ws == 0) and not e.slot_size_array:", "if ws is None and not e.slot_size_array:",
+           "workspace"),
+    Mutant("interaction-width", "DLRM's Interaction output: vec + n(n-1)/2 + 1 for n = slots + 1",
+           "codegen/graph/shapes.py", "mlp.width + s * (s + 1) // 2 + 1", "mlp.width + s * (s - 1) // 2 + 1",
+           "dimensions", files=("tests/test_criteo_specs.py",)),
+    Mutant("reshape-leading-dim", "Reshape leading_dim = slots x vec (presets)", "codegen/graph/presets.py",
+           "leading_dim=e.slot_num * e.vec_size)", "leading_dim=e.vec_size)", "dimensions",
+           files=("tests/test_criteo_specs.py",)),
     Mutant("torch-seed", "train_torch.py's default seed is the spec's", "codegen/render/torch_model.py",
            '"seed": int(solver.get("seed", 0) or 0),', '"seed": 0,', "seed"),
 )
@@ -153,7 +168,8 @@ def check_texts(mutants) -> list[str]:
     return problems
 
 
-def run_mutant(m: Mutant | None, *, timeout: int, tests: str | None = None) -> tuple[str, float, str]:
+def run_mutant(m: Mutant | None, *, timeout: int, tests: str | None = None,
+               files: tuple[str, ...] = (FACTS,)) -> tuple[str, float, str]:
     """('killed' | 'survived' | 'error', seconds, detail); ``m=None``: the unchanged copy (the baseline)."""
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ctrgen-mutant-") as tmp:
@@ -166,7 +182,7 @@ def run_mutant(m: Mutant | None, *, timeout: int, tests: str | None = None) -> t
         subprocess.run([sys.executable, "-m", "codegen", "generate", *specs], cwd=work, env=env,
                        capture_output=True, text=True, timeout=timeout)
         cmd = [sys.executable, "-m", "pytest", "-n0", "-q", "-x", "-p", "no:cacheprovider", "--timeout",
-               str(timeout), FACTS, "-k", tests or (m.tests if m else "")]
+               str(timeout), *(m.files if m else files), "-k", tests or (m.tests if m else "")]
         try:
             proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -201,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(stale), file=sys.stderr)
         return 2
     # The same tests on the unchanged copy must pass, or a "killed" would mean nothing.
-    subset = " or ".join(f"({m.tests})" for m in chosen)
-    state, secs, detail = run_mutant(None, timeout=args.timeout, tests=subset)
+    subset = " or ".join(sorted({f"({m.tests})" for m in chosen}))
+    files = tuple(sorted({f for m in chosen for f in m.files}))
+    state, secs, detail = run_mutant(None, timeout=args.timeout, tests=subset, files=files)
     print(f"[ 0/{len(chosen)}] baseline {'passes' if state == 'survived' else 'FAILS'} ({secs:.1f} s)  {detail}",
           flush=True)
     if state != "survived":
