@@ -147,3 +147,14 @@ def test_model_config_module_loads_without_the_grpc_client():
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     # The real package imports afterwards and reuses the one module (one descriptor registration).
     assert out.returncode == 0 and out.stdout.split() == ["False", "True", "True"], out.stderr
+
+
+def test_startup_bench_prints_cpu_times():
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "bench/startup_bench.py", "--repeat", "1"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("demo workflow built: ")
+    assert any(line.startswith("ctrgen --help ") and " s CPU" in line for line in lines)
+    assert any(line.startswith("ctrgen check (") and " s CPU" in line for line in lines)
