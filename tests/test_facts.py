@@ -214,6 +214,31 @@ def test_i64_input_key_follows_the_categorical_dtype(tmp_path, dtype, i64):
     assert mc.DataType.Name(produced.data_type) == want
 
 
+# ---- spec bounds, both sides ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field,good,bad", [
+    ("embeddings.0.embedding_vec_size", 1, 0), ("embeddings.0.embedding_vec_size", 1024, 1025),
+    ("model.dropout", 0.0, -0.01), ("model.dropout", 0.99, 1.0),
+    ("solver.max_eval_batches", 1, 0), ("training.display", 1, 0), ("triton.max_batch_size", 1, 0),
+    ("embeddings.0.workspace_size_per_gpu_in_mb", 1, -1), ("solver.seed", 0, -1),
+])
+def test_spec_bounds(tmp_path, field, good, bad):
+    def spec_with(value):
+        spec = movielens()
+        spec.setdefault("triton", {})
+        node = spec
+        *parents, leaf = field.split(".")
+        for p in parents:
+            node = node[int(p)] if p.isdigit() else node[p]
+        node[leaf] = value
+        return spec
+
+    assert "model.py" in render(tmp_path / "good", spec_with(good))
+    with pytest.raises(UserError) as err:
+        render(tmp_path / "bad", spec_with(bad))
+    assert field.split(".")[-1] in err.value.format()
+
+
 # ---- multi-hot columns: nnz_per_slot against the schema's max_len --------------------------------------------------
 
 GENRES_LOCK = json.loads((REPO / "specs" / "movielens_genres.features.lock.json").read_text())
