@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.ctrgen-installed
 # (they conflict with the NVTabular pins; see shared reference environment.md §8.2).
 PYTRITON := nvidia-pytriton==0.7.0
 
-.PHONY: demo test check regen venv clean
+.PHONY: demo test check regen venv clean mutate
 
 venv: $(STAMP)
 
@@ -27,6 +27,11 @@ test: $(STAMP)
 
 check: $(STAMP)
 	$(BIN)/ctrgen check
+
+# Change each fact the generator owns, one at a time, and report the changes no test notices (not part of `make test`;
+# a few minutes; docs/testing.md).
+mutate: $(STAMP)
+	$(BIN)/python tools/mutate.py
 
 # Regenerate every committed output (generated/ and the test goldens); review the diff before committing.
 regen: $(STAMP)

@@ -26,7 +26,48 @@ Use it in CI or pre-commit: it never writes, and exits 1 when generated/ is out 
 """
 
 
+# Commands that live in their own packages, imported only when run (or when their own --help is asked for), so
+# that `ctrgen --help` and `ctrgen check` do not load numpy, pyarrow or the demo's ETL. The short help is the one the
+# command declares (tests/test_startup.py keeps them equal).
+LAZY_COMMANDS = {
+    "assemble": ("codegen.triton.cli_assemble", "assemble_command",
+                 "Build a deployable Triton repository from generated files."),
+    "demo": ("codegen.demo.cli", "demo_command",
+             "Build the demo datasets (real NVTabular ETL), run the example specs."),
+    "keysets": ("codegen.keysets.cli", "keysets_command",
+                "Write the keyset file of each training source."),
+    "validate": ("codegen.triton.cli_validate", "validate_command", "Lint a Triton repository of HugeCTR models."),
+}
+
+
 class Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
+            import importlib
+
+            module, attr, _ = LAZY_COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), attr), cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of --help without importing the lazy commands."""
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.commands:
+                cmd = self.commands[name]
+                if cmd.hidden:
+                    continue
+                limit = formatter.width - 6 - max(len(n) for n in self.list_commands(ctx))
+                rows.append((name, cmd.get_short_help_str(limit)))
+            else:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
@@ -178,7 +219,8 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
       ctrgen lock --check specs/*.yaml
     """
     from .features import read_lock
-    from .pipeline import lock_drift, open_spec, read_workflow_features
+    from .pipeline import lock_drift, open_spec, read_workflow_features, select_columns
+    from .stale import fresh_features
 
     stale = 0
     for path in specs:
@@ -190,17 +232,17 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
         if not source.exists():
             raise UserError.one(path, f"workflow {str(source)!r} not found", field="workflow",
                                 fix="run the ETL first (make demo builds the embedded one) or fix the path")
-        fresh = read_workflow_features(ctx, source)
         if check_only:
             if not ctx.lock_path.exists():
                 click.echo(f"missing: {ctx.lock_path}")
                 stale += 1
                 continue
-            drift = lock_drift(ctx, read_lock(ctx.lock_path), fresh)
+            locked = read_lock(ctx.lock_path)
+            drift = lock_drift(ctx, locked, fresh_features(ctx, source, select_columns(locked, ctx.spec)))
             click.echo(f"{'stale' if drift else 'ok'}: {ctx.lock_path}" + "".join(f"\n  {d}" for d in drift))
             stale += bool(drift)
             continue
-        ctx.lock_path.write_text(fresh.lock_text(), encoding="utf-8")
+        ctx.lock_path.write_text(read_workflow_features(ctx, source).lock_text(), encoding="utf-8")
         click.echo(f"wrote {ctx.lock_path}")
     sys.exit(1 if stale else 0)
 
@@ -263,20 +305,6 @@ def port(spec: Path, to: str, out: Path | None) -> None:
 
     click.echo(f"wrote {do_port(spec, to, out)}")
 
-
-def _attach_commands() -> None:
-    """Commands that live in their own packages (imported here so that `ctrgen --help` lists them)."""
-    from .triton.cli_validate import validate_command
-    main.add_command(validate_command, "validate")
-    from .triton.cli_assemble import assemble_command
-    main.add_command(assemble_command, "assemble")
-    from .demo.cli import demo_command
-    main.add_command(demo_command, "demo")
-    from .keysets.cli import keysets_command
-    main.add_command(keysets_command, "keysets")
-
-
-_attach_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     main(prog_name="ctrgen")

@@ -95,7 +95,9 @@ def load_features(ctx: SpecContext, *, workflow_override: Path | None = None,
         return feats, feats.lock_text()
     feats = read_lock(ctx.lock_path)
     if check_stale and ctx.workflow_path is not None and ctx.workflow_path.exists():
-        fresh = read_workflow_features(ctx, ctx.workflow_path, allow_import=True)
+        from .stale import fresh_features
+
+        fresh = fresh_features(ctx, ctx.workflow_path, select_columns(feats, ctx.spec))
         drift = lock_drift(ctx, feats, fresh)
         if drift:
             raise UserError.one(ctx.lock_path, "stale features lock: " + "; ".join(drift), field="features",

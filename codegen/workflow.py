@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -38,6 +38,7 @@ from .features import Column, Features
 
 WORKFLOW_PICKLE = "workflow.pkl"
 WORKFLOW_SCHEMA = "output_schema.pbtxt"      # written by ctrgen (codegen.demo.etl.save_workflow), not by NVTabular
+WORKFLOW_INPUT_SCHEMA = "input_schema.pbtxt"  # the same, for the workflow's input schema (the request columns)
 DATASET_SCHEMA_JSON = Path(".merlin") / "schema.json"
 DATASET_SCHEMA_PBTXT = "schema.pbtxt"
 DATASET_METADATA = "_metadata.json"
@@ -77,6 +78,9 @@ class SchemaInfo:
     metadata_roles: dict[str, tuple[str, ...]] | None = None
     # The loaded nvtabular Workflow (only when read with nvtabular): its input schema gives the request columns.
     workflow: Any = field(default=None, compare=False, repr=False)
+    # Without nvtabular: the saved workflow's input_schema.pbtxt, when ctrgen wrote one beside it (merlin writes a
+    # raw string column without a type; numpy calls it "object", as the nvtabular path does).
+    input_columns: tuple[SchemaColumn, ...] | None = field(default=None, compare=False, repr=False)
 
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
@@ -115,7 +119,18 @@ def read_features(path: Path, *, categorical: Sequence[str] | None = None, conti
         labels=tuple(Column(c.name, c.dtype, None, c.multi_hot, c.max_len)
                      for c in (column(n) for n in roles["labels"])),
         source_kind=info.source_kind, provenance=info.provenance,
-        inputs=_request_inputs(info.workflow, roles["labels"]))
+        inputs=(_request_inputs(info.workflow, roles["labels"]) if info.workflow is not None
+                else _request_inputs_from_schema(info.input_columns, roles["labels"])))
+
+
+def _request_inputs_from_schema(columns: Sequence[SchemaColumn] | None,
+                                labels: Sequence[str]) -> tuple[Column, ...] | None:
+    """:func:`_request_inputs` from a saved input schema: ``remove_inputs(labels)`` drops the input columns named
+    like the labels (merlin.dag Graph.remove_inputs removes input names; derived outputs are not inputs)."""
+    if columns is None:
+        return None
+    drop = set(labels)
+    return tuple(Column(name=c.name, dtype=c.dtype, multi_hot=c.is_list) for c in columns if c.name not in drop)
 
 
 def _request_inputs(workflow: Any, labels: Sequence[str]) -> tuple[Column, ...] | None:
@@ -238,10 +253,13 @@ def _read_workflow_dir(path: Path, *, allow_import: bool) -> SchemaInfo:
                                       "nvtabular", fix="write it when saving the workflow (codegen.demo.etl."
                                                        "save_workflow does) or read the dataset's schema instead")
         info = _read_schema_pbtxt(pbtxt, shown=path)
+        inputs = path / WORKFLOW_INPUT_SCHEMA
+        if inputs.is_file():
+            info = replace(info, input_columns=_read_schema_pbtxt(inputs, shown=path, untyped="object").columns)
     else:
         info = _load_workflow(path)
     return SchemaInfo(path=path, source_kind="workflow", provenance=provenance, columns=info.columns,
-                      workflow=info.workflow)
+                      workflow=info.workflow, input_columns=info.input_columns)
 
 
 def _workflow_provenance(path: Path) -> str:
@@ -320,7 +338,26 @@ def _read_schema_json(path: Path, *, shown: Path | None = None) -> SchemaInfo:
                       "(.merlin/schema.json)", columns=tuple(columns))
 
 
-def _read_schema_pbtxt(path: Path, *, shown: Path | None = None) -> SchemaInfo:
+_PBTXT_CACHE: dict[tuple, SchemaInfo] = {}
+
+
+def _read_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str | None = None) -> SchemaInfo:
+    """:func:`_parse_schema_pbtxt`, memoised per file state: ``check`` over specs sharing one workflow parses its
+    schema once (pure-Python protobuf text parsing is most of a stale-lock check's time)."""
+    try:
+        st = path.stat()
+        key: tuple | None = (str(path.resolve()), st.st_mtime_ns, st.st_size, st.st_ino, str(shown), untyped)
+    except OSError:
+        key = None
+    if key is not None and key in _PBTXT_CACHE:
+        return _PBTXT_CACHE[key]
+    info = _parse_schema_pbtxt(path, shown=shown, untyped=untyped)
+    if key is not None:
+        _PBTXT_CACHE[key] = info
+    return info
+
+
+def _parse_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str | None = None) -> SchemaInfo:
     """tensorflow-metadata ``Schema`` in protobuf text; extra_metadata is a packed ``Struct`` (environment.md §5.2)."""
     from google.protobuf import json_format, struct_pb2, text_format
     from tensorflow_metadata.proto.v0 import schema_pb2
@@ -353,13 +390,13 @@ def _read_schema_pbtxt(path: Path, *, shown: Path | None = None) -> SchemaInfo:
                        if f.HasField("value_count") else None)
         domain_max = f.int_domain.max if f.HasField("int_domain") and f.int_domain.HasField("max") else None
         columns.append(_column_from_parts(path, f.name, schema_pb2.FeatureType.Name(f.type), domain_max,
-                                          value_count, list(f.annotation.tag), extra))
+                                          value_count, list(f.annotation.tag), extra, untyped=untyped))
     return SchemaInfo(path=shown or path, source_kind="schema.pbtxt",
                       provenance=f"NVTabular schema ({path.name})", columns=tuple(columns))
 
 
 def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value_count: dict | None,
-                       tags: Iterable[str], extra: dict) -> SchemaColumn:
+                       tags: Iterable[str], extra: dict, *, untyped: str | None = None) -> SchemaColumn:
     """Decode one feature the way merlin's ``_merlin_column`` does (merlin/schema/io/tensorflow_metadata.py)."""
     size = int(extra.get("dtype_item_size") or 0)
     if ftype == "INT":
@@ -368,6 +405,8 @@ def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value
         dtype = _FLOAT_SIZES.get(size, "float64")
     elif ftype == "BYTES":
         dtype = "str"
+    elif untyped is not None and ftype in ("", "TYPE_UNKNOWN"):
+        dtype = untyped
     else:
         raise UserError.one(path, f"feature {name!r} has no usable type ({ftype or 'none'})",
                             fix="rewrite the schema with NVTabular")

@@ -3,7 +3,6 @@ changing the embedding size or the number of categorical columns regenerates a c
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path

@@ -65,7 +65,7 @@ def test_layout(demo):
             lines = (d[split] / "_file_list.txt").read_text().split()
             assert int(lines[0]) == len(lines) - 1 == 2                       # HugeCTR file-list format
             assert all(Path(p).is_absolute() and Path(p).is_file() for p in lines[1:])
-        for f in ("workflow.pkl", "metadata.json", "output_schema.pbtxt"):
+        for f in ("workflow.pkl", "metadata.json", "output_schema.pbtxt", "input_schema.pbtxt"):
             assert (d["workflow"] / f).is_file(), (name, f)
         assert json.loads(d["truth"].read_text())["seed"] == DEFAULT_SEED
     assert demo["movielens_genres"]["raw"] == demo["movielens"]["raw"]

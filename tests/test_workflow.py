@@ -144,6 +144,7 @@ def test_readers_agree(demo, dataset):
     loaded = read(src["workflow"], dataset)
     no_import = read(src["workflow"], dataset, allow_import=False)
     assert no_import == loaded                       # output_schema.pbtxt reproduces Workflow.load exactly
+    assert no_import.inputs == loaded.inputs         # input_schema.pbtxt: the request columns (compare=False)
     assert loaded.source_kind == "workflow" and "nvtabular 23.08.00" in loaded.provenance
 
     from_dir = read(src["dataset"], dataset)
@@ -188,12 +189,9 @@ print(json.dumps({{"locks": out, "heavy": heavy}}))
     for name, path in targets.items():
         expected = read_features(Path(path), labels=["rating"], allow_import=(name == "workflow"))
         if name == "workflow":
-            # The request columns (lock "inputs") need the workflow graph (remove_inputs), so only the
-            # nvtabular path records them; everything else is identical.
-            want = json.loads(expected.lock_text())
-            assert [c["name"] for c in want.pop("inputs")] == ["userId", "movieId"]
-            assert json.loads(result["locks"][name]) == want
-            continue
+            # The request columns (lock "inputs") come from the input_schema.pbtxt the demo saves beside the
+            # workflow: the same as nvtabular's remove_inputs(labels).input_schema.
+            assert [c["name"] for c in json.loads(expected.lock_text())["inputs"]] == ["userId", "movieId"]
         assert result["locks"][name] == expected.lock_text(), name
 
 

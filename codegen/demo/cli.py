@@ -13,6 +13,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,23 +40,26 @@ Examples:
 
 
 class _Progress:
-    """A one-line progress bar on a terminal; one line per step otherwise (CI logs stay readable)."""
+    """click's progress bar on a terminal; one line per step otherwise (CI logs stay readable)."""
 
     def __init__(self, stream=None) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
-        self.last = ""
+        self.last, self.done = "", 0
+        self.bar: Any = None      # click.progressbar, made at the first step (its length is the step count)
 
     def __call__(self, label: str, done: int, total: int) -> None:
-        width = 24
-        filled = width * done // total
-        line = f"[{'#' * filled}{'.' * (width - filled)}] {done:>2}/{total} {label}"
         if self.tty:
-            self.stream.write("\r\033[K" + line + ("\n" if done == total else ""))
+            if self.bar is None:
+                self.bar = click.progressbar(length=total, file=self.stream, show_eta=False, show_pos=True,
+                                             item_show_func=lambda item: item)
+            self.bar.update(done - self.done, label)
+            if done == total:
+                self.bar.render_finish()
         elif label != self.last:
-            self.stream.write(line + "\n")
-        self.last = label
-        self.stream.flush()
+            self.stream.write(f"[{done:>2}/{total}] {label}\n")
+            self.stream.flush()
+        self.last, self.done = label, done
 
 
 def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_dir: Path) -> str:
@@ -81,7 +85,7 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
     return buf.getvalue()
 
 
-@click.command(epilog=EPILOG)
+@click.command(epilog=EPILOG, short_help="Build the demo datasets (real NVTabular ETL), run the example specs.")
 @click.option("--root", type=click.Path(path_type=Path), default=Path(".demo"), show_default=True,
               help="where the demo data, specs and outputs go")
 @click.option("--specs", "specs_dir", type=click.Path(path_type=Path), default=Path("specs"), show_default=True,

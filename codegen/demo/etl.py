@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..workflow import WORKFLOW_SCHEMA
+from ..workflow import WORKFLOW_INPUT_SCHEMA, WORKFLOW_SCHEMA
 
 OUT_FILES_PER_PROC = 2
 
@@ -65,11 +65,14 @@ def seeded_numpy(seed: int) -> Iterator[None]:
 
 
 def save_workflow(workflow, path: Path) -> Path:
-    """``Workflow.save`` plus ``output_schema.pbtxt`` written with merlin-core (environment.md §3.2)."""
+    """``Workflow.save`` plus ``output_schema.pbtxt`` and ``input_schema.pbtxt`` written with merlin-core
+    (environment.md §3.2): ``check`` and ``lock --check`` read them instead of unpickling the workflow."""
     from merlin.schema.io.tensorflow_metadata import TensorflowMetadata
 
     workflow.save(str(path))
     TensorflowMetadata.from_merlin_schema(workflow.output_schema).to_proto_text_file(str(path), WORKFLOW_SCHEMA)
+    TensorflowMetadata.from_merlin_schema(workflow.input_schema).to_proto_text_file(str(path),
+                                                                                    WORKFLOW_INPUT_SCHEMA)
     return path
 
 

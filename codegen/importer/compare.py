@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from ..graph.ir import Enum
-from ..hugectr import versions as V
 from .calls import Call, Obj, Script, Unknown, extract
 from .signatures import param_names
 

@@ -153,7 +153,6 @@ class Mapper:
             raise Refusal("hugectr calls inside a loop of unknown length (a low-level training loop) have no spec "
                           "field", s.loops[0], "use model.fit(...), or import the graph JSON it writes")
         spec: dict = {"version": 1, "name": self.name, "hugectr_version": self.release}
-        objects: dict[int, str] = {}   # call id -> "solver" / "reader" / "optimizer" / "model"
         setup: list[str] = []
         after: list[str] = []
         model_call = models[0]
@@ -699,7 +698,7 @@ class Mapper:
         dtype = "int64" if self.i64 else "int32"
         categorical = []
         pos = 0
-        for name, n, nnz in slots_per_input:
+        for _name, n, nnz in slots_per_input:
             for k in range(n):
                 width = nnz[k] if isinstance(nnz, list) else nnz
                 card = cards[pos] if cards else None

@@ -102,29 +102,24 @@ def _keys(source: Source, exp: Expectations, schema: Path | None, advance) -> tu
 
 
 class _Bar:
-    """Progress over the bytes read: a one-line bar on a terminal, nothing in logs (the summary lines follow)."""
+    """Progress over the bytes read: click's bar on a terminal, nothing in logs (the summary lines follow)."""
 
     def __init__(self, total: int, *, enabled: bool, stream=None) -> None:
-        self.stream = stream or sys.stderr
-        self.total, self.done = max(total, 1), 0
-        self.on = enabled and self.stream.isatty()
+        stream = stream or sys.stderr
+        self.bar = (click.progressbar(length=max(total, 1), label="reading keys", file=stream, show_eta=False,
+                                      item_show_func=lambda name: name)
+                    if enabled and stream.isatty() else None)
 
     def advance(self, nbytes: int, label: str) -> None:
-        self.done += nbytes
-        if self.on:
-            width = 24
-            filled = width * min(self.done, self.total) // self.total
-            pct = 100 * min(self.done, self.total) // self.total
-            self.stream.write(f"\r\033[K[{'#' * filled}{'.' * (width - filled)}] {pct:3d}% reading keys: {label}")
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.update(nbytes, label)
 
     def close(self) -> None:
-        if self.on:
-            self.stream.write("\n")
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.render_finish()
 
 
-@click.command(epilog=EPILOG)
+@click.command(epilog=EPILOG, short_help="Write the keyset file of each training source.")
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--spec", type=click.Path(path_type=Path),
               help="model spec: key width (i64_input_key), format, slot order and sizes from it and its lock; "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from google.protobuf import text_format
-from tritonclient.grpc import model_config_pb2 as mc
+from .pb import mc
 
 ModelConfig = mc.ModelConfig
 

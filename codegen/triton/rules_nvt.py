@@ -39,7 +39,7 @@ def _columns(ctx: Context, cfg: ConfigFile, key: str) -> list[str] | None:
         value = None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         _add(ctx, cfg, key, f"{raw!r} is not a JSON list of column names (triton.md §6.3: json.dumps(cats))",
-             f"write e.g. \"[\\\"userId\\\", \\\"movieId\\\"]\"", actual=raw)
+             "write e.g. \"[\\\"userId\\\", \\\"movieId\\\"]\"", actual=raw)
         return None
     return value
 

@@ -231,7 +231,7 @@ class Model(_Obj):
         if self._analysed is not None:
             return self._analysed
         uses = Counter(n for layer in self._layers for n in layer.bottom_names)
-        for name, n in uses.items():
+        for _name, n in uses.items():
             if n > 5:
                 raise HugeCTRError("The graph should not include more than 5-way branches")
         if not at_least(3, 3):
