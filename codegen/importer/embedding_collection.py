@@ -23,8 +23,8 @@ COMBINERS = ("sum", "mean", "concat")
 
 
 class Collector:
-    def __init__(self, refusal, kwargs_of, spec_value):
-        self.Refusal, self.kwargs_of, self.spec_value = refusal, kwargs_of, spec_value
+    def __init__(self, refusal, kwargs_of, spec_value, release: str):
+        self.Refusal, self.kwargs_of, self.spec_value, self.release = refusal, kwargs_of, spec_value, release
         self.ctor: Call | None = None
         self.tables: list[dict] = []
         self.keys: list[str] = []
@@ -40,10 +40,21 @@ class Collector:
     def is_added(value: object) -> bool:
         return isinstance(value, Obj) and value.type in ADDED
 
+    def _exists(self, call: Call) -> None:
+        from ..hugectr import api
+
+        try:
+            msg = api.missing(call.func, self.release)
+        except api.ApiError as exc:
+            msg = str(exc)
+        if msg:
+            raise self.Refusal(f"hugectr.{call.func}: {msg}", call.line, "import it for a release that has it")
+
     def take(self, call: Call) -> None:
         f = call.func
         if f in TABLES:
             return  # a table is built first and read where a lookup uses it
+        self._exists(call)
         if f in CONSTRUCTORS:
             if self.ctor is not None:
                 raise self.Refusal(f"a second hugectr.{f}: the spec has one embedding collection", call.line)
@@ -79,6 +90,7 @@ class Collector:
         if not (isinstance(table, Call) and table.func in TABLES):
             raise self.Refusal(f"embedding_lookup(table_config={value_repr(table)}): not a table the script builds",
                                call.line)
+        self._exists(table)
         out: dict = {"table": self.table(table)}
         for key, arg in (("bottom", "bottom_name"), ("top", "top_name"), ("combiner", "combiner")):
             v = self.spec_value(kw.get(arg), call, arg)

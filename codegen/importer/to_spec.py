@@ -109,7 +109,7 @@ class Mapper:
         self.source_label = source_label
         self.assumptions: list[tuple[int | None, str]] = []
         self.before_compile: list[str] = []
-        self.ebc = Collector(Refusal, kwargs_of, spec_value)
+        self.ebc = Collector(Refusal, kwargs_of, spec_value, release)
 
     def run(self) -> Imported:
         _VERSION[0] = self.release
