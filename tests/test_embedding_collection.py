@@ -312,3 +312,26 @@ def test_importing_for_a_release_without_the_api_names_the_releases_that_have_it
     with pytest.raises(UserError, match=r"EmbeddingPlanner is not in HugeCTR 23\.06; it exists in HugeCTR 3\.7 "
                                         r"up to \(not including\) 4\.2"):
         import_source(src, "23.06")
+
+
+COMPRESSED = CONFIG.replace(
+    "ebc_config.shard(shard_matrix=shard_matrix, shard_strategy=shard_strategy)",
+    "ebc_config.shard(shard_matrix=shard_matrix, shard_strategy=shard_strategy,\n"
+    "                 compression_strategy={hugectr.CompressionStrategy.Reduction: ['t0', 't2'],\n"
+    "                                       hugectr.CompressionStrategy.Unique: ['t1']})")
+
+
+def test_compression_strategy_round_trips_from_23_12(tmp_path: Path):
+    spec, _, model_py, diffs = _roundtrip(tmp_path, COMPRESSED, "23.12")
+    assert diffs == []
+    shard = yaml.safe_load(spec.read_text(encoding="utf-8"))["embedding_collection"]["shard"]
+    assert shard["compression_strategy"] == {"CompressionStrategy.Reduction": ["t0", "t2"],
+                                             "CompressionStrategy.Unique": ["t1"]}
+    assert "hugectr.CompressionStrategy.Reduction: [" in model_py
+
+
+def test_compression_strategy_before_23_12_is_refused(tmp_path: Path):
+    with pytest.raises(UserError, match=r"compression_strategy.* is not in HugeCTR 23\.06; it exists in HugeCTR "
+                                        r"23\.12 and later"):
+        _import(tmp_path, COMPRESSED, "23.06")
+    assert not (tmp_path / "specs" / "ebc.yaml").exists()
