@@ -335,3 +335,15 @@ def test_compression_strategy_before_23_12_is_refused(tmp_path: Path):
                                         r"23\.12 and later"):
         _import(tmp_path, COMPRESSED, "23.06")
     assert not (tmp_path / "specs" / "ebc.yaml").exists()
+
+
+def test_port_lists_what_cannot_move(tmp_path: Path):
+    _, spec = _import(tmp_path, CONFIG, "23.06")
+    proc = subprocess.run([sys.executable, "-m", "codegen", "port", str(spec), "--to", "4.3"], capture_output=True,
+                          text=True, cwd=REPO)
+    assert proc.returncode == 2, proc.stderr
+    assert "comm_strategy" in proc.stderr and "23.04" in proc.stderr
+    ok = subprocess.run([sys.executable, "-m", "codegen", "port", str(spec), "--to", "25.03", "--out",
+                         str(tmp_path / "ported.yaml")], capture_output=True, text=True, cwd=REPO)
+    assert ok.returncode == 0, ok.stderr
+    assert load_spec(tmp_path / "ported.yaml").spec.embedding_collection == load_spec(spec).spec.embedding_collection

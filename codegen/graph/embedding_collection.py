@@ -7,9 +7,13 @@ Which calls model.py makes depends on the release (from the API table): ``Embedd
 target release; one that release lacks is refused naming the releases that have it.
 
 Output shapes follow HugeCTR's ``allocate_ebc_output_helper_for_feature_major`` (HugeCTR/src/pybind/
-model_compile.cpp, 24.04; model.cpp from 3.8): each lookup's top is ``(batch, 1, ev_size)`` (3.7: ``(batch, ev_size)``), ``(batch, 1, max_hotness * ev_size)`` with
-the concat combiner, where max_hotness is the bottom input's nnz. The batch-major layout (4.3 - 23.02
-``output_layout="batch_major"``) writes one tensor whose name ctrgen cannot establish, so it is refused.
+model_compile.cpp, 24.04; model.cpp from 3.8): each lookup's top is ``(batch, 1, ev_size)``, or
+``(batch, 1, max_hotness * ev_size)`` with the concat combiner, where max_hotness is the bottom input's nnz; 3.7
+reserves ``(batch, ev_size)``. The batch-major layout (4.3 - 23.02 ``output_layout="batch_major"``) writes one
+tensor whose name ctrgen cannot establish, so it is refused.
+
+``graph_to_json`` (model.cpp, 24.04) writes the Input, SparseEmbedding and DenseLayer parameters only: the
+collection is left out and its tops feed layers nothing in the file produces. ctrgen does not write such a file.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ The 3.7 - 4.1 EmbeddingPlanner is not imitated: no release the stand-in imitates
 
 from __future__ import annotations
 
-from ._api import HugeCTRError, OptParams, _call, _Obj  # noqa: F401  (OptParams: the obj: kind below)
+from ._api import HugeCTRError, _call, _Obj
 from ._enums import CommunicationStrategy
 from ._record import record
 from ._release import Span
