@@ -85,7 +85,7 @@ model.add(ebc_config)
 """ + DENSE.format(width3=48)
 
 # 3.8 - 4.1 form: table ids, the planner, lookups by position, a 0/1 shard matrix.
-PLANNER = SETUP.format(solver_extra="") + """
+PLANNER = SETUP.format(solver_extra=", use_embedding_collection=True") + """
 planner = hugectr.EmbeddingPlanner()
 for i in range(4):
     planner.embedding_lookup(hugectr.EmbeddingTableConfig(table_id=i, max_vocabulary_size=SIZES[i], ev_size=16),
@@ -102,7 +102,7 @@ PLANNER_38 = PLANNER.replace("ev_size=16)", "ev_size=16, min_key=0, max_key=SIZE
     emb_table_placement_strategy=["mp"])""", 'plan_file="./plan.json")')
 
 # 3.7 form: EmbeddingTablePlaceHolder with id spaces and key ranges, a plan file.
-PLACEHOLDER = SETUP.format(solver_extra="") + """
+PLACEHOLDER = SETUP.format(solver_extra=", use_embedding_collection=True") + """
 planner = hugectr.EmbeddingPlanner()
 for i in range(4):
     t = hugectr.EmbeddingTablePlaceHolder(id_space=i, max_vocabulary_size=SIZES[i], ev_size=16, min_key=0,
@@ -204,7 +204,10 @@ def test_a_release_without_the_api_is_refused_naming_the_first_that_has_it(tmp_p
 @pytest.mark.parametrize("version,edit,expected", [
     ("4.3", lambda d: None, "comm_strategy"),                       # comm_strategy: 23.04+
     ("23.06", lambda d: d["embedding_collection"]["tables"][0].update(table_id=3), "3.8 up to (not including) 4.2"),
-    ("4.1", lambda d: None, "not an argument of EmbeddingPlanner"),  # the 4.2+ form on the planner's release
+    ("4.1", lambda d: None, "not an argument of EmbeddingPlanner"),
+    ("23.06", lambda d: d["solver"].pop("args"), "use_embedding_collection=True"),
+    ("23.06", lambda d: d["embedding_collection"]["args"].update(comm_strategy="CommunicationStrategy.Ring"),
+     "CommunicationStrategy.Ring is not a member of CommunicationStrategy"),  # the 4.2+ form on the planner's release
 ])
 def test_arguments_a_release_lacks_are_refused(tmp_path: Path, version, edit, expected):
     def change(d):
@@ -347,3 +350,15 @@ def test_port_lists_what_cannot_move(tmp_path: Path):
                          str(tmp_path / "ported.yaml")], capture_output=True, text=True, cwd=REPO)
     assert ok.returncode == 0, ok.stderr
     assert load_spec(tmp_path / "ported.yaml").spec.embedding_collection == load_spec(spec).spec.embedding_collection
+
+
+def test_several_slots_per_input_are_refused_from_23_04(tmp_path: Path):
+    def two_slots(text: str) -> str:
+        return text.replace('"s0", 1, True, 1', '"s0", 1, True, 2').replace("SIZES = [1000, 200, 3000, 50]",
+                                                                           "SIZES = [1000, 200, 3000, 50, 7]")
+    with pytest.raises(UserError, match=r"inputs \['s0'\] have several slots: \"To use embedding collection, "
+                                        r"slots_num should be set to 1"):
+        _import(tmp_path, two_slots(CONFIG), "23.06")
+    older = tmp_path / "older"
+    older.mkdir()
+    assert _roundtrip(older, two_slots(CONFIG_43), "4.2")[3] == []   # 4.2 has no such check

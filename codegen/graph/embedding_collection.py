@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hugectr import api as A
-from .ir import Args, SparseInput
+from .ir import Args, Enum, SparseInput
 from .shapes import Shape
 
 CONFIG = "EmbeddingCollectionConfig"
@@ -68,6 +68,18 @@ def _missing(func: str, release: str, arg: str | None = None) -> str | None:
         return str(exc)
 
 
+def _enums_in(value: object):
+    if isinstance(value, Enum):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _enums_in(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _enums_in(k)
+            yield from _enums_in(v)
+
+
 def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection | None:
     """Check the spec's embedding_collection (problems go to ``builder.fail``); None when there is none or it
     cannot be built."""
@@ -88,6 +100,14 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
         if getattr(builder.spec, section) is not None:
             builder.fail((section,), f"{section} with an embedding_collection is not supported by ctrgen",
                          fix=f"remove {section}")
+    if builder.spec.solver.args.get("use_embedding_collection") is not True:
+        builder.fail(("solver", "args"), "an embedding_collection trains only with CreateSolver("
+                     "use_embedding_collection=True)", fix="add use_embedding_collection: true to solver.args")
+    if A.release_key(release) >= (23, 4):
+        multi = [s.name for s in sparse if s.slot_num != 1]
+        if multi:   # model.cpp add(Input), 23.04+
+            builder.fail(("input", "sparse"), f"inputs {multi} have several slots: \"To use embedding collection, "
+                         "slots_num should be set to 1 in each sparse_param\"", fix="one sparse input per slot")
     if builder.spec.embeddings:
         builder.fail(("embeddings",), "a model with an embedding_collection has no SparseEmbedding here",
                      fix="move these embeddings into embedding_collection, or remove it")
@@ -108,7 +128,12 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
             if msg:
                 builder.fail((*where, name), msg, fix="remove it or target a release that has it")
                 continue
-            out.append((name, enum_values(value)))
+            value = enum_values(value)
+            for member in _enums_in(value):
+                msg = _missing(f"{member.type}.{member.member}", release)
+                if msg:
+                    builder.fail((*where, name), msg, fix="use a member the target release has")
+            out.append((name, value))
         given = {k for k, _ in out}
         if len(out) == len(args):   # a misspelled or retired argument is reported once, not as a missing one too
             for p in A.signature(func, release):
