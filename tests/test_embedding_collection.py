@@ -362,3 +362,11 @@ def test_several_slots_per_input_are_refused_from_23_04(tmp_path: Path):
     older = tmp_path / "older"
     older.mkdir()
     assert _roundtrip(older, two_slots(CONFIG_43), "4.2")[3] == []   # 4.2 has no such check
+
+
+def test_summary_command_refuses_a_collection(tmp_path: Path):
+    _, spec = _import(tmp_path, CONFIG, "23.06")
+    proc = subprocess.run([sys.executable, "-m", "codegen", "summary", str(spec)], capture_output=True, text=True,
+                          cwd=REPO)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "embedding_collection" in proc.stderr and "not established" in proc.stderr and proc.stdout == ""
