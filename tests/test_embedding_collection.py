@@ -78,7 +78,7 @@ ebc_config = hugectr.EmbeddingCollectionConfig(use_exclusive_keys=True,
                                                comm_strategy=hugectr.CommunicationStrategy.Hierarchical)
 for i, table in enumerate([0, 1, 1, 2]):
     ebc_config.embedding_lookup(table_config=tables[table], bottom_name="s%d" % i, top_name="e%d" % i,
-                                combiner="concat" if i == 3 else ("mean" if i == 2 else "sum"))
+                                combiner="concat" if i == 3 else ("average" if i == 2 else "sum"))
 shard_matrix, shard_strategy = plan(["t0", "t1", "t2"], 2)
 ebc_config.shard(shard_matrix=shard_matrix, shard_strategy=shard_strategy)
 model.add(ebc_config)
@@ -155,7 +155,7 @@ def test_what_the_spec_records(tmp_path: Path):
     assert ec["tables"] == [{"name": f"t{i}", "max_vocabulary_size": s, "ev_size": 16}
                             for i, s in enumerate([1000, 200, 3000])]
     assert [lk["table"] for lk in ec["lookups"]] == [0, 1, 1, 2]
-    assert [lk.get("combiner", "sum") for lk in ec["lookups"]] == ["sum", "sum", "mean", "concat"]  # sum: default
+    assert [lk.get("combiner", "sum") for lk in ec["lookups"]] == ["sum", "sum", "average", "concat"]  # sum: default
     assert ec["shard"] == {"shard_matrix": [["t0", "t2"], ["t1"]], "shard_strategy": [["mp", ["t0", "t1", "t2"]]]}
     assert data["embeddings"] == [] and data["solver"]["args"] == {"use_embedding_collection": True}
 
@@ -250,6 +250,8 @@ def test_what_a_collection_cannot_drive_is_refused(tmp_path: Path, edit, expecte
                                                      "shard_strategy=[])\n"), "after model.add"),
     (lambda t: t.replace("table_config=tables[table]", "table_config=[tables[table]]"), "grouped form"),
     (lambda t: t.replace('combiner="concat" if i == 3 else', 'combiner="max" if i == 3 else'), "combiner='max'"),
+    # the collection's combiners are sum, average and concat (SparseEmbedding's "mean" is not one of them)
+    (lambda t: t.replace('("average" if i == 2', '("mean" if i == 2'), "combiner='mean'"),
 ])
 def test_import_refusals_name_the_line(tmp_path: Path, change, expected):
     src = tmp_path / "bad.py"

@@ -19,7 +19,7 @@ SHARDS = ("EmbeddingCollectionConfig.shard", "EmbeddingPlanner.create_embedding_
 # What model.add takes: the config itself (4.2+), the planner's collection (3.7 - 4.1).
 ADDED = ("EmbeddingCollectionConfig", "EmbeddingPlanner.create_embedding_collection")
 TYPED_TABLE_ARGS = ("name", "table_id", "id_space", "max_vocabulary_size", "ev_size")
-COMBINERS = ("sum", "mean", "concat")
+COMBINERS = ("sum", "average", "concat")
 
 
 class Collector:

@@ -27,7 +27,7 @@ from pydantic import Field, model_validator
 
 from .model import ExtraArgs, NonNegInt, PosInt, Strict, TensorName
 
-COMBINERS = ("sum", "mean", "concat")
+COMBINERS = ("sum", "average", "concat")
 
 
 class TableSpec(Strict):
@@ -49,7 +49,7 @@ class LookupSpec(Strict):
     table: NonNegInt = Field(..., description="index into tables")
     bottom: TensorName = Field(..., description="a sparse input's name (input.sparse[].name)")
     top: TensorName = Field(..., description="the output tensor, (batch, 1, ev_size); concat: max_hotness x ev_size")
-    combiner: Literal[COMBINERS] = "sum"
+    combiner: Literal[COMBINERS] = Field("sum", description="HugeCTR's names: sum, average, concat (not mean)")
 
 
 class EmbeddingCollectionSpec(Strict):

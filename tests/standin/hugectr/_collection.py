@@ -15,7 +15,7 @@ from ._release import Span
 from ._sig import P, bind
 
 SPAN = Span((4, 2))
-COMBINERS = ("sum", "mean", "concat")
+COMBINERS = ("sum", "average", "concat")
 
 TABLE = [P("name", kind="str"), P("max_vocabulary_size", kind="int"), P("ev_size", kind="int"),
          P("opt_params_or_empty", None, "any"), P("init_param_or_empty", None, "any")]
