@@ -248,7 +248,7 @@ def test_what_a_collection_cannot_drive_is_refused(tmp_path: Path, edit, expecte
     (lambda t: t.replace("model.add(ebc_config)\n", ""), "never added"),
     (lambda t: t.replace("model.add(ebc_config)\n", "model.add(ebc_config)\nebc_config.shard(shard_matrix=[], "
                                                      "shard_strategy=[])\n"), "after model.add"),
-    (lambda t: t.replace("table_config=tables[table]", "table_config=[tables[table]]"), "grouped form"),
+    (lambda t: t.replace("table_config=tables[table]", "table_config=[tables[table]]"), "a list of strings"),
     (lambda t: t.replace('combiner="concat" if i == 3 else', 'combiner="max" if i == 3 else'), "combiner='max'"),
     # the collection's combiners are sum, average and concat (SparseEmbedding's "mean" is not one of them)
     (lambda t: t.replace('("average" if i == 2', '("mean" if i == 2'), "combiner='mean'"),
@@ -277,6 +277,17 @@ def test_generate_refusal_is_one_line_exit_2(tmp_path: Path):
 # ---- the generated model.py runs on the HugeCTR stand-in (4.3 and 23.06 forms) --------------------------------------
 
 CONFIG_43 = CASES[2][0]
+
+
+def test_grouped_generated_script_runs_on_standin(tmp_path: Path):
+    sys.path.insert(0, str(REPO / "tests"))
+    from hugectr_run import run_with_standin
+
+    _, _, model_py, _ = _roundtrip(tmp_path, GROUPED, "23.06")
+    script = tmp_path / "model.py"
+    script.write_text(model_py, encoding="utf-8")
+    result = run_with_standin(script, "23.06", cwd=tmp_path, env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("text,version", [(CONFIG, "23.06"), (CONFIG_43, "4.3")], ids=["23.06", "4.3"])
@@ -372,3 +383,39 @@ def test_summary_command_refuses_a_collection(tmp_path: Path):
                           cwd=REPO)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "embedding_collection" in proc.stderr and "not established" in proc.stderr and proc.stdout == ""
+
+
+# 23.04+ grouped form: one call with lists, one (batch, sum of widths) output.
+GROUPED_LOOKUP = '''ebc_config.embedding_lookup(
+    table_config=[tables[t] for t in [0, 1, 1, 2]], bottom_name=["s%d" % i for i in range(4)],
+    top_name="emb_all", combiner=["sum", "sum", "average", "concat"])'''
+_BEFORE_LOOKUPS = CONFIG.split("for i, table in enumerate")[0]
+_SHARD_AND_ADD = "shard_matrix, shard_strategy = plan" + \
+    CONFIG.split("shard_matrix, shard_strategy = plan")[1].split("\nmodel.add(hugectr.DenseLayer")[0]
+GROUPED = _BEFORE_LOOKUPS + GROUPED_LOOKUP + "\n" + _SHARD_AND_ADD + """
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Concat, bottom_names=["emb_all", "dense"], top_names=["all"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.InnerProduct, bottom_names=["all"], top_names=["fc"],
+                             num_output=1))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.BinaryCrossEntropyLoss, bottom_names=["fc", "label"],
+                             top_names=["loss"]))
+model.compile()
+model.fit(max_iter=100, display=10, eval_interval=50, snapshot=1000000, snapshot_prefix="ebc")
+"""
+
+
+def test_grouped_lookup_round_trips_with_one_batch_major_output(tmp_path: Path):
+    spec, rendered, model_py, diffs = _roundtrip(tmp_path, GROUPED, "23.06")
+    assert diffs == []
+    (lookup,) = yaml.safe_load(spec.read_text(encoding="utf-8"))["embedding_collection"]["lookups"]
+    assert lookup == {"table": [0, 1, 1, 2], "bottom": ["s0", "s1", "s2", "s3"], "top": "emb_all",
+                      "combiner": ["sum", "sum", "average", "concat"]}
+    shapes = rendered.job.graph.tensor_shapes()
+    assert shapes["emb_all"].dims == (16 + 16 + 16 + 48,) and shapes["all"].dims == (96 + 4,)
+    assert "table_config=[embedding_tables[0], embedding_tables[1], embedding_tables[1], embedding_tables[2]]" \
+        in model_py
+
+
+def test_grouped_lookup_before_23_04_is_refused(tmp_path: Path):
+    spec = _spec_with(tmp_path, GROUPED, "23.06", lambda d: (d.update(hugectr_version="4.3"),
+                                                             d["embedding_collection"].pop("args")))
+    assert "grouped embedding_lookup (lists) is not in HugeCTR 4.3; it exists in HugeCTR 23.04" in _error(spec)

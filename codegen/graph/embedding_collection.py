@@ -37,11 +37,15 @@ class CollectionTable:
 
 @dataclass(frozen=True)
 class Lookup:
-    table: int                    # index into EmbeddingCollection.tables
-    bottom: str
+    table: int | tuple[int, ...]  # index into EmbeddingCollection.tables (a tuple: the grouped form)
+    bottom: str | tuple[str, ...]
     top: str
-    combiner: str
+    combiner: str | tuple[str, ...]
     shape: Shape                  # of top, batch left out
+
+    @property
+    def bottoms(self) -> tuple[str, ...]:
+        return self.bottom if isinstance(self.bottom, tuple) else (self.bottom,)
 
 
 @dataclass(frozen=True)
@@ -164,16 +168,28 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     tops: set[str] = set()
     for i, lk in enumerate(spec.lookups):
         where = (*loc, "lookups", i)
-        si = by_input.get(lk.bottom)
-        if si is None:
-            builder.fail((*where, "bottom"), f'{lk.bottom!r} is not a sparse input (HugeCTR: "Cannot find bottom")',
-                         fix=f"use one of {sorted(by_input)}")
+        if lk.grouped and A.release_key(release) < (23, 4):   # the list overload: embedding_collection_wrapper.hpp
+            builder.fail((*where, "table"), f"the grouped embedding_lookup (lists) is not in HugeCTR {release}; it "
+                         "exists in HugeCTR 23.04 and later", fix="one lookup per table")
             continue
-        ev = spec.tables[lk.table].ev_size
-        width = ev * max(si.nnz_per_slot) if lk.combiner == "concat" else ev
+        widths = []
+        for table, bottom, combiner in lk.parts():
+            si = by_input.get(bottom)
+            if si is None:
+                builder.fail((*where, "bottom"), f'{bottom!r} is not a sparse input (HugeCTR: "Cannot find bottom")',
+                             fix=f"use one of {sorted(by_input)}")
+                continue
+            ev = spec.tables[table].ev_size
+            widths.append(ev * max(si.nnz_per_slot) if combiner == "concat" else ev)
+        if len(widths) != len(lk.parts()):
+            continue
         tops.add(lk.top)
+        if lk.grouped:   # batch major: one (batch, sum of widths) tensor (model_compile.cpp, 24.04)
+            shape = Shape((sum(widths),))
+            lookups.append(Lookup(tuple(lk.table), tuple(lk.bottom), lk.top, tuple(lk.combiner), shape))
+            continue
         # 3.7 reserves (batch, dims); 3.8 on (batch, 1, dims) (model.cpp of each release)
-        shape = Shape((width,)) if A.release_key(release) < (3, 8) else Shape((1, width))
+        shape = Shape((widths[0],)) if A.release_key(release) < (3, 8) else Shape((1, widths[0]))
         lookups.append(Lookup(lk.table, lk.bottom, lk.top, lk.combiner, shape))
 
     shard_func = f"{api}.{'shard' if api == CONFIG else 'create_embedding_collection'}"

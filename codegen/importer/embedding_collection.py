@@ -84,23 +84,23 @@ class Collector:
     def lookup(self, call: Call) -> dict:
         kw = self.kwargs_of(call)
         table = kw.get("table_config", kw.get("emb_table"))   # 3.7 names it emb_table
-        if isinstance(table, list):
-            raise self.Refusal("embedding_lookup with a list of tables (the grouped form) has no spec field yet",
-                               call.line)
-        if not (isinstance(table, Call) and table.func in TABLES):
-            raise self.Refusal(f"embedding_lookup(table_config={value_repr(table)}): not a table the script builds",
-                               call.line)
-        self._exists(table)
-        out: dict = {"table": self.table(table)}
+        grouped = isinstance(table, list)   # 23.04+: lists of tables, bottoms and combiners, one top
+        for t in table if grouped else [table]:
+            if not (isinstance(t, Call) and t.func in TABLES):
+                raise self.Refusal(f"embedding_lookup(table_config={value_repr(table)}): not a table the script "
+                                   "builds", call.line)
+            self._exists(t)
+        out: dict = {"table": [self.table(t) for t in table] if grouped else self.table(table)}
         for key, arg in (("bottom", "bottom_name"), ("top", "top_name"), ("combiner", "combiner")):
             v = self.spec_value(kw.get(arg), call, arg)
-            if not isinstance(v, str):
-                raise self.Refusal(f"embedding_lookup({arg}={value_repr(kw.get(arg))}): a string is needed",
-                                   call.line)
+            many = grouped and key != "top"
+            if not (isinstance(v, list) and all(isinstance(x, str) for x in v) if many else isinstance(v, str)):
+                raise self.Refusal(f"embedding_lookup({arg}={value_repr(kw.get(arg))}): "
+                                   f"{'a list of strings' if many else 'a string'} is needed", call.line)
             out[key] = v
-        if out["combiner"] not in COMBINERS:
-            raise self.Refusal(f"embedding_lookup(combiner={out['combiner']!r}): one of {', '.join(COMBINERS)}",
-                               call.line)
+        for c in out["combiner"] if grouped else [out["combiner"]]:
+            if c not in COMBINERS:
+                raise self.Refusal(f"embedding_lookup(combiner={c!r}): one of {', '.join(COMBINERS)}", call.line)
         extra = set(kw) - {"table_config", "emb_table", "bottom_name", "top_name", "combiner"}
         if extra:
             raise self.Refusal(f"embedding_lookup({sorted(extra)[0]}=...) has no spec field", call.line)

@@ -15,8 +15,15 @@ def collection_context(c: EmbeddingCollection | None) -> dict | None:
     if c is None:
         return None
     var = "ebc_config" if c.api == CONFIG else "embedding_planner"
-    lookups = [kwargs([(c.table_arg, Code(f"embedding_tables[{lk.table}]")), ("bottom_name", lk.bottom),
-                       ("top_name", lk.top), ("combiner", lk.combiner)]) for lk in c.lookups]
+    def table(i: int) -> Code:
+        return Code(f"embedding_tables[{int(i)}]")
+
+    def listed(v):   # the grouped form passes lists
+        return list(v) if isinstance(v, tuple) else v
+
+    lookups = [kwargs([(c.table_arg, [table(i) for i in lk.table] if isinstance(lk.table, tuple) else table(lk.table)),
+                       ("bottom_name", listed(lk.bottom)), ("top_name", lk.top), ("combiner", listed(lk.combiner))])
+               for lk in c.lookups]
     # shard_strategy entries are (strategy, tables) pairs: written as tuples, as the samples write them
     shard = [(k, [tuple(x) if isinstance(x, list) and len(x) == 2 else x for x in v]
               if k == "shard_strategy" and isinstance(v, list) else v) for k, v in c.shard]

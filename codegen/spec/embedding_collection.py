@@ -43,13 +43,38 @@ class TableSpec(Strict):
     args: ExtraArgs = Field(default_factory=dict, description="other arguments by HugeCTR's names (min_key, ...)")
 
 
-class LookupSpec(Strict):
-    """One embedding_lookup: the table it reads, the sparse input it looks up, the tensor it writes."""
+Combiner = Literal[COMBINERS]
 
-    table: NonNegInt = Field(..., description="index into tables")
-    bottom: TensorName = Field(..., description="a sparse input's name (input.sparse[].name)")
+
+class LookupSpec(Strict):
+    """One embedding_lookup: the table it reads, the sparse input it looks up, the tensor it writes.
+
+    The grouped form (23.04+, the only lookup of its collection) gives lists of tables, bottoms and combiners and one
+    top, a (batch, sum of the lookups' widths) tensor."""
+
+    table: NonNegInt | list[NonNegInt] = Field(..., description="index into tables (a list: the grouped form)")
+    bottom: TensorName | list[TensorName] = Field(..., description="a sparse input's name (input.sparse[].name)")
     top: TensorName = Field(..., description="the output tensor, (batch, 1, ev_size); concat: max_hotness x ev_size")
-    combiner: Literal[COMBINERS] = Field("sum", description="HugeCTR's names: sum, average, concat (not mean)")
+    combiner: Combiner | list[Combiner] = Field("sum", description="HugeCTR's names: sum, average, concat (not mean)")
+
+    @property
+    def grouped(self) -> bool:
+        return isinstance(self.table, list)
+
+    def parts(self) -> list[tuple[int, str, str]]:
+        """(table, bottom, combiner) of each lookup the call makes."""
+        if not self.grouped:
+            return [(self.table, self.bottom, self.combiner)]
+        return list(zip(self.table, self.bottom, self.combiner))
+
+    @model_validator(mode="after")
+    def _same_form(self) -> "LookupSpec":
+        lists = [isinstance(v, list) for v in (self.table, self.bottom, self.combiner)]
+        if any(lists) and not all(lists):
+            raise ValueError("the grouped form gives table, bottom and combiner as lists (all three)")
+        if all(lists) and not (len(self.table) == len(self.bottom) == len(self.combiner) > 0):
+            raise ValueError("table, bottom and combiner lists must have one entry per lookup")
+        return self
 
 
 class EmbeddingCollectionSpec(Strict):
@@ -66,9 +91,12 @@ class EmbeddingCollectionSpec(Strict):
     @model_validator(mode="after")
     def _tables_used(self) -> "EmbeddingCollectionSpec":
         for i, lk in enumerate(self.lookups):
-            if lk.table >= len(self.tables):
-                raise ValueError(f"lookups[{i}].table is {lk.table}, but there are {len(self.tables)} tables")
-        used = {lk.table for lk in self.lookups}
+            for table, _, _ in lk.parts():
+                if table >= len(self.tables):
+                    raise ValueError(f"lookups[{i}].table is {table}, but there are {len(self.tables)} tables")
+            if lk.grouped and len(self.lookups) > 1:
+                raise ValueError(f"lookups[{i}] is grouped (lists): HugeCTR takes it as the only lookup")
+        used = {table for lk in self.lookups for table, _, _ in lk.parts()}
         unused = [i for i in range(len(self.tables)) if i not in used]
         if unused:
             raise ValueError(f"tables {unused} are not looked up by any lookup")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ._api import HugeCTRError, _call, _Obj
 from ._enums import CommunicationStrategy
 from ._record import record
-from ._release import Span
+from ._release import RELEASE, Span
 from ._sig import P, bind
 
 SPAN = Span((4, 2))
@@ -26,6 +26,9 @@ CONFIG = [P("output_layout", "feature_major", "str", Span((4, 3), (23, 4))),
             Span((23, 4)))]
 LOOKUP = [P("table_config", kind="obj:EmbeddingTableConfig"), P("bottom_name", kind="str"),
           P("top_name", kind="str"), P("combiner", kind="str")]
+# 23.04+: the list overload (one batch-major output named top_name)
+GROUPED = [P("table_config", kind="list"), P("bottom_name", kind="list[str]"), P("top_name", kind="str"),
+           P("combiner", kind="list[str]")]
 SHARD = [P("shard_matrix", kind="list"), P("shard_strategy", kind="list")]
 
 
@@ -50,10 +53,28 @@ class EmbeddingCollectionConfig(_Obj):
         self.lookups: list[dict] = []
         self.tables: dict[str, EmbeddingTableConfig] = {}
         self.sharded = False
+        self.grouped: str | None = None   # the batch-major output's name (grouped lookup)
 
     def embedding_lookup(self, *args, **kwargs) -> None:
         record("EmbeddingCollectionConfig.embedding_lookup", args, kwargs)
-        b = bind("EmbeddingCollectionConfig.embedding_lookup", LOOKUP, args, kwargs)
+        first = args[0] if args else kwargs.get("table_config")
+        if isinstance(first, (list, tuple)) and RELEASE >= (23, 4):
+            b = bind("EmbeddingCollectionConfig.embedding_lookup", GROUPED, args, kwargs)
+            if self.lookups:
+                raise HugeCTRError("empty lookup params required")
+            if not len(b["table_config"]) == len(b["bottom_name"]) == len(b["combiner"]):
+                raise HugeCTRError("table_config, bottom_name and combiner lists differ in length")
+            self.grouped = b["top_name"]
+            for i, (t, bottom, combiner) in enumerate(zip(b["table_config"], b["bottom_name"], b["combiner"])):
+                self._lookup({"table_config": t, "bottom_name": bottom, "top_name": f"{b['top_name']}{i}",
+                              "combiner": combiner})
+            return
+        self._lookup(bind("EmbeddingCollectionConfig.embedding_lookup", LOOKUP, args, kwargs))
+
+    def _lookup(self, b: dict) -> None:
+        if type(b["table_config"]).__name__ != "EmbeddingTableConfig":
+            raise TypeError(f"embedding_lookup(): table_config must be a hugectr.EmbeddingTableConfig, got "
+                            f"{b['table_config']!r}")
         if b["combiner"] not in COMBINERS:
             raise HugeCTRError(f"combiner {b['combiner']!r} is not one of {', '.join(COMBINERS)}")
         t = b["table_config"]

@@ -221,14 +221,18 @@ class Model(_Obj):
             raise HugeCTRError("hugectr stand-in: an EmbeddingCollectionConfig without lookups")
         if getattr(ebc, "output_layout", "feature_major") != "feature_major":
             raise HugeCTRError("hugectr stand-in: the batch-major output layout is not modelled")
+        widths = []
         for lk in ebc.lookups:
             sp = self._sparse.get(lk["bottom_name"])
             if sp is None:
                 raise HugeCTRError(f"{lk['bottom_name']}, bottom tensor name does not exists")
             ev = lk["table_config"].ev_size
             hot = max(sp.nnz_per_slot) if isinstance(sp.nnz_per_slot, list) else sp.nnz_per_slot
-            width = hot * ev if lk["combiner"] == "concat" else ev
-            self._new_tensor(lk["top_name"], (1, width), (self._batch, 1, width))
+            widths.append(hot * ev if lk["combiner"] == "concat" else ev)
+            if ebc.grouped is None:
+                self._new_tensor(lk["top_name"], (1, widths[-1]), (self._batch, 1, widths[-1]))
+        if ebc.grouped is not None:   # batch major: one (batch, sum of widths) tensor
+            self._new_tensor(ebc.grouped, (sum(widths),), (self._batch, sum(widths)))
         self._collections.append(ebc)
 
     def _add_dense(self, layer: DenseLayer) -> None:
