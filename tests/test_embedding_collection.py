@@ -419,3 +419,12 @@ def test_grouped_lookup_before_23_04_is_refused(tmp_path: Path):
     spec = _spec_with(tmp_path, GROUPED, "23.06", lambda d: (d.update(hugectr_version="4.3"),
                                                              d["embedding_collection"].pop("args")))
     assert "grouped embedding_lookup (lists) is not in HugeCTR 4.3; it exists in HugeCTR 23.04" in _error(spec)
+
+
+def test_a_wrong_combiner_in_the_spec_is_one_line_naming_the_field(tmp_path: Path):
+    spec = _spec_with(tmp_path, CONFIG, "23.06", lambda d: d["embedding_collection"]["lookups"][2].update(
+        combiner="mean"))
+    proc = subprocess.run([sys.executable, "-m", "codegen", "generate", str(spec), "--out", str(tmp_path / "gen")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "embedding_collection.lookups[2].combiner" in proc.stderr and "'mean' is not a combiner" in proc.stderr

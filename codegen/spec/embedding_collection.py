@@ -21,9 +21,9 @@ HugeCTR's argument names, and what has no field of its own goes to an ``args:`` 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from .model import ExtraArgs, NonNegInt, PosInt, Strict, TensorName
 
@@ -43,7 +43,15 @@ class TableSpec(Strict):
     args: ExtraArgs = Field(default_factory=dict, description="other arguments by HugeCTR's names (min_key, ...)")
 
 
-Combiner = Literal[COMBINERS]
+def _combiners(value: str | list[str]) -> str | list[str]:
+    for c in value if isinstance(value, list) else [value]:
+        if c not in COMBINERS:
+            raise ValueError(f"{c!r} is not a combiner of the embedding collection; use one of {', '.join(COMBINERS)}")
+    return value
+
+
+# One check (and one message) for both forms, rather than one per branch of a union.
+Combiners = Annotated[str | list[str], AfterValidator(_combiners)]
 
 
 class LookupSpec(Strict):
@@ -55,7 +63,7 @@ class LookupSpec(Strict):
     table: NonNegInt | list[NonNegInt] = Field(..., description="index into tables (a list: the grouped form)")
     bottom: TensorName | list[TensorName] = Field(..., description="a sparse input's name (input.sparse[].name)")
     top: TensorName = Field(..., description="the output tensor, (batch, 1, ev_size); concat: max_hotness x ev_size")
-    combiner: Combiner | list[Combiner] = Field("sum", description="HugeCTR's names: sum, average, concat (not mean)")
+    combiner: Combiners = Field("sum", description="HugeCTR's names: sum, average, concat (not mean)")
 
     @property
     def grouped(self) -> bool:
