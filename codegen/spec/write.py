@@ -25,6 +25,8 @@ def spec_to_data(spec: Spec) -> dict:
     """The fields a spec sets (defaults left out), in the sections' usual order."""
     data = spec.model_dump(mode="python", exclude_defaults=True)
     data["version"] = spec.version
+    if spec.embedding_collection is not None and not spec.embeddings:
+        data.pop("embeddings", None)   # the loader's default beside an embedding_collection
     return {k: data[k] for k in SECTION_ORDER if k in data}
 
 
