@@ -169,7 +169,11 @@ def summary(spec: Path) -> None:
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx)
-    click.echo(render_summary(build(ctx, features)), nl=False)
+    job = build(ctx, features)
+    if job.graph.collection is not None:
+        raise ctx.loaded.error(("embedding_collection",), "what model.summary() prints for an embedding collection "
+                               "is not established", fix="run model.py on HugeCTR to see it")
+    click.echo(render_summary(job), nl=False)
 
 
 @main.command()

@@ -173,8 +173,17 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         files[PurePosixPath("model_low_level.py")] = render_low_level_py(
             job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} continuous training of model "
                                             f"{job.name!r} with the low-level API (train/eval loop)."))
-    files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
     targets = set(ctx.spec.targets)
+    # What graph_to_json and summary() print for an embedding collection is not established: neither is written.
+    collection = job.graph.collection is not None
+    if collection:
+        for field, on in (("triton", ctx.spec.triton.enabled), ("targets", bool(targets - {"hugectr"}))):
+            if on:
+                raise ctx.loaded.error((field,), "a model with an embedding_collection renders model.py only (its "
+                                       "graph JSON is not established)", fix="triton: {enabled: false}; targets: "
+                                       "[hugectr]" if field == "triton" else "targets: [hugectr]")
+    else:
+        files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
     if "torch" in targets:
         try:
             files[PurePosixPath("train_torch.py")] = render_train_torch(
@@ -182,7 +191,8 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         except TorchTargetError as exc:
             raise ctx.loaded.error(exc.origin, exc.message, fix=exc.fix) from None
         files[PurePosixPath(FEATURES_FILE)] = render_features_json(job, features)
-    files[PurePosixPath("summary.txt")] = render_summary(job)
+    if not collection:
+        files[PurePosixPath("summary.txt")] = render_summary(job)
     if "task" in targets:
         vertex = ctx.spec.vertex
         files[PurePosixPath("task.py")] = render_task_py(

@@ -14,6 +14,7 @@ from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
+from .embedding_collection import build_collection
 from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .presets import PresetError, RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, LayerCheckError, Shape, Target, fmt_shape, infer
@@ -179,6 +180,15 @@ class Builder:
             graph_inputs[si.name] = Shape((si.slot_num,))
         if len(set(graph_inputs)) != len(label_names) + 1 + len(embeddings) + len(sparse):
             self.fail(("input",), "label, dense, sparse input and embedding names must all differ")
+        collection = build_collection(self, sparse)
+        if collection is not None:
+            clash = sorted(set(collection.outputs()) & set(graph_inputs))
+            if clash:
+                self.fail(("embedding_collection", "lookups"), f"lookup tops {clash} are already input names",
+                          fix="give every lookup top a new name")
+            graph_inputs.update(collection.outputs())
+        if self.spec.embedding_collection is not None:
+            self.raise_if_failed()  # the dense graph cannot be checked without the collection's outputs
         if len(embeddings) != len(self.spec.embeddings):
             self.raise_if_failed()  # the dense graph cannot be checked without its embeddings
 
@@ -190,7 +200,8 @@ class Builder:
 
         graph = Graph(label_names=label_names, label_dims=label_dims,
                       dense_name=s.input.dense_name, dense_dim=len(conts), sparse=tuple(sparse),
-                      embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed))
+                      embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed),
+                      collection=collection)
         job = TrainingJob(
             name=s.name, hugectr_version=p.name, solver=self._solver_args(i64), optimizer=optimizer,
             reader=self._reader_args(cats, continuous), graph=graph, fit=self._fit_args(),

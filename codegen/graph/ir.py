@@ -7,8 +7,12 @@ Values are plain Python values; enum members are :class:`Enum` so each renderer 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .shapes import Shape
+
+if TYPE_CHECKING:
+    from .embedding_collection import EmbeddingCollection
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,7 @@ class Graph:
     embeddings: tuple[Embedding, ...]
     layers: tuple[Layer, ...]         # as model.py adds them
     analysed: tuple[Layer, ...]       # after graph_analysis(): what the JSON and summary show
+    collection: EmbeddingCollection | None = None   # the embedding collection API's tables and lookups
 
     def tensor_shapes(self) -> dict[str, Shape]:
         shapes = {name: Shape((dim,)) for name, dim in zip(self.label_names, self.label_dims)}
@@ -112,6 +117,8 @@ class Graph:
             shapes[s.name] = Shape((s.slot_num,))
         for e in self.embeddings:
             shapes[e.name] = e.shape
+        if self.collection is not None:
+            shapes.update(self.collection.outputs())
         for layer in self.analysed:
             shapes.update(zip(layer.tops, layer.out_shapes))
         return shapes

@@ -295,8 +295,8 @@ class Interpreter:
         for n in ast.walk(ast.Module(body=body, type_ignores=[])):
             if isinstance(n, ast.Call):
                 f = n.func
-                while isinstance(f, ast.Attribute):
-                    f = f.value
+                while isinstance(f, (ast.Attribute, ast.Subscript)):
+                    f = f.value   # matrix[gpu].append(...) mutates matrix: the body must run
                 if isinstance(f, ast.Name):
                     return True  # any call may reach hugectr through a variable or a function; be safe
         return False

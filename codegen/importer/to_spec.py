@@ -15,6 +15,7 @@ from ..features import Column, Features
 from ..graph.ir import Enum
 from ..hugectr.versions import MODEL_METHODS
 from .calls import Call, Obj, Script, Unknown, value_repr
+from .embedding_collection import Collector
 
 from .signatures import POSITIONAL, param_names  # noqa: F401  (POSITIONAL re-exported for compare)
 
@@ -136,6 +137,7 @@ class Mapper:
         self.source_label = source_label
         self.assumptions: list[tuple[int | None, str]] = []
         self.before_compile: list[str] = []
+        self.ebc = Collector(Refusal, kwargs_of, spec_value, release)
 
     def run(self) -> Imported:
         _VERSION[0] = self.release
@@ -224,6 +226,9 @@ class Mapper:
                 if compiled:
                     raise Refusal("model.add after model.compile()", call.line)
                 layer = kwargs_of(call).get("layer")
+                if self.ebc.is_added(layer):
+                    self.ebc.add(call, len(layers))
+                    continue
                 if not isinstance(layer, Call):
                     raise Refusal(f"model.add({value_repr(layer)}): not a layer the script builds", call.line)
                 if layer.func == "Input":
@@ -268,6 +273,8 @@ class Mapper:
             elif f == "Model.fit":
                 self._after(after, "fit", call, compiled, then)
                 fit = self.fit(call)
+            elif self.ebc.handles(call):
+                self.ebc.take(call)
             elif f in ("DenseLayer", "SparseEmbedding", "Input", "DataReaderSparseParam"):
                 continue  # built but never added: not part of the model
             elif f == "inference.InferenceParams" and fit is not None and inference is None:
@@ -335,6 +342,9 @@ class Mapper:
             raise Refusal(f"{len(inputs)} hugectr.Input layers; a model has exactly one", model_call.line)
         features = self.input(inputs[0], spec, embeddings)
         spec["embeddings"] = embeddings
+        collection = self.ebc.section(model_call.line)
+        if collection is not None:
+            spec["embedding_collection"] = collection
         spec["model"] = {"preset": "layers", "layers": layers}
         if fit is not None:
             spec.setdefault("training", {}).update(fit)
@@ -380,8 +390,9 @@ class Mapper:
         from .presets import compact
         spec = compact(spec, features)
         ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "features", "solver",
-                                        "optimizer", "input", "embeddings", "model", "training", "script",
-                                        "continuous_training", "offline_inference", "triton") if k in spec}
+                                        "optimizer", "input", "embeddings", "embedding_collection", "model",
+                                        "training", "script", "continuous_training", "offline_inference", "triton")
+                   if k in spec}
         return Imported(ordered, features, self.assumptions)
 
     # ---- continuous training (seed 003) ----------------------------------------------------------------------------

@@ -30,6 +30,9 @@ def nodes_and_edges(job: TrainingJob) -> tuple[list[tuple[str, str, str]], list[
     for e in g.embeddings:
         node(e.name, f"{e.name}<br/>{e.embedding_type}<br/>{fmt_shape(e.shape)}", "embedding")
         edges.append((ids[e.bottom], ids[e.name]))
+    for lk in g.collection.lookups if g.collection is not None else ():
+        node(lk.top, f"{lk.top}<br/>embedding_lookup ({lk.combiner})<br/>{fmt_shape(lk.shape)}", "embedding")
+        edges.extend((ids[b], ids[lk.top]) for b in lk.bottoms)
     layers = g.analysed
     for i, layer in enumerate(layers):
         shape = "" if layer.type in LOSS_LAYERS else "<br/>" + fmt_shape(layer.out_shapes[0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..graph.ir import Enum, TrainingJob
 from ..graph.shapes import fmt_shape
 from .continuous import cache_context, continuous_context
+from .embedding_collection import collection_context
 from .env import render
 from .literals import ident, kwargs, py, py_str
 
@@ -117,6 +118,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         input=kwargs(input_args),
         sparse=sparse,
         embeddings=embeddings,
+        collection=collection_context(g.collection),
         layers=layers,
     )
 

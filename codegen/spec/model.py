@@ -505,6 +505,9 @@ class ClusterSpec(Strict):
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
 
 
+from .embedding_collection import EmbeddingCollectionSpec  # noqa: E402  (it builds on the classes above)
+
+
 class Spec(Strict):
     """A ctrgen model spec (version 1)."""
 
@@ -520,7 +523,10 @@ class Spec(Strict):
     solver: SolverSpec = Field(default_factory=SolverSpec)
     optimizer: OptimizerSpec = Field(default_factory=OptimizerSpec)
     input: InputSpec = Field(default_factory=InputSpec)
-    embeddings: list[EmbeddingSpec] = Field(default_factory=lambda: [EmbeddingSpec()], min_length=1)
+    embeddings: list[EmbeddingSpec] = Field(default_factory=lambda: [EmbeddingSpec()])
+    embedding_collection: EmbeddingCollectionSpec | None = Field(
+        None, description="the embedding collection API (EmbeddingTableConfig, EmbeddingCollectionConfig / "
+                          "EmbeddingPlanner, embedding_lookup, shard) instead of SparseEmbedding")
     model: ModelSpec
     training: TrainingSpec = Field(default_factory=TrainingSpec)
     script: ScriptSpec = Field(default_factory=ScriptSpec, description="statement order of model.py")
@@ -537,3 +543,17 @@ class Spec(Strict):
     cluster: ClusterSpec | None = None
     triton: TritonSpec = Field(default_factory=TritonSpec,
                                description="the Triton repository in generated/<name>/triton/ (on by default)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_default_embedding(cls, data: Any) -> Any:
+        # An embedding collection replaces the default SparseEmbedding; without one a model needs an embedding.
+        if isinstance(data, dict) and data.get("embedding_collection") is not None and "embeddings" not in data:
+            data = {**data, "embeddings": []}
+        return data
+
+    @model_validator(mode="after")
+    def _some_embedding(self) -> "Spec":
+        if not self.embeddings and self.embedding_collection is None:
+            raise ValueError("embeddings: at least one embedding (or an embedding_collection) is needed")
+        return self

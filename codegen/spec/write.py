@@ -14,8 +14,8 @@ import re
 from .model import Spec
 
 SECTION_ORDER = ("version", "name", "hugectr_version", "workflow", "features_lock", "data", "features", "solver",
-                 "optimizer", "input", "embeddings", "model", "training", "script", "continuous_training",
-                 "offline_inference", "targets", "vertex", "cluster", "triton")
+                 "optimizer", "input", "embeddings", "embedding_collection", "model", "training", "script",
+                 "continuous_training", "offline_inference", "targets", "vertex", "cluster", "triton")
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
 _RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 WIDTH = 118
@@ -25,6 +25,8 @@ def spec_to_data(spec: Spec) -> dict:
     """The fields a spec sets (defaults left out), in the sections' usual order."""
     data = spec.model_dump(mode="python", exclude_defaults=True)
     data["version"] = spec.version
+    if spec.embedding_collection is not None and not spec.embeddings:
+        data.pop("embeddings", None)   # the loader's default beside an embedding_collection
     return {k: data[k] for k in SECTION_ORDER if k in data}
 
 

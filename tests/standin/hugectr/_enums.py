@@ -93,10 +93,12 @@ Tensor_t = Enum("Tensor_t", _all("Train Evaluate"))
 # Embedding training cache (v3.3 - v23.09, hugectr.md §1.8)
 TrainPSType_t = Enum("TrainPSType_t", _all("Staged Cached", Span((3, 3), (23, 12))))
 GroupLayer_t = Enum("GroupLayer_t", _all("GroupFusedInnerProduct", Span((3, 3))))
+# Embedding collection (23.04+, embedding_collection_wrapper.hpp)
+CommunicationStrategy = Enum("CommunicationStrategy", _all("Uniform Hierarchical", Span((23, 4))))
 
 ENUMS = {e._name: e for e in (
     Layer_t, Embedding_t, Optimizer_t, Update_t, DataReaderType_t, Check_t, SourceType_t, Initializer_t,
     Regularizer_t, Activation_t, FcPosition_t, MetricsType, LrPolicy_t, DeviceLayout, AllReduceAlgo, Alignment_t,
-    CommunicationType, HybridEmbeddingType, Tensor_t, TrainPSType_t, GroupLayer_t)}
+    CommunicationType, HybridEmbeddingType, Tensor_t, TrainPSType_t, GroupLayer_t, CommunicationStrategy)}
 # Enums that a release lacks entirely (every member outside the release): the module attribute is absent.
 ABSENT = {name for name, e in ENUMS.items() if not e.__members__}

@@ -13,6 +13,7 @@ from ._api import (ETC_SPAN, MOS_SPAN, CreateOptimizer, DataReaderParams, DataRe
                    EmbeddingTrainingCacheParams, HugeCTRError, Input, ModelOversubscriberParams, OptParams, Solver, SparseEmbedding, _Obj, _overload)
 from ._enums import (Activation_t, Embedding_t, FcPosition_t, Initializer_t, Layer_t, Optimizer_t, Regularizer_t,
                      Update_t)
+from ._collection import SPAN as EBC_SPAN, EmbeddingCollectionConfig
 from ._record import quiet, record
 from ._release import NAME, RELEASE, Span, at_least
 from ._shapes import LOSSES, Tensor, infer
@@ -132,6 +133,7 @@ class Model(_Obj):
         self._tensors: dict[str, Tensor] = {}
         self._sparse: dict[str, DataReaderSparseParam] = {}
         self._embeddings: list[tuple[SparseEmbedding, OptParams]] = []
+        self._collections: list[EmbeddingCollectionConfig] = []
         self._layers: list[DenseLayer] = []
         self._analysed: list[tuple[DenseLayer, list[str], list[str]]] | None = None
         self._shapes: dict[int, list] = {}  # id(layer) -> (dims, built) per top, None for a loss
@@ -149,9 +151,11 @@ class Model(_Obj):
     def add(self, *args, **kwargs) -> None:
         record("Model.add", args, kwargs)
         # one overload per kind, each with its own argument name (model_wrapper.hpp)
-        b = _overload("Model.add", [[P("input", kind="obj:Input")], [P("sparse_embedding", kind="obj:SparseEmbedding")],
-                                    [P("dense_layer", kind="obj:DenseLayer")],
-                                    [P("group_dense_layer", kind="obj:GroupDenseLayer")]], args, kwargs)
+        overloads = [[P("input", kind="obj:Input")], [P("sparse_embedding", kind="obj:SparseEmbedding")],
+                     [P("dense_layer", kind="obj:DenseLayer")], [P("group_dense_layer", kind="obj:GroupDenseLayer")]]
+        if EBC_SPAN.covers():
+            overloads.append([P("ebc_config", kind="obj:EmbeddingCollectionConfig")])
+        b = _overload("Model.add", overloads, args, kwargs)
         (obj,) = b.values()
         if self._analysed is not None:
             raise HugeCTRError("hugectr stand-in: Model.add after compile()/graph_to_json(): HugeCTR has finalised "
@@ -162,6 +166,8 @@ class Model(_Obj):
             self._add_embedding(obj)
         elif isinstance(obj, DenseLayer):
             self._add_dense(obj)
+        elif isinstance(obj, EmbeddingCollectionConfig):
+            self._add_collection(obj)
         else:
             raise HugeCTRError("hugectr stand-in: GroupDenseLayer is not modelled")
 
@@ -204,6 +210,30 @@ class Model(_Obj):
             raise HugeCTRError("need workspace_size_per_gpu_in_mb or slot_size_array")
         self._new_tensor(emb.sparse_embedding_name, (slots, vec), (self._batch, slots, vec))
         self._embeddings.append((emb, emb.optimizer if emb.optimizer is not None else self._opt))
+
+    def _add_collection(self, ebc: EmbeddingCollectionConfig) -> None:
+        if self._input is None:
+            raise HugeCTRError("hugectr stand-in: add the Input before the embedding collection")
+        if not self._solver.use_embedding_collection:
+            raise HugeCTRError("hugectr stand-in: model.add(EmbeddingCollectionConfig) needs "
+                               "CreateSolver(use_embedding_collection=True)")
+        if not ebc.lookups:
+            raise HugeCTRError("hugectr stand-in: an EmbeddingCollectionConfig without lookups")
+        if getattr(ebc, "output_layout", "feature_major") != "feature_major":
+            raise HugeCTRError("hugectr stand-in: the batch-major output layout is not modelled")
+        widths = []
+        for lk in ebc.lookups:
+            sp = self._sparse.get(lk["bottom_name"])
+            if sp is None:
+                raise HugeCTRError(f"{lk['bottom_name']}, bottom tensor name does not exists")
+            ev = lk["table_config"].ev_size
+            hot = max(sp.nnz_per_slot) if isinstance(sp.nnz_per_slot, list) else sp.nnz_per_slot
+            widths.append(hot * ev if lk["combiner"] == "concat" else ev)
+            if ebc.grouped is None:
+                self._new_tensor(lk["top_name"], (1, widths[-1]), (self._batch, 1, widths[-1]))
+        if ebc.grouped is not None:   # batch major: one (batch, sum of widths) tensor
+            self._new_tensor(ebc.grouped, (sum(widths),), (self._batch, sum(widths)))
+        self._collections.append(ebc)
 
     def _add_dense(self, layer: DenseLayer) -> None:
         t = layer.type
@@ -312,6 +342,9 @@ class Model(_Obj):
         b = bind("Model.graph_to_json", [P("graph_config_file", kind="str")], args, kwargs)
         if self._input is None:
             raise HugeCTRError("hugectr stand-in: graph_to_json() of a model without Input")
+        if self._collections:
+            raise HugeCTRError("hugectr stand-in: what graph_to_json writes for an embedding collection is not "
+                               "modelled")
         analysed = self._graph_analysis()
         layers = [W.data_json(self._input)]
         layers += [W.embedding_json(emb, opt, self._solver.gpu_count) for emb, opt in self._embeddings]

@@ -1,0 +1,211 @@
+"""The spec's ``embedding_collection:`` -> the checked :class:`EmbeddingCollection` of the graph, with the shapes of
+the tensors its lookups write.
+
+Which calls model.py makes depends on the release (from the API table): ``EmbeddingPlanner`` with
+``create_embedding_collection`` in 3.7 - 4.1, ``EmbeddingCollectionConfig`` with ``shard`` from 4.2; tables are
+``EmbeddingTablePlaceHolder`` in 3.7 and ``EmbeddingTableConfig`` from 3.8. Every argument is checked against the
+target release; one that release lacks is refused naming the releases that have it.
+
+Output shapes follow HugeCTR's ``allocate_ebc_output_helper_for_feature_major`` (HugeCTR/src/pybind/
+model_compile.cpp, 24.04; model.cpp from 3.8): each lookup's top is ``(batch, 1, ev_size)``, or
+``(batch, 1, max_hotness * ev_size)`` with the concat combiner, where max_hotness is the bottom input's nnz; 3.7
+reserves ``(batch, ev_size)``. The batch-major layout (4.3 - 23.02 ``output_layout="batch_major"``) writes one
+tensor whose name ctrgen cannot establish, so it is refused.
+
+``graph_to_json`` (model.cpp, 24.04) writes the Input, SparseEmbedding and DenseLayer parameters only: the
+collection is left out and its tops feed layers nothing in the file produces. ctrgen does not write such a file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hugectr import api as A
+from .ir import Args, Enum, SparseInput
+from .shapes import Shape
+
+CONFIG = "EmbeddingCollectionConfig"
+PLANNER = "EmbeddingPlanner"
+TYPED_TABLE_ARGS = ("name", "table_id", "id_space", "max_vocabulary_size", "ev_size")
+
+
+@dataclass(frozen=True)
+class CollectionTable:
+    func: str                     # EmbeddingTableConfig | EmbeddingTablePlaceHolder
+    args: Args                    # in the release's parameter order
+
+
+@dataclass(frozen=True)
+class Lookup:
+    table: int | tuple[int, ...]  # index into EmbeddingCollection.tables (a tuple: the grouped form)
+    bottom: str | tuple[str, ...]
+    top: str
+    combiner: str | tuple[str, ...]
+    shape: Shape                  # of top, batch left out
+
+    @property
+    def bottoms(self) -> tuple[str, ...]:
+        return self.bottom if isinstance(self.bottom, tuple) else (self.bottom,)
+
+
+@dataclass(frozen=True)
+class EmbeddingCollection:
+    api: str                      # EmbeddingCollectionConfig | EmbeddingPlanner
+    args: Args                    # constructor arguments
+    tables: tuple[CollectionTable, ...]
+    lookups: tuple[Lookup, ...]
+    shard: Args                   # EmbeddingCollectionConfig.shard / EmbeddingPlanner.create_embedding_collection
+    table_arg: str = "table_config"   # embedding_lookup's table parameter (3.7: emb_table)
+
+    @property
+    def shard_method(self) -> str:
+        return "shard" if self.api == CONFIG else "create_embedding_collection"
+
+    def outputs(self) -> dict[str, Shape]:
+        return {lk.top: lk.shape for lk in self.lookups}
+
+
+def _missing(func: str, release: str, arg: str | None = None) -> str | None:
+    try:
+        return A.missing(func, release, arg)
+    except A.ApiError as exc:
+        return str(exc)
+
+
+def _enums_in(value: object):
+    if isinstance(value, Enum):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _enums_in(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _enums_in(k)
+            yield from _enums_in(v)
+
+
+def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection | None:
+    """Check the spec's embedding_collection (problems go to ``builder.fail``); None when there is none or it
+    cannot be built."""
+    from .build import enum_values
+
+    spec = builder.spec.embedding_collection
+    if spec is None:
+        return None
+    release = builder.profile.name
+    loc = ("embedding_collection",)
+    fails = len(builder.problems)
+    from ..spec.model import ExplicitGraph
+
+    if not isinstance(builder.spec.model, ExplicitGraph):
+        builder.fail(("model", "preset"), f"preset {builder.spec.model.preset!r} builds on SparseEmbedding outputs; "
+                     "a model with an embedding_collection lists its layers", fix="use preset: layers")
+    for section in ("continuous_training", "offline_inference"):
+        if getattr(builder.spec, section) is not None:
+            builder.fail((section,), f"{section} with an embedding_collection is not supported by ctrgen",
+                         fix=f"remove {section}")
+    if builder.spec.solver.args.get("use_embedding_collection") is not True:
+        builder.fail(("solver", "args"), "an embedding_collection trains only with CreateSolver("
+                     "use_embedding_collection=True)", fix="add use_embedding_collection: true to solver.args")
+    if A.release_key(release) >= (23, 4):
+        multi = [s.name for s in sparse if s.slot_num != 1]
+        if multi:   # model.cpp add(Input), 23.04+
+            builder.fail(("input", "sparse"), f"inputs {multi} have several slots: \"To use embedding collection, "
+                         "slots_num should be set to 1 in each sparse_param\"", fix="one sparse input per slot")
+    if builder.spec.embeddings:
+        builder.fail(("embeddings",), "a model with an embedding_collection has no SparseEmbedding here",
+                     fix="move these embeddings into embedding_collection, or remove it")
+    if A.has(CONFIG, release):
+        api = CONFIG
+    elif A.has(PLANNER, release):
+        api = PLANNER
+    else:
+        builder.fail(loc, f"the embedding collection API is not in HugeCTR {release}; it exists from "
+                          f"{A.first_release(PLANNER)} ({PLANNER}) and from {A.first_release(CONFIG)} ({CONFIG})",
+                     fix=f"target HugeCTR {A.first_release(PLANNER)} or later, or use embeddings: (SparseEmbedding)")
+        return None
+
+    def checked(func: str, where: tuple, args: dict) -> Args:
+        out = []
+        for name, value in args.items():
+            msg = _missing(func, release, name)
+            if msg:
+                builder.fail((*where, name), msg, fix="remove it or target a release that has it")
+                continue
+            value = enum_values(value)
+            for member in _enums_in(value):
+                msg = _missing(f"{member.type}.{member.member}", release)
+                if msg:
+                    builder.fail((*where, name), msg, fix="use a member the target release has")
+            out.append((name, value))
+        given = {k for k, _ in out}
+        if len(out) == len(args):   # a misspelled or retired argument is reported once, not as a missing one too
+            for p in A.signature(func, release):
+                if p.required and p.name not in given:
+                    builder.fail(where, f"{func} needs {p.name!r} in HugeCTR {release}", fix=f"set {p.name}")
+        order = [p.name for p in A.signature(func, release)]
+        return tuple(sorted(out, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+
+    ctor = checked(api, (*loc, "args"), spec.args)
+    layout = dict(ctor).get("output_layout", "feature_major")
+    if layout != "feature_major":
+        builder.fail((*loc, "args", "output_layout"), f"{layout!r}: the batch-major output tensor's name is not "
+                     "known to ctrgen, so the layers after it cannot be checked", fix="use feature_major")
+
+    table_func = "EmbeddingTablePlaceHolder" if A.has("EmbeddingTablePlaceHolder", release) else "EmbeddingTableConfig"
+    tables = []
+    for i, t in enumerate(spec.tables):
+        where = (*loc, "tables", i)
+        given = {k: getattr(t, k) for k in TYPED_TABLE_ARGS if getattr(t, k) is not None}
+        both = sorted(set(given) & set(t.args))
+        if both:
+            builder.fail((*where, "args", both[0]), f"{both[0]!r} has its own field; give it there, not under args",
+                         fix=f"move it to tables[{i}].{both[0]}")
+        tables.append(CollectionTable(table_func, checked(table_func, where, {**given, **t.args})))
+
+    by_input = {s.name: s for s in sparse}
+    lookups = []
+    tops: set[str] = set()
+    for i, lk in enumerate(spec.lookups):
+        where = (*loc, "lookups", i)
+        if lk.grouped and A.release_key(release) < (23, 4):   # the list overload: embedding_collection_wrapper.hpp
+            builder.fail((*where, "table"), f"the grouped embedding_lookup (lists) is not in HugeCTR {release}; it "
+                         "exists in HugeCTR 23.04 and later", fix="one lookup per table")
+            continue
+        widths = []
+        for table, bottom, combiner in lk.parts():
+            si = by_input.get(bottom)
+            if si is None:
+                builder.fail((*where, "bottom"), f'{bottom!r} is not a sparse input (HugeCTR: "Cannot find bottom")',
+                             fix=f"use one of {sorted(by_input)}")
+                continue
+            ev = spec.tables[table].ev_size
+            widths.append(ev * max(si.nnz_per_slot) if combiner == "concat" else ev)
+        if len(widths) != len(lk.parts()):
+            continue
+        tops.add(lk.top)
+        if lk.grouped:   # batch major: one (batch, sum of widths) tensor (model_compile.cpp, 24.04)
+            shape = Shape((sum(widths),))
+            lookups.append(Lookup(tuple(lk.table), tuple(lk.bottom), lk.top, tuple(lk.combiner), shape))
+            continue
+        # 3.7 reserves (batch, dims); 3.8 on (batch, 1, dims) (model.cpp of each release)
+        shape = Shape((widths[0],)) if A.release_key(release) < (3, 8) else Shape((1, widths[0]))
+        lookups.append(Lookup(lk.table, lk.bottom, lk.top, lk.combiner, shape))
+
+    shard_func = f"{api}.{'shard' if api == CONFIG else 'create_embedding_collection'}"
+    shard = ()
+    if spec.shard or api == PLANNER:
+        shard = checked(shard_func, (*loc, "shard"), spec.shard)
+    names = [dict(t.args).get("name") for t in tables]
+    if api == CONFIG and all(isinstance(n, str) for n in names):
+        matrix = dict(shard).get("shard_matrix")
+        if isinstance(matrix, list):
+            unknown = sorted({x for row in matrix if isinstance(row, list) for x in row
+                              if isinstance(x, str) and x not in names})
+            if unknown:
+                builder.fail((*loc, "shard", "shard_matrix"), f"names tables {unknown} that tables does not have",
+                             fix="use the tables' names")
+    if len(builder.problems) > fails:
+        return None
+    table_arg = A.signature(f"{api}.embedding_lookup", release)[0].name
+    return EmbeddingCollection(api, ctor, tuple(tables), tuple(lookups), shard, table_arg)
