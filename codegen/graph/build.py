@@ -8,15 +8,15 @@ written; failures name the spec field (with its line) and the layer.
 from __future__ import annotations
 
 
-from ..errors import Problem, UserError
+from ..errors import Located, Problem, UserError
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
 from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
-from .presets import PresetError, RawLayer, expand_preset
-from .shapes import LOSS_LAYERS, LayerCheckError, Shape, Target, fmt_shape, infer
+from .presets import RawLayer, expand_preset
+from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # GroupLayer_t members a spec's layers: may name (model.add(hugectr.GroupDenseLayer(...)) in model.py).
@@ -484,7 +484,7 @@ class Builder:
             return out
         try:
             return expand_preset(m, embeddings, dense_dim, labels, self.spec.input.dense_name, self.profile)
-        except PresetError as exc:
+        except Located as exc:
             loc = tuple(int(p) if p.isdigit() else p for p in exc.field.replace("[", ".").replace("]", "").split("."))
             self.fail(loc, exc.message, fix=exc.fix)
             return []
@@ -607,9 +607,9 @@ class Builder:
             try:
                 outs = infer(raw.type, dict(params), ins, len(raw.tops),
                              Target(p.release, bool(s.solver.use_mixed_precision)))
-            except LayerCheckError as exc:
+            except Located as exc:
                 inputs_desc = ", ".join(f"{b} {fmt_shape(shapes[b])}" for b in raw.bottoms)
-                self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc}")
+                self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc.message}")
                 poisoned.update(raw.tops)
                 continue
             shapes.update(zip(raw.tops, outs))

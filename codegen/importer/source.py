@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import Located
+
 # Sources larger than this are not model scripts (the biggest published script is about 40 kB).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
@@ -33,10 +35,7 @@ class Unit:
         return f"cell {cell}, line {line - start + 1}"
 
 
-class SourceError(Exception):
-    def __init__(self, message: str, line: int | None = None, fix: str = ""):
-        super().__init__(message)
-        self.message, self.line, self.fix = message, line, fix
+SourceError = Located  # old name of the importer's refusals (codegen.errors.Located), kept for a transition
 
 
 def read_text(path: Path) -> str:

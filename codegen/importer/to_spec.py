@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import Located
 from ..features import Column, Features
 from ..graph.ir import Enum
 from ..hugectr.versions import MODEL_METHODS
@@ -30,10 +31,7 @@ FIT_TYPED = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "
 _VERSION = [None]   # the release being imported (positional names depend on it)
 
 
-class Refusal(Exception):
-    def __init__(self, message: str, line: int | None = None, fix: str = ""):
-        super().__init__(message)
-        self.message, self.line, self.fix = message, line, fix
+Refusal = Located  # old name (codegen.errors.Located: message, line, fix), kept for a transition
 
 
 @dataclass

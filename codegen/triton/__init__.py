@@ -4,7 +4,7 @@ Facts come from shared/reference/triton.md (backend rules §2, ps.json §4, cros
 hugectr.md §2 (graph JSON) and §5 (files written by training).
 """
 
-from .findings import Finding, render_findings
+from .findings import render_findings
 from .validate import validate_repository
 
-__all__ = ["Finding", "render_findings", "validate_repository"]
+__all__ = ["render_findings", "validate_repository"]

@@ -9,7 +9,8 @@ from pathlib import Path, PurePosixPath
 
 from .context import Context
 from .findings import ERROR, WARNING
-from .graphjson import Graph, GraphError, load_graph
+from ..errors import Located
+from .graphjson import Graph, load_graph
 from .modelconfig import ConfigFile
 from .params import Params
 from .psentry import PsEntry
@@ -48,7 +49,7 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
     path = found[0][1]
     try:
         return load_graph(path)
-    except GraphError as exc:
+    except Located as exc:
         ctx.add(path, exc.field, exc.message, "regenerate it with Model.graph_to_json (hugectr.md §2)",
                 line=exc.line, col=exc.col)
     except OSError as exc:
