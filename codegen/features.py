@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .errors import UserError
+from .inputs import INT32_MAX, INT64_MAX, MAX_LOCK_BYTES, read_text
 
 LOCK_VERSION = 1
 
@@ -111,11 +113,17 @@ def _column_from(d: object, where: str, path: Path) -> Column:
         raise UserError.one(path, f"unknown keys {sorted(unknown)}", field=where,
                             fix="regenerate the lock with 'ctrgen lock SPEC'")
     card = d.get("cardinality")
-    if card is not None and (not isinstance(card, int) or isinstance(card, bool) or card <= 0):
-        raise UserError.one(path, f"cardinality must be a positive integer, got {card!r}", field=where)
+    # Keys are int64 in HugeCTR's readers (slot offsets added): a cardinality must fit one.
+    if card is not None and (not isinstance(card, int) or isinstance(card, bool) or not 0 < card <= INT64_MAX):
+        raise UserError.one(path, f"cardinality must be a positive integer of at most 2**63-1 (int64 keys), got "
+                                  f"{card!r}", field=where, fix="regenerate the lock with 'ctrgen lock SPEC'")
     max_len = d.get("max_len")
-    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len <= 0):
-        raise UserError.one(path, f"max_len must be a positive integer, got {max_len!r}", field=where)
+    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or
+                                not 0 < max_len <= INT32_MAX):
+        raise UserError.one(path, f"max_len must be a positive integer of at most 2**31-1 (nnz_per_slot is an int), "
+                                  f"got {max_len!r}", field=where, fix="regenerate the lock with 'ctrgen lock SPEC'")
+    if not isinstance(d.get("multi_hot", False), bool):
+        raise UserError.one(path, f"multi_hot must be true or false, got {d['multi_hot']!r}", field=where)
     return Column(name=d["name"], dtype=d["dtype"], cardinality=card, multi_hot=bool(d.get("multi_hot", False)),
                   max_len=max_len)
 
@@ -144,13 +152,10 @@ def features_from_lock(data: object, path: Path) -> Features:
 
 
 def read_lock(path: Path) -> Features:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise UserError.one(path, "features lock not found",
-                            fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock") from None
-    except OSError as exc:
-        raise UserError.one(path, f"cannot read features lock: {exc.strerror}") from None
+                            fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock")
+    text = read_text(path, "features lock", MAX_LOCK_BYTES)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
