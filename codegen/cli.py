@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from . import __version__
+from .cli_paths import out_path
 from .errors import UserError
 
 EPILOG_GENERATE = """\b
@@ -33,6 +35,10 @@ class Group(click.Group):
         except UserError as exc:
             click.echo(exc.format(), err=True)
             ctx.exit(2)
+        except (KeyboardInterrupt, click.Abort):
+            # Ctrl-C: one line and the shell's status for SIGINT; writes are staged, so nothing is half written.
+            click.echo("ctrgen: interrupted", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -65,7 +71,7 @@ def _out_root(ctx_root: Path, out: Path | None) -> Path:
 
 @main.command(epilog=EPILOG_GENERATE)
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="output root (default: generated/ beside specs/)")
+@click.option("--out", callback=out_path, help="output root (default: generated/ beside specs/)")
 @click.option("--workflow", type=click.Path(path_type=Path),
               help="read features from this saved workflow instead of the features lock")
 @click.option("--force", is_flag=True, help="overwrite files ctrgen did not generate")
@@ -75,25 +81,35 @@ def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, f
 
     Everything is validated before anything is written; each output folder is written atomically.
     """
-    from .output import write
+    from .output import apply_write, check_out_root, plan_write
     from .pipeline import open_spec, render_spec
 
+    if out is not None:
+        check_out_root(out)
     if workflow is not None and not workflow.exists():
         raise UserError.one(workflow, "workflow not found", field="--workflow", fix="check the path")
     rendered = []
     for path in specs:  # render all first: a bad spec writes nothing at all
         ctx = open_spec(path)
         rendered.append((ctx, render_spec(ctx, workflow_override=workflow)))
+    plans, seen = [], {}
     for ctx, r in rendered:
         folder = _out_root(ctx.root, out) / r.name
-        changed = write(folder, r.files, force=force)
+        key = os.path.normcase(os.path.abspath(folder))
+        if key in seen:
+            raise ctx.loaded.error(("name",), f"{r.name!r} is also the name of {seen[key]}; both would write "
+                                   f"{folder}", fix="give each spec its own name")
+        seen[key] = ctx.display
+        plans.append((ctx, plan_write(folder, r.files, force=force)))   # every check before the first write
+    for ctx, plan in plans:
+        changed = apply_write(plan)
         state = f"{len(changed)} file(s) updated" if changed else "up to date"
-        click.echo(f"{ctx.display} -> {folder}: {state}")
+        click.echo(f"{ctx.display} -> {plan.folder}: {state}")
 
 
 @main.command(epilog=EPILOG_CHECK)
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="output root to compare with (default: generated/)")
+@click.option("--out", callback=out_path, help="output root to compare with (default: generated/)")
 def check(specs: tuple[Path, ...], out: Path | None) -> None:
     """Regenerate in memory and compare with the files on disk; print a unified diff; never write."""
     from .output import compare
@@ -218,7 +234,7 @@ Then: ctrgen generate specs/<name>.yaml
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--hugectr-version", "version", help="the release the source was written for (e.g. 3.3, 23.06); "
                                                     "a graph JSON reveals it, a script must be told")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True,
+@click.option("--out", callback=out_path, default=".", show_default=True,
               help="folder for NAME.yaml and NAME.features.lock.json")
 @click.option("--name", help="model name (default: the script's or graph JSON's model_name, else its file "
                                      "name)")
@@ -255,7 +271,7 @@ Examples:
 """)
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("--to", "to", required=True, help="target HugeCTR release, e.g. 3.3 or 23.06")
-@click.option("--out", type=click.Path(path_type=Path), help="write the ported spec here (default: rewrite SPEC)")
+@click.option("--out", callback=out_path, help="write the ported spec here (default: rewrite SPEC)")
 def port(spec: Path, to: str, out: Path | None) -> None:
     """Retarget SPEC to another HugeCTR release: only hugectr_version changes (comments kept), and the result must
     pass every check of that release; otherwise each thing that cannot move is listed and nothing is written."""
