@@ -70,8 +70,8 @@ def _alive(pid: int) -> bool:
 
 
 def clean_stale(parent: Path) -> list[str]:
-    """Remove the temporary folders that killed runs left in ``parent`` (and put back a folder a killed swap had
-    moved aside); return their names."""
+    """Remove the temporary folders that killed runs left in ``parent`` and put back a folder a killed swap had
+    moved aside; return the names removed and the names of the folders put back."""
     cleaned: list[str] = []
     try:
         entries = sorted(os.listdir(parent))
@@ -85,9 +85,8 @@ def clean_stale(parent: Path) -> list[str]:
         target = parent / m.group("name")
         if m.group("tag") == _OLD and not os.path.lexists(target):
             os.rename(path, target)     # the swap was killed between its two renames: the old folder goes back
+            cleaned.append(m.group("name"))
         elif path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
-        else:
-            continue
-        cleaned.append(entry)
+            cleaned.append(entry)
     return cleaned

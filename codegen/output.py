@@ -68,6 +68,7 @@ class Plan:
     files: dict[PurePosixPath, str]
     changed: list[str]
     keep: list[str]          # entries of the old folder carried into the new one (files ctrgen did not write)
+    force: bool = False
 
 
 def plan_write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = False) -> Plan:
@@ -110,7 +111,7 @@ def plan_write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = F
         raise UserError.one(folder, f"would overwrite files ctrgen did not generate (or that were edited): {foreign}",
                             fix="move them away, or pass --force")
     keep = [k for k in keep if k not in foreign]
-    return Plan(folder=folder, files=files, changed=changed, keep=keep)
+    return Plan(folder=folder, files=files, changed=changed, keep=keep, force=force)
 
 
 def _entries(folder: Path) -> dict[str, str]:
@@ -143,7 +144,8 @@ def apply_write(plan: Plan) -> list[str]:
     """Write a checked plan: the new folder is staged beside the old one and swapped in whole
     (codegen.atomic); files ctrgen did not write are carried over (hard links where possible)."""
     folder = plan.folder
-    clean_stale(folder.parent)
+    if folder.name in clean_stale(folder.parent):   # a killed run's old folder was put back: check again
+        plan = plan_write(folder, plan.files, force=plan.force)
     if not plan.changed:
         return []
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,362 @@
+"""Hostile input: no input can hang, crash or escape ctrgen. Each case ends with one line naming the file, exit
+status 2, no traceback and nothing written; a killed `generate` leaves the old folder or the new one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codegen.atomic import clean_stale
+from codegen.errors import UserError
+from codegen.features import read_lock
+from codegen.inputs import check_yaml_tree
+from codegen.spec.load import load_spec
+from conftest import REPO, run_ctrgen
+from specfactory import MOVIELENS_LOCK
+
+
+@pytest.fixture
+def specs(tmp_path) -> Path:
+    """A copy of specs/movielens.yaml and its lock."""
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    for name in ("movielens.yaml", "movielens.features.lock.json"):
+        shutil.copy(REPO / "specs" / name, folder / name)
+    return folder
+
+
+def one_line(result, start: str) -> str:
+    """The single stderr line of a refused command (exit 2, no traceback)."""
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(start), lines[0]
+    return lines[0]
+
+
+def generate(specs_dir: Path, *names: str, out: Path, extra: tuple = ()):
+    return run_ctrgen("generate", *[str(specs_dir / n) for n in names], "--out", str(out), *extra)
+
+
+def with_text(specs_dir: Path, old: str, new: str, name: str = "movielens.yaml") -> Path:
+    path = specs_dir / name
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+# ---- reading files -------------------------------------------------------------------------------------------------
+
+def test_alias_bomb_is_refused_not_expanded(specs, tmp_path):
+    rows = ['a: &a ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for prev, cur in zip("abcdefgh", "bcdefghi"):
+        rows.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")   # 9**9 strings when expanded
+    (specs / "movielens.yaml").write_text("\n".join(rows) + "\n")
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), str(specs / "movielens.yaml"))
+    assert "expands to more than" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_cyclic_tree_is_refused_by_depth():
+    """ruamel resolves an alias to the node itself; a cycle must end in the depth cap, not loop."""
+    cyclic: list = []
+    cyclic.append(cyclic)
+    with pytest.raises(UserError, match="nested more than 64 levels"):
+        check_yaml_tree({"a": cyclic}, "x.yaml")
+
+
+@pytest.mark.parametrize("depth, where", [(5000, ""), (80, ":1:")])
+def test_deeply_nested_yaml(specs, tmp_path, depth, where):
+    (specs / "movielens.yaml").write_text("a: " + "[" * depth + "]" * depth + "\n")
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), str(specs / "movielens.yaml") + where)
+    assert "nested" in line
+
+
+def test_nul_in_the_spec(specs, tmp_path):
+    with_text(specs, "name: movielens", "name: movie\0lens")
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), f"{specs / 'movielens.yaml'}:6:12:")
+    assert "NUL" in line
+
+
+def test_non_utf8_spec_and_lock(specs, tmp_path):
+    (specs / "movielens.features.lock.json").write_bytes(b'{"ctrgen_features_lock": 1, "provenance": "\xff"}')
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"),
+                    f"{specs / 'movielens.features.lock.json'}:1:44:")
+    assert "not UTF-8" in line
+    (specs / "movielens.yaml").write_bytes(b"version: 1\nname: \xe9\n")
+    one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), f"{specs / 'movielens.yaml'}:2:7:")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/proc/self/status", "fifo", "folder", "big"])
+def test_spec_path_must_be_a_small_regular_file(tmp_path, path):
+    if path == "fifo":
+        path = str(tmp_path / "spec.yaml")
+        os.mkfifo(path)        # reading it would block forever
+    elif path == "folder":
+        path = str(tmp_path)
+    elif path == "big":
+        path = str(tmp_path / "big.yaml")
+        Path(path).write_text("# padding\n" * 200_000)
+    result = run_ctrgen("generate", path, "--out", str(tmp_path / "out"))
+    one_line(result, path + ":")
+    assert not (tmp_path / "out").exists()
+
+
+def test_lock_path_must_be_a_regular_file(specs, tmp_path):
+    lock = specs / "movielens.features.lock.json"
+    lock.unlink()
+    os.mkfifo(lock)
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), str(lock))
+    assert "not a regular file" in line
+
+
+# ---- integers and strict types ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("old, new, message", [
+    ("batchsize: 2048", "batchsize: 9223372036854775808", "2**31-1"),
+    ("batchsize: 2048", "batchsize: 1000000000000000000000000000000000000000000", "2**31-1"),
+    ("batchsize: 2048", "batchsize: 2147483648", "2**31-1"),
+    ("max_iter: 2000", "max_iter: 2147483648", "2**31-1"),
+    ("units: [128, 128]", "units: [128, 1000000000000]", "2**31-1"),
+    ("batchsize: 2048", 'batchsize: "2048"', "must be an integer, not a string '2048'"),
+    ("batchsize: 2048", "batchsize: true", "must be an integer, not a boolean True"),
+    ("batchsize: 2048", "batchsize: 2048.0", "must be an integer, not a float 2048.0"),
+    ("batchsize: 2048", "batchsize: 0", "greater than 0"),
+    ("repeat_dataset: true", "repeat_dataset: true\n  seed: 18446744073709551616", "2**64-1"),
+    ("type: Adam", "type: Adam\n  beta1: '0.9'", "must be a number, not a string '0.9'"),
+    ("type: Adam", "type: Adam\n  beta1: true", "must be a number, not a boolean True"),
+    ("  label: [rating]", "  label: []", "must have at least 1 item"),
+    ("  label: [rating]", "  categorical: []", "must have at least 1 item"),
+])
+def test_integers_fit_their_cpp_type_and_types_are_strict(specs, tmp_path, old, new, message):
+    with_text(specs, old, new)
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), f"{specs / 'movielens.yaml'}:")
+    assert message in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_integer_bounds_are_inclusive(specs):
+    """Both sides of each boundary: the largest value of the C++ type loads, the next one does not."""
+    path = with_text(specs, "batchsize: 2048", "batchsize: 2147483647")
+    with_text(specs, "repeat_dataset: true", "repeat_dataset: true\n  seed: 18446744073709551615")
+    spec = load_spec(path).spec
+    assert spec.solver.batchsize == 2**31 - 1 and spec.solver.seed == 2**64 - 1
+    path = with_text(specs, "type: Adam", "type: Adam\n  beta1: 1")      # an integer is a number
+    assert load_spec(path).spec.optimizer.beta1 == 1.0
+
+
+@pytest.mark.parametrize("card, ok", [(2**63 - 1, True), (2**63, False), (2**70, False), (0, False),
+                                      (True, False), (10.0, False), ("10", False)])
+def test_lock_cardinality_fits_int64(tmp_path, card, ok):
+    lock = json.loads(json.dumps(MOVIELENS_LOCK))
+    lock["categorical"][0]["cardinality"] = card
+    path = tmp_path / "x.features.lock.json"
+    path.write_text(json.dumps(lock))
+    if ok:
+        assert read_lock(path).categorical[0].cardinality == card
+        return
+    with pytest.raises(UserError) as info:
+        read_lock(path)
+    assert info.value.format().startswith(f"{path}: categorical[0]: cardinality must be a positive integer")
+
+
+# ---- output folders -----------------------------------------------------------------------------------------------
+
+def test_out_empty_or_a_file_is_refused(specs, tmp_path):
+    one_line(run_ctrgen("generate", str(specs / "movielens.yaml"), "--out", "", cwd=tmp_path), "'': --out:")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["specs"]
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    one_line(generate(specs, "movielens.yaml", out=afile), f"{afile}: --out: is a file")
+    assert afile.read_text() == "mine\n"
+
+
+def test_two_specs_with_one_name_are_refused_before_writing(specs, tmp_path):
+    shutil.copy(specs / "movielens.yaml", specs / "again.yaml")
+    shutil.copy(specs / "movielens.features.lock.json", specs / "again.features.lock.json")
+    line = one_line(generate(specs, "movielens.yaml", "again.yaml", out=tmp_path / "out"),
+                    f"{specs / 'again.yaml'}:6:1: name: 'movielens' is also the name of")
+    assert "give each spec its own name" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_problem_with_the_second_folder_writes_nothing(specs, tmp_path):
+    """Every spec is rendered and every output folder checked before the first byte is written."""
+    genres = specs / "movielens_genres.yaml"
+    shutil.copy(REPO / "specs" / "movielens_genres.yaml", genres)
+    shutil.copy(REPO / "specs" / "movielens_genres.features.lock.json", specs)
+    out = tmp_path / "out"
+    (out / "movielens_genres").mkdir(parents=True)
+    (out / "movielens_genres" / "model.py").write_text("# mine\n")
+    line = one_line(generate(specs, "movielens.yaml", "movielens_genres.yaml", out=out),
+                    f"{out / 'movielens_genres'}: would overwrite")
+    assert "model.py" in line
+    assert sorted(p.name for p in out.iterdir()) == ["movielens_genres"]
+
+
+def test_a_symlink_at_the_output_folder_is_not_followed(specs, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "movielens").symlink_to(outside)
+    one_line(generate(specs, "movielens.yaml", out=out), f"{out / 'movielens'}: is a symbolic link")
+    assert list(outside.iterdir()) == []
+
+
+def test_links_inside_the_folder_are_never_written_through(specs, tmp_path):
+    out = tmp_path / "out"
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside\n")
+    (out / "movielens" / "summary.txt").unlink()
+    (out / "movielens" / "summary.txt").symlink_to(outside)
+    one_line(generate(specs, "movielens.yaml", out=out), f"{out / 'movielens'}: would overwrite")
+    assert generate(specs, "movielens.yaml", out=out, extra=("--force",)).returncode == 0
+    assert outside.read_text() == "outside\n"
+    assert not (out / "movielens" / "summary.txt").is_symlink()
+
+
+def test_an_old_manifest_naming_paths_outside_is_refused_before_writing(specs, tmp_path):
+    out = tmp_path / "out"
+    folder = out / "movielens"
+    folder.mkdir(parents=True)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (folder / "MANIFEST.json").write_text(json.dumps({"generator": "ctrgen", "files": {"../../victim.txt": "0"}}))
+    line = one_line(generate(specs, "movielens.yaml", out=out), f"{folder / 'MANIFEST.json'}: the old MANIFEST")
+    assert "'../../victim.txt'" in line
+    assert victim.read_text() == "keep me\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["MANIFEST.json"]
+
+
+def test_files_ctrgen_did_not_write_are_carried_into_the_new_folder(specs, tmp_path):
+    out = tmp_path / "out"
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    (out / "movielens" / "notes").mkdir()
+    (out / "movielens" / "notes" / "mine.txt").write_text("mine\n")
+    with_text(specs, "units: [128, 128]", "units: [64, 64]")
+    result = generate(specs, "movielens.yaml", out=out)
+    assert result.returncode == 0, result.stderr
+    assert "num_output=64" in (out / "movielens" / "model.py").read_text()
+    assert (out / "movielens" / "notes" / "mine.txt").read_text() == "mine\n"
+    assert [p.name for p in out.iterdir()] == ["movielens"]
+
+
+# ---- signals -------------------------------------------------------------------------------------------------------
+
+def _run_with(hook: str, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """Run the real CLI in a child process with ``hook`` (Python) executed first: it wraps a function of ctrgen so
+    that a real signal arrives at a known point of the run."""
+    code = textwrap.dedent(hook) + "\nfrom codegen.cli import main\nmain(args=%r, prog_name='ctrgen')\n" % (args,)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_sigint_exits_130_with_one_line(specs, tmp_path):
+    hook = """
+        import os, signal, time
+        import codegen.output as o
+        def interrupted(plan):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        o.apply_write = interrupted
+    """
+    result = _run_with(hook, ["generate", str(specs / "movielens.yaml"), "--out", str(tmp_path / "out")], tmp_path)
+    assert result.returncode == 130, result.stderr
+    assert result.stderr.strip().splitlines() == ["ctrgen: interrupted"]
+    assert not (tmp_path / "out").exists()
+
+
+KILL_AFTER_FILES = """
+    import os, signal, builtins
+    import codegen.output as o
+    real_open, count = builtins.open, [0]
+    def counting_open(file, mode="r", *a, **k):
+        if "x" in mode:
+            count[0] += 1
+            if count[0] == %d:
+                os.kill(os.getpid(), signal.SIGKILL)
+        return real_open(file, mode, *a, **k)
+    o.open = counting_open
+"""
+KILL_BEFORE_SWAP = """
+    import os, signal
+    import codegen.output as o
+    def killed(staged, target):
+        os.kill(os.getpid(), signal.SIGKILL)
+    o.swap_in = killed
+"""
+KILL_BETWEEN_RENAMES = """
+    import os, signal
+    import codegen.atomic as a
+    a._exchange = lambda x, y: False            # the rename fallback
+    real_rename, count = os.rename, [0]
+    def rename(src, dst):
+        real_rename(src, dst)
+        count[0] += 1
+        if count[0] == 1:                       # the old folder moved aside, the new one not yet in
+            os.kill(os.getpid(), signal.SIGKILL)
+    a.os.rename = rename
+"""
+
+
+@pytest.mark.parametrize("hook", [KILL_AFTER_FILES % 3, KILL_BEFORE_SWAP, KILL_BETWEEN_RENAMES],
+                         ids=["while-staging", "before-the-swap", "between-renames"])
+def test_sigkill_midway_leaves_the_old_folder_or_the_new_one(specs, tmp_path, hook):
+    out = tmp_path / "out"
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    old = _tree(out / "movielens")
+    with_text(specs, "units: [128, 128]", "units: [64, 64]")
+    args = ["generate", str(specs / "movielens.yaml"), "--out", str(out)]
+    killed = _run_with(hook, args, tmp_path)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    if hook == KILL_BETWEEN_RENAMES:     # the one moment without the folder: the old one is beside it
+        assert not (out / "movielens").exists()
+    else:
+        assert _tree(out / "movielens") == old
+    assert len(list(out.iterdir())) == 2
+    clean_stale(out)                     # what the next run that writes there does first
+    assert _tree(out / "movielens") == old
+    assert [p.name for p in out.iterdir()] == ["movielens"]
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    assert "num_output=64" in (out / "movielens" / "model.py").read_text()
+
+
+def test_sigkill_after_the_swap_leaves_the_new_folder(specs, tmp_path):
+    out = tmp_path / "out"
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    with_text(specs, "units: [128, 128]", "units: [64, 64]")
+    hook = """
+        import os, signal
+        import codegen.atomic as a
+        real = a._exchange
+        def exchange(x, y):
+            done = real(x, y)
+            os.kill(os.getpid(), signal.SIGKILL)
+        a._exchange = exchange
+    """
+    killed = _run_with(hook, ["generate", str(specs / "movielens.yaml"), "--out", str(out)], tmp_path)
+    assert killed.returncode == -signal.SIGKILL
+    new = _tree(out / "movielens")
+    assert "num_output=64" in new["model.py"].decode()
+    assert len(list(out.iterdir())) == 2            # the new folder and the old one, swapped out, to be removed
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    assert _tree(out / "movielens") == new
+    assert [p.name for p in out.iterdir()] == ["movielens"]
