@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import UserError
+from .inputs import MAX_SCHEMA_BYTES, check_regular, read_text
 from .features import Column, Features
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -41,6 +42,8 @@ WORKFLOW_SCHEMA = "output_schema.pbtxt"      # written by ctrgen (codegen.demo.e
 DATASET_SCHEMA_JSON = Path(".merlin") / "schema.json"
 DATASET_SCHEMA_PBTXT = "schema.pbtxt"
 DATASET_METADATA = "_metadata.json"
+# workflow.pkl holds the graph of operators (a few MB); the statistics are in categories/.
+MAX_PICKLE_BYTES = 1 << 30
 
 # Schema tag values (merlin.schema.Tags) that give a column its default role.
 TAG_CATEGORICAL, TAG_CONTINUOUS, TAG_TARGET = "categorical", "continuous", "target"
@@ -230,6 +233,8 @@ def _tag_role(tags: frozenset[str]) -> str | None:
 # ---- saved workflow ------------------------------------------------------------------------------------------------
 
 def _read_workflow_dir(path: Path, *, allow_import: bool) -> SchemaInfo:
+    check_regular(path / WORKFLOW_PICKLE, WORKFLOW_PICKLE, MAX_PICKLE_BYTES)
+    check_categories(path)
     provenance = _workflow_provenance(path)
     if not allow_import:
         pbtxt = path / WORKFLOW_SCHEMA
@@ -244,12 +249,30 @@ def _read_workflow_dir(path: Path, *, allow_import: bool) -> SchemaInfo:
                       workflow=info.workflow)
 
 
+def check_categories(path: Path) -> None:
+    """Every Categorify table of a saved workflow (``categories/*.parquet``) must be a readable Parquet file: the
+    serving model loads them, and a damaged one would fail only there."""
+    tables = sorted((path / "categories").glob("**/*.parquet")) if (path / "categories").is_dir() else []
+    if not tables:
+        return
+    import pyarrow.parquet as pq
+
+    for table in tables:
+        check_regular(table, "categories table", MAX_PICKLE_BYTES)
+        try:
+            pq.read_metadata(table)
+        except Exception as exc:  # pyarrow raises ArrowInvalid / OSError subclasses for damaged files
+            raise UserError.one(table, f"unreadable Parquet file ({type(exc).__name__}: "
+                                       f"{str(exc).splitlines()[0] if str(exc) else 'damaged'})",
+                                fix="save the workflow again (Workflow.save writes categories/)") from None
+
+
 def _workflow_provenance(path: Path) -> str:
     """``nvtabular <version>`` from the workflow's metadata.json (its timestamp is left out: outputs are hashed)."""
     try:
-        meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+        meta = json.loads(read_text(path / "metadata.json", "metadata.json", MAX_SCHEMA_BYTES))
         return f"NVTabular workflow (nvtabular {meta['versions']['nvtabular']})"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (UserError, ValueError, KeyError, TypeError):
         return "NVTabular workflow"
 
 
@@ -298,9 +321,7 @@ def _column_from_merlin(col: Any) -> SchemaColumn:
 def _read_schema_json(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     """``.merlin/schema.json`` (environment.md §5.1): int64 fields are strings, numbers in extraMetadata floats."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError.one(path, f"cannot read schema: {exc.strerror}") from None
+        data = json.loads(read_text(path, "schema", MAX_SCHEMA_BYTES))
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     features = data.get("feature") if isinstance(data, dict) else None
@@ -325,12 +346,7 @@ def _read_schema_pbtxt(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     from google.protobuf import json_format, struct_pb2, text_format
     from tensorflow_metadata.proto.v0 import schema_pb2
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError.one(path, f"cannot read schema: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError.one(path, "not a text protobuf schema (not UTF-8)") from None
+    text = read_text(path, "schema", MAX_SCHEMA_BYTES)
     try:
         schema = text_format.Parse(text, schema_pb2.Schema())
     except text_format.ParseError as exc:
@@ -437,7 +453,7 @@ def _with_metadata(info: SchemaInfo, dataset_dir: Path | None) -> SchemaInfo:
         return info
     meta_path = dataset_dir / DATASET_METADATA
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_text(meta_path, "_metadata.json", MAX_SCHEMA_BYTES))
         roles = {role: tuple(str(c["col_name"]) for c in meta.get(key) or [])
                  for role, key in (("categorical", "cats"), ("continuous", "conts"), ("labels", "labels"))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -360,3 +360,82 @@ def test_sigkill_after_the_swap_leaves_the_new_folder(specs, tmp_path):
     assert generate(specs, "movielens.yaml", out=out).returncode == 0
     assert _tree(out / "movielens") == new
     assert [p.name for p in out.iterdir()] == ["movielens"]
+
+
+# ---- text copied into README.md ----------------------------------------------------------------------------------
+
+def test_names_in_the_model_card_show_control_and_bidi_characters_as_escapes(specs, tmp_path):
+    lock = json.loads((specs / "movielens.features.lock.json").read_text())
+    lock["categorical"][0]["name"] = "user\u202eId\0\x1b[31m\u200b"
+    lock["provenance"] = "recorded \u2066hidden\u2069"
+    (specs / "movielens.features.lock.json").write_text(json.dumps(lock))
+    with_text(specs, "  label: [rating]", "  label: [rating]\n  categorical: [\"user\\u202eId\\0\\e[31m\\u200b\", movieId]")
+    result = generate(specs, "movielens.yaml", out=tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    card = (tmp_path / "out" / "movielens" / "README.md").read_text()
+    for ch in ("\u202e", "\0", "\x1b", "\u200b", "\u2066", "\u2069"):
+        assert ch not in card
+    assert "user\\u202eId\\u0000\\u001b[31m\\u200b" in card and "\\u2066hidden\\u2069" in card
+
+
+# ---- saved workflows ---------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def workflow_and_checkpoint(tmp_path):
+    """A saved-workflow folder with a real Categorify table (written by pyarrow) and a checkpoint folder shaped like
+    train_torch.py's output, for `ctrgen assemble --checkpoint` (loading the pickle is the server tests' job)."""
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    workflow = tmp_path / "workflow"
+    (workflow / "categories").mkdir(parents=True)
+    (workflow / "workflow.pkl").write_bytes(b"\x80\x04N.")
+    pq.write_table(pa.table({"userId": [1, 2, 3]}), workflow / "categories" / "unique.userId.parquet")
+    checkpoint = tmp_path / "ckpt"
+    checkpoint.mkdir()
+    with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
+        z.writestr("model/data.pkl", b"")
+    shutil.copy(REPO / "generated" / "movielens" / "features.json", checkpoint / "features.json")
+    return workflow, checkpoint
+
+
+def assemble(workflow: Path, checkpoint: Path, out: Path, *extra: str):
+    return run_ctrgen("assemble", str(REPO / "specs" / "movielens.yaml"), "--workflow", str(workflow),
+                      "--checkpoint", str(checkpoint), "--out", str(out), *extra)
+
+
+def test_a_corrupt_categories_parquet_is_one_line(workflow_and_checkpoint, tmp_path):
+    workflow, checkpoint = workflow_and_checkpoint
+    assert assemble(workflow, checkpoint, tmp_path / "repo").returncode == 0      # the intact table passes
+    table = workflow / "categories" / "unique.userId.parquet"
+    table.write_bytes(table.read_bytes()[:40])
+    line = one_line(assemble(workflow, checkpoint, tmp_path / "repo2"), f"{table}: unreadable Parquet file")
+    assert "save the workflow again" in line
+    assert not (tmp_path / "repo2").exists()
+    # `ctrgen lock` reads the same folder and stops at the same table.
+    one_line(run_ctrgen("lock", str(REPO / "specs" / "movielens.yaml"), "--workflow", str(workflow), "--check"),
+             f"{table}: unreadable Parquet file")
+
+
+def test_workflow_pickle_must_be_a_regular_file(workflow_and_checkpoint, tmp_path):
+    workflow, checkpoint = workflow_and_checkpoint
+    (workflow / "workflow.pkl").unlink()
+    os.mkfifo(workflow / "workflow.pkl")
+    one_line(assemble(workflow, checkpoint, tmp_path / "repo"), f"{workflow / 'workflow.pkl'}")
+
+
+def test_assemble_replaces_the_repository_whole_and_cleans_up(workflow_and_checkpoint, tmp_path):
+    workflow, checkpoint = workflow_and_checkpoint
+    out = tmp_path / "repo"
+    assert assemble(workflow, checkpoint, out).returncode == 0
+    (tmp_path / ".ctrgen-repo-999999999-abcdefgh").mkdir()        # left by a killed run (no such process)
+    (out / "stray.txt").write_text("from the previous repository\n")
+    result = assemble(workflow, checkpoint, out, "--force")
+    assert result.returncode == 0, result.stderr
+    assert not (out / "stray.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "repo", "workflow"]
+    link = tmp_path / "linked"
+    link.symlink_to(out)
+    one_line(assemble(workflow, checkpoint, link, "--force"), f"{link}: --out: is a symbolic link")

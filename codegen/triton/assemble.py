@@ -11,13 +11,12 @@ place at the end, so a failed run leaves nothing behind.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..atomic import clean_stale, stage as new_stage, swap_in
 from ..errors import UserError
 from ..output import compare
 from .plan import NVT_SUFFIX, RepositoryPlan, TorchStep
@@ -49,6 +48,11 @@ def _check_workflow(workflow: Path) -> None:
         raise UserError.one(workflow / WORKFLOW_PICKLE if workflow.is_dir() else workflow,
                             f"saved NVTabular workflow {what}", field="--workflow",
                             fix="pass the folder Workflow.save wrote (workflow.pkl, metadata.json, categories/)")
+    from ..inputs import check_regular
+    from ..workflow import MAX_PICKLE_BYTES, check_categories
+
+    check_regular(workflow / WORKFLOW_PICKLE, WORKFLOW_PICKLE, MAX_PICKLE_BYTES)
+    check_categories(workflow)
 
 
 def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, model: str) -> None:
@@ -118,12 +122,16 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")
     if out.resolve() == generated.resolve() or generated.resolve() in out.resolve().parents:
         raise UserError.one(out, "the output must not be inside the generated repository", field="--out")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UserError.one(out, "is a symbolic link or a file, not a repository folder", field="--out",
+                            fix="remove it, or name another folder")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".ctrgen-assemble-", dir=out.parent))
+    clean_stale(out.parent)
+    # The repository is staged beside --out and swapped in whole (codegen.atomic).
+    stage = new_stage(out.parent, out.name)
     copied: list[str] = []
     try:
-        stage = tmp / "repo"
-        shutil.copytree(generated, stage, ignore=shutil.ignore_patterns(".gitkeep"))
+        shutil.copytree(generated, stage, ignore=shutil.ignore_patterns(".gitkeep"), dirs_exist_ok=True)
         for model in plan.models:
             version = stage / model.name / str(plan.version)
             version.mkdir(parents=True, exist_ok=True)
@@ -139,17 +147,10 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
                 if src.is_file() and ntp.is_file():
                     shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
                     copied.append(f"{model.name}/{plan.version}/{ntp.name}")
-        old = tmp / "old"
-        if out.exists():
-            os.replace(out, old)
-        try:
-            os.replace(stage, out)
-        except OSError:
-            if old.exists():
-                os.replace(old, out)   # put the previous repository back
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        swap_in(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     return Assembled(out=out, copied=copied, command=server_command(plan))
 
 
