@@ -39,14 +39,12 @@ SourceError = Located  # old name of the importer's refusals (codegen.errors.Loc
 
 
 def read_text(path: Path) -> str:
+    """The source as text: a regular file (not a device, FIFO or /proc file) of at most MAX_SOURCE_BYTES, UTF-8."""
+    from .. import inputs
+
     if not path.exists():
         raise SourceError("file not found", fix="check the path")
-    if not path.is_file():
-        raise SourceError("not a regular file", fix="give a .py script, an .ipynb notebook or a graph .json")
-    size = path.stat().st_size
-    if size > MAX_SOURCE_BYTES:
-        raise SourceError(f"{size} bytes is too large for a model script (limit {MAX_SOURCE_BYTES})")
-    data = path.read_bytes()
+    data = inputs.read_bytes(path, "source", MAX_SOURCE_BYTES)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
