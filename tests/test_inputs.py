@@ -121,7 +121,7 @@ def test_lock_path_must_be_a_regular_file(specs, tmp_path):
     assert "not a regular file" in line
 
 
-# ---- integers and strict types ----------------------------------------------------------------------------------------
+# ---- integers and strict types ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("old, new, message", [
     ("batchsize: 2048", "batchsize: 9223372036854775808", "2**31-1"),
@@ -369,7 +369,8 @@ def test_names_in_the_model_card_show_control_and_bidi_characters_as_escapes(spe
     lock["categorical"][0]["name"] = "user\u202eId\0\x1b[31m\u200b"
     lock["provenance"] = "recorded \u2066hidden\u2069"
     (specs / "movielens.features.lock.json").write_text(json.dumps(lock))
-    with_text(specs, "  label: [rating]", "  label: [rating]\n  categorical: [\"user\\u202eId\\0\\e[31m\\u200b\", movieId]")
+    names = '["user\\u202eId\\0\\e[31m\\u200b", movieId]'
+    with_text(specs, "  label: [rating]", f"  label: [rating]\n  categorical: {names}")
     result = generate(specs, "movielens.yaml", out=tmp_path / "out")
     assert result.returncode == 0, result.stderr
     card = (tmp_path / "out" / "movielens" / "README.md").read_text()
@@ -439,3 +440,49 @@ def test_assemble_replaces_the_repository_whole_and_cleans_up(workflow_and_check
     link = tmp_path / "linked"
     link.symlink_to(out)
     one_line(assemble(workflow, checkpoint, link, "--force"), f"{link}: --out: is a symbolic link")
+
+
+LAYERS_SPEC = """\
+version: 1
+name: lay
+hugectr_version: "23.06"
+data: {train: [/a.txt], eval: /b.txt}
+embeddings: [{workspace_size_per_gpu_in_mb: 1}]
+model:
+  preset: layers
+  layers:
+    - {type: Reshape, bottom: sparse_embedding1, top: r1, leading_dim: 32}
+    - {type: InnerProduct, bottom: r1, top: fc1, num_output: 1}
+    - {type: Dropout, bottom: fc1, top: d1, dropout_rate: 0.5}
+    - {type: BinaryCrossEntropyLoss, bottom: [d1, label], top: loss}
+"""
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("num_output: 1", "num_output: 1000000000000", "num_output 1000000000000 is out of range (size_t: from 0 to"),
+    ("num_output: 1", "num_output: 2147483648", "num_output 2147483648 is out of range"),
+    ("num_output: 1", "num_output: -1", "num_output -1 is out of range"),
+    ("num_output: 1", 'num_output: "1"', "num_output must be an integer (size_t), not a string '1'"),
+    ("num_output: 1", "num_output: true", "num_output must be an integer (size_t), not a boolean True"),
+    ("num_output: 1", "num_output: 1.0", "num_output must be an integer (size_t), not a float 1.0"),
+    ("leading_dim: 32", "leading_dim: 32.0", "leading_dim must be an integer (size_t), not a float 32.0"),
+    ("dropout_rate: 0.5", 'dropout_rate: "0.5"', "dropout_rate must be a number, not a string '0.5'"),
+])
+def test_dense_layer_arguments_fit_their_cpp_type(tmp_path, old, new, message):
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "lay.yaml").write_text(LAYERS_SPEC.replace(old, new))
+    (folder / "lay.features.lock.json").write_text(json.dumps(MOVIELENS_LOCK))
+    line = one_line(run_ctrgen("generate", str(folder / "lay.yaml"), "--out", str(tmp_path / "out")),
+                    f"{folder / 'lay.yaml'}:")
+    assert message in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_dense_layer_arguments_at_their_bounds_are_accepted(tmp_path):
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "lay.yaml").write_text(LAYERS_SPEC.replace("dropout_rate: 0.5", "dropout_rate: 0"))
+    (folder / "lay.features.lock.json").write_text(json.dumps(MOVIELENS_LOCK))
+    result = run_ctrgen("generate", str(folder / "lay.yaml"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr

@@ -15,6 +15,7 @@ from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
 from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
+from .param_types import param_problem
 from .presets import RawLayer, expand_preset
 from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
@@ -528,6 +529,11 @@ class Builder:
             if msg:
                 self.fail(loc, f"layer {raw.tops[0]!r}: {msg}", fix="remove it or check its spelling")
                 continue
+            why = param_problem(name, value, FLOAT_PARAMS)
+            if why:
+                self.fail(loc, f"layer {raw.tops[0]!r}: {name} {why}", fix="write the value as HugeCTR's "
+                               "DenseLayer argument takes it")
+                continue
             if name in V.DENSE_LAYER_OBJECTS:
                 # DenseLayerSwitchs / DenseLayerComputeConfig: {hugectr.X: {...}} -> hugectr.X(...) in model.py
                 value = enum_values(value)
@@ -585,8 +591,9 @@ class Builder:
                 self.fail(where, f'layer {name!r}: "Single precision not supported for: {raw.type}" '
                                  '("FusedInnerProduct support half only")',
                           fix="use InnerProduct + ReLU, or enable mixed precision")
+            before = len(self.problems)
             params = self._params(raw)
-            bad = False
+            bad = len(self.problems) > before     # a refused argument: the layer's outputs are not reported again
             for b in raw.bottoms:
                 if b not in shapes:
                     self.fail(where, f'layer {name!r}: "{b}, bottom tensor name does not exists"',
