@@ -67,3 +67,20 @@ def test_cli_prints_all_problems_of_a_spec_one_line_each(tmp_path):
     positions = [tuple(int(x) for x in line[len(str(spec)) + 1:].split(":")[:2]) for line in lines]
     assert positions == sorted(positions)
     assert not (tmp_path / "out").exists()
+
+
+def test_every_problem_of_a_lock_is_reported_at_once(tmp_path):
+    from codegen.features import read_lock
+
+    lock = {"ctrgen_features_lock": 1, "categorical": [
+        {"name": "a", "dtype": "int64", "cardinality": 2**64},
+        {"name": "b", "dtype": "int64", "cardinality": 3, "max_len": True, "colour": 1},
+        {"name": "c", "dtype": "int64"}], "continuous": {}, "labels": [{"name": "y", "dtype": "float32"}]}
+    path = tmp_path / "x.features.lock.json"
+    path.write_text(json.dumps(lock))
+    with pytest.raises(UserError) as info:
+        read_lock(path)
+    lines = info.value.format().splitlines()
+    assert [line.split(": ")[1] for line in lines] == ["categorical[0]", "categorical[1]", "categorical[1]",
+                                                       "categorical[2]", "continuous"]
+    assert all(line.startswith(f"{path}: ") for line in lines)
