@@ -194,10 +194,12 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
       ctrgen lock --check specs/*.yaml
     """
     from .features import read_lock
+    from .output import replace_file
     from .pipeline import lock_drift, open_spec, read_workflow_features
 
     stale = 0
-    for path in specs:
+    writes = []
+    for path in specs:      # every spec and workflow is read before the first lock is written
         ctx = open_spec(path)
         source = workflow or ctx.workflow_path
         if source is None:
@@ -216,8 +218,10 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
             click.echo(f"{'stale' if drift else 'ok'}: {ctx.lock_path}" + "".join(f"\n  {d}" for d in drift))
             stale += bool(drift)
             continue
-        ctx.lock_path.write_text(fresh.lock_text(), encoding="utf-8")
-        click.echo(f"wrote {ctx.lock_path}")
+        writes.append((ctx.lock_path, fresh.lock_text()))
+    for lock_path, text in writes:
+        replace_file(lock_path, text)
+        click.echo(f"wrote {lock_path}")
     sys.exit(1 if stale else 0)
 
 

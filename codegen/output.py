@@ -178,6 +178,22 @@ def _carry(src: Path, dest: Path) -> None:
             shutil.copy2(src, dest)
 
 
+def replace_file(path: Path, text: str) -> None:
+    """Write one file atomically (a temporary file beside it, then rename); a symbolic link at ``path`` is replaced,
+    not written through."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f"{PREFIX}{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = False) -> list[str]:
     """Write files into folder as a whole (see :func:`plan_write`, :func:`apply_write`); return what changed."""
     return apply_write(plan_write(folder, files, force=force))

@@ -486,3 +486,34 @@ def test_dense_layer_arguments_at_their_bounds_are_accepted(tmp_path):
     (folder / "lay.features.lock.json").write_text(json.dumps(MOVIELENS_LOCK))
     result = run_ctrgen("generate", str(folder / "lay.yaml"), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, result.stderr
+
+
+def _dataset_schema(folder: Path) -> Path:
+    """A to_parquet-style .merlin/schema.json with MovieLens's columns (cardinalities from intDomain.max + 1)."""
+    def feature(name, ftype, tags, domain_max=None):
+        f = {"name": name, "type": ftype, "annotation": {"tag": tags, "extraMetadata": [{"dtype_item_size": 64.0}]}}
+        if domain_max is not None:
+            f["intDomain"] = {"name": name, "min": "0", "max": str(domain_max)}
+        return f
+    path = folder / ".merlin" / "schema.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"feature": [feature("userId", "INT", ["categorical"], 162541),
+                                            feature("movieId", "INT", ["categorical"], 56585),
+                                            feature("rating", "FLOAT", ["target"])]}))
+    return folder
+
+
+def test_lock_reads_every_spec_before_writing_a_lock(specs, tmp_path):
+    data = _dataset_schema(tmp_path / "data")
+    lock = specs / "movielens.features.lock.json"
+    lock.unlink()
+    with_text(specs, "hugectr_version:", f"workflow: {data}\nhugectr_version:")
+    shutil.copy(specs / "movielens.yaml", specs / "second.yaml")
+    with_text(specs, f"workflow: {data}", f"workflow: {tmp_path / 'missing'}", name="second.yaml")
+    line = one_line(run_ctrgen("lock", str(specs / "movielens.yaml"), str(specs / "second.yaml")),
+                    f"{specs / 'second.yaml'}: workflow:")
+    assert "not found" in line
+    assert not lock.exists(), "the first spec's lock must not be written when the second spec fails"
+    result = run_ctrgen("lock", str(specs / "movielens.yaml"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(lock.read_text())["categorical"][0]["cardinality"] == 162542
