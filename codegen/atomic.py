@@ -25,8 +25,17 @@ _RENAME_EXCHANGE = 2
 
 
 def stage(parent: Path, name: str) -> Path:
-    """An empty temporary folder beside ``parent/name``, named so that :func:`clean_stale` knows whose it is."""
-    return Path(tempfile.mkdtemp(prefix=f"{PREFIX}{name}-{os.getpid()}-", dir=parent))
+    """An empty temporary folder beside ``parent/name``, named so that :func:`clean_stale` knows whose it is, with
+    the permissions of the folder it replaces (mkdtemp's 0700 would lock out other users, e.g. a Triton server)."""
+    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{name}-{os.getpid()}-", dir=parent))
+    try:
+        mode = os.stat(parent / name).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0o022)
+        os.umask(mask)
+        mode = 0o777 & ~mask
+    os.chmod(path, mode)
+    return path
 
 
 def swap_in(staged: Path, target: Path) -> None:

@@ -517,3 +517,17 @@ def test_lock_reads_every_spec_before_writing_a_lock(specs, tmp_path):
     result = run_ctrgen("lock", str(specs / "movielens.yaml"))
     assert result.returncode == 0, result.stderr
     assert json.loads(lock.read_text())["categorical"][0]["cardinality"] == 162542
+
+
+def test_a_replaced_folder_keeps_ordinary_permissions(specs, tmp_path):
+    out = tmp_path / "out"
+    old = os.umask(0o022)
+    try:
+        assert generate(specs, "movielens.yaml", out=out).returncode == 0
+        assert (out / "movielens").stat().st_mode & 0o777 == 0o755      # not mkdtemp's 0700
+        (out / "movielens").chmod(0o750)
+        with_text(specs, "units: [128, 128]", "units: [64, 64]")
+        assert generate(specs, "movielens.yaml", out=out).returncode == 0
+        assert (out / "movielens").stat().st_mode & 0o777 == 0o750      # the replaced folder's mode
+    finally:
+        os.umask(old)
