@@ -71,8 +71,9 @@ def read_bytes(path: Path, what: str, limit: int) -> bytes:
 
 
 def read_text(path: Path, what: str, limit: int) -> str:
-    """UTF-8 text (a BOM is dropped) without NUL characters."""
-    return decode(read_bytes(path, what, limit), path, what)
+    """UTF-8 text (a BOM is dropped) without NUL characters, line ends read as ``\\n`` (as ``Path.read_text``
+    does, so a checkout with CRLF line ends hashes the same)."""
+    return decode(read_bytes(path, what, limit), path, what).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def decode(data: bytes, path: Path | str, what: str) -> str:

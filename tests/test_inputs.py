@@ -531,3 +531,11 @@ def test_a_replaced_folder_keeps_ordinary_permissions(specs, tmp_path):
         assert (out / "movielens").stat().st_mode & 0o777 == 0o750      # the replaced folder's mode
     finally:
         os.umask(old)
+
+
+def test_crlf_line_ends_give_the_same_outputs(specs, tmp_path):
+    assert generate(specs, "movielens.yaml", out=tmp_path / "lf").returncode == 0
+    path = specs / "movielens.yaml"
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    assert generate(specs, "movielens.yaml", out=tmp_path / "crlf").returncode == 0
+    assert _tree(tmp_path / "lf") == _tree(tmp_path / "crlf")
