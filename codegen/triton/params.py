@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import Located
 from .context import Context
 from .modelconfig import ConfigFile
-from ..errors import Located
 from .psjson import as_bool, as_float, as_int
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import Located
 from .context import Context
 from .findings import ERROR
-from ..errors import Located
 from .psjson import PsModel, show
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import Located
 from .context import Context
 from .findings import WARNING
 from .modelconfig import ConfigFile, dtype_name, kind_name
 from .params import Params
 from .psentry import PsEntry
-from ..errors import Located
 from .psjson import as_bool, as_float, as_int, as_list, show
 from .training_side import Truth
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import Located
 from .findings import ERROR, WARNING
 from .graphjson import Graph, Table
 from .psentry import PsEntry
-from ..errors import Located
 from .psjson import as_float, as_int, as_list, brief, show
 from .rules_keys import KeyEvidence
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..errors import Located
 from .context import Context
 from .findings import ERROR, WARNING
-from ..errors import Located
 from .graphjson import Graph, load_graph
 from .modelconfig import ConfigFile
 from .params import Params
