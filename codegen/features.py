@@ -15,11 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .errors import Problems, UserError
-from .inputs import INT32_MAX, INT64_MAX, MAX_LOCK_BYTES, read_text
+from .inputs import INT32_MAX, INT64_MAX, MAX_LOCK_BYTES, json_positions, read_text
 
 LOCK_VERSION = 1
 
@@ -173,7 +174,23 @@ def read_lock(path: Path) -> Features:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
-    return features_from_lock(data, path)
+    except RecursionError:
+        raise UserError.one(path, "invalid JSON: nested too deeply", fix=_REGEN) from None
+    try:
+        return features_from_lock(data, path)
+    except UserError as exc:
+        raise _with_lines(exc, path, text) from None
+
+
+def _with_lines(exc: UserError, path: Path, text: str) -> UserError:
+    """The lock's problems with the line and column of the field each names (``categorical[1]``)."""
+    where = json_positions(text)
+    problems = []
+    for p in exc.problems:
+        loc = tuple(int(x) if x.isdigit() else x for x in re.findall(r"[^.\[\]]+", p.field))
+        line, col = where.get(loc, (p.line, p.col)) if p.file == str(path) and p.line is None else (p.line, p.col)
+        problems.append(replace(p, line=line, col=col))
+    return UserError(problems)
 
 
 def describe_lock_drift(locked: Features, fresh: Features) -> list[str]:

@@ -8,6 +8,8 @@ end. Every refusal is one :class:`UserError` naming the file.
 
 from __future__ import annotations
 
+import bisect
+import json
 import os
 import stat
 from pathlib import Path
@@ -126,3 +128,46 @@ def _position(node: Any) -> tuple[int | None, int | None]:
     if lc is None or lc.line is None:
         return None, None
     return lc.line + 1, lc.col + 1
+
+
+def json_positions(text: str) -> dict[tuple, tuple[int, int]]:
+    """{path: (line, col)} of every value of a JSON document that parses (``("categorical", 1)`` for the second
+    entry of "categorical"), so that problems found in the parsed data can name their line."""
+    decoder = json.JSONDecoder()
+    out: dict[tuple, tuple[int, int]] = {}
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+
+    def pos(i: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, i)
+        return line, i - starts[line - 1] + 1
+
+    def skip(i: int) -> int:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def value(i: int, path: tuple) -> int:
+        i = skip(i)
+        out[path] = pos(i)
+        if text[i] == "{":
+            i = skip(i + 1)
+            while text[i] != "}":
+                key, i = json.decoder.scanstring(text, i + 1)
+                i = value(skip(i) + 1, (*path, key))        # past the ':'
+                i = skip(i)
+                i = skip(i + 1) if text[i] == "," else i
+            return i + 1
+        if text[i] == "[":
+            i, n = skip(i + 1), 0
+            while text[i] != "]":
+                i = skip(value(i, (*path, n)))
+                i = skip(i + 1) if text[i] == "," else i
+                n += 1
+            return i + 1
+        return decoder.raw_decode(text, i)[1]
+
+    value(0, ())
+    return out

@@ -77,10 +77,10 @@ def test_every_problem_of_a_lock_is_reported_at_once(tmp_path):
         {"name": "b", "dtype": "int64", "cardinality": 3, "max_len": True, "colour": 1},
         {"name": "c", "dtype": "int64"}], "continuous": {}, "labels": [{"name": "y", "dtype": "float32"}]}
     path = tmp_path / "x.features.lock.json"
-    path.write_text(json.dumps(lock))
+    path.write_text(json.dumps(lock, indent=1))
     with pytest.raises(UserError) as info:
         read_lock(path)
     lines = info.value.format().splitlines()
-    assert [line.split(": ")[1] for line in lines] == ["categorical[0]", "categorical[1]", "categorical[1]",
-                                                       "categorical[2]", "continuous"]
-    assert all(line.startswith(f"{path}: ") for line in lines)
+    assert [line.split(": ")[:2] for line in lines] == [
+        [f"{path}:4:3", "categorical[0]"], [f"{path}:9:3", "categorical[1]"], [f"{path}:9:3", "categorical[1]"],
+        [f"{path}:16:3", "categorical[2]"], [f"{path}:21:16", "continuous"]]

@@ -162,13 +162,14 @@ def test_lock_cardinality_fits_int64(tmp_path, card, ok):
     lock = json.loads(json.dumps(MOVIELENS_LOCK))
     lock["categorical"][0]["cardinality"] = card
     path = tmp_path / "x.features.lock.json"
-    path.write_text(json.dumps(lock))
+    path.write_text(json.dumps(lock, indent=2))
     if ok:
         assert read_lock(path).categorical[0].cardinality == card
         return
     with pytest.raises(UserError) as info:
         read_lock(path)
-    assert info.value.format().startswith(f"{path}: categorical[0]: cardinality must be a positive integer")
+    # the line and column of the column's entry in the lock
+    assert info.value.format().startswith(f"{path}:6:5: categorical[0]: cardinality must be a positive integer")
 
 
 # ---- output folders -----------------------------------------------------------------------------------------------
@@ -539,3 +540,10 @@ def test_crlf_line_ends_give_the_same_outputs(specs, tmp_path):
     path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     assert generate(specs, "movielens.yaml", out=tmp_path / "crlf").returncode == 0
     assert _tree(tmp_path / "lf") == _tree(tmp_path / "crlf")
+
+
+def test_deeply_nested_lock(specs, tmp_path):
+    (specs / "movielens.features.lock.json").write_text("[" * 100_000 + "]" * 100_000)
+    lock = specs / "movielens.features.lock.json"
+    line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), f"{lock}:")
+    assert "nested too deeply" in line
