@@ -547,3 +547,19 @@ def test_deeply_nested_lock(specs, tmp_path):
     lock = specs / "movielens.features.lock.json"
     line = one_line(generate(specs, "movielens.yaml", out=tmp_path / "out"), f"{lock}:")
     assert "nested too deeply" in line
+
+
+@pytest.mark.parametrize("kind", ["/dev/zero", "fifo", "/proc/self/status", "schema-fifo"])
+def test_workflow_path_must_be_a_regular_file_or_folder(specs, tmp_path, kind):
+    if kind == "fifo":
+        path = tmp_path / "workflow"
+        os.mkfifo(path)
+    elif kind == "schema-fifo":          # a dataset folder whose schema file is a FIFO
+        path = tmp_path / "data"
+        (path / ".merlin").mkdir(parents=True)
+        os.mkfifo(path / ".merlin" / "schema.json")
+    else:
+        path = Path(kind)
+    result = generate(specs, "movielens.yaml", out=tmp_path / "out", extra=("--workflow", str(path)))
+    one_line(result, str(path))
+    assert not (tmp_path / "out").exists()
