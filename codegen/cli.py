@@ -71,7 +71,7 @@ def _out_root(ctx_root: Path, out: Path | None) -> Path:
 
 @main.command(epilog=EPILOG_GENERATE)
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", callback=out_path, help="output root (default: generated/ beside specs/)")
+@click.option("--out", callback=out_path, metavar="DIR", help="output root (default: generated/ beside specs/)")
 @click.option("--workflow", type=click.Path(path_type=Path),
               help="read features from this saved workflow instead of the features lock")
 @click.option("--force", is_flag=True, help="overwrite files ctrgen did not generate")
@@ -79,7 +79,8 @@ def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, f
     """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, triton/, MANIFEST.json; task.py, vertex/,
     cluster/, train_torch.py + features.json + triton_torch/ when the spec lists those targets).
 
-    Everything is validated before anything is written; each output folder is written atomically.
+    Every spec and every output folder is checked before anything is written; each output folder is replaced as
+    a whole (staged beside it, then swapped), so it is always the old folder or the new one.
     """
     from .output import apply_write, check_out_root, plan_write
     from .pipeline import open_spec, render_spec
@@ -109,7 +110,7 @@ def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, f
 
 @main.command(epilog=EPILOG_CHECK)
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", callback=out_path, help="output root to compare with (default: generated/)")
+@click.option("--out", callback=out_path, metavar="DIR", help="output root to compare with (default: generated/)")
 def check(specs: tuple[Path, ...], out: Path | None) -> None:
     """Regenerate in memory and compare with the files on disk; print a unified diff; never write."""
     from .output import compare
@@ -238,7 +239,7 @@ Then: ctrgen generate specs/<name>.yaml
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--hugectr-version", "version", help="the release the source was written for (e.g. 3.3, 23.06); "
                                                     "a graph JSON reveals it, a script must be told")
-@click.option("--out", callback=out_path, default=".", show_default=True,
+@click.option("--out", callback=out_path, metavar="DIR", default=".", show_default=True,
               help="folder for NAME.yaml and NAME.features.lock.json")
 @click.option("--name", help="model name (default: the script's or graph JSON's model_name, else its file "
                                      "name)")
@@ -275,7 +276,7 @@ Examples:
 """)
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("--to", "to", required=True, help="target HugeCTR release, e.g. 3.3 or 23.06")
-@click.option("--out", callback=out_path, help="write the ported spec here (default: rewrite SPEC)")
+@click.option("--out", callback=out_path, metavar="FILE", help="write the ported spec here (default: rewrite SPEC)")
 def port(spec: Path, to: str, out: Path | None) -> None:
     """Retarget SPEC to another HugeCTR release: only hugectr_version changes (comments kept), and the result must
     pass every check of that release; otherwise each thing that cannot move is listed and nothing is written."""
