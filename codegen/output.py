@@ -58,6 +58,12 @@ def check_out_root(out: Path, option: str = "--out") -> None:
         raise UserError.one("''", "the output folder is empty", field=option, fix="name a folder, e.g. --out generated")
     if os.path.lexists(out) and not out.is_dir():
         raise UserError.one(out, "is a file, not a folder", field=option, fix="name a folder (it is created)")
+    for parent in Path(os.path.abspath(out)).parents:     # the first existing ancestor must be a folder
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise UserError.one(out, f"{parent} is a file, not a folder", field=option,
+                                    fix="name a folder (it is created)")
+            break
 
 
 @dataclass

@@ -180,6 +180,7 @@ def test_out_empty_or_a_file_is_refused(specs, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("mine\n")
     one_line(generate(specs, "movielens.yaml", out=afile), f"{afile}: --out: is a file")
+    one_line(generate(specs, "movielens.yaml", out=afile / "below"), f"{afile / 'below'}: --out: {afile} is a file")
     assert afile.read_text() == "mine\n"
 
 
