@@ -442,6 +442,8 @@ def test_assemble_replaces_the_repository_whole_and_cleans_up(workflow_and_check
     link = tmp_path / "linked"
     link.symlink_to(out)
     one_line(assemble(workflow, checkpoint, link, "--force"), f"{link}: --out: is a symbolic link")
+    one_line(assemble(workflow, checkpoint, workflow / "workflow.pkl" / "x"), f"{workflow / 'workflow.pkl' / 'x'}: "
+             f"--out: {workflow / 'workflow.pkl'} is a file")
 
 
 LAYERS_SPEC = """\

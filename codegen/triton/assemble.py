@@ -18,7 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from ..atomic import clean_stale, stage as new_stage, swap_in
 from ..errors import UserError
-from ..output import compare
+from ..output import check_out_root, compare
 from .plan import NVT_SUFFIX, RepositoryPlan, TorchStep
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -125,6 +125,7 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UserError.one(out, "is a symbolic link or a file, not a repository folder", field="--out",
                             fix="remove it, or name another folder")
+    check_out_root(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     clean_stale(out.parent)
     # The repository is staged beside --out and swapped in whole (codegen.atomic).
