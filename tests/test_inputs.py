@@ -566,3 +566,20 @@ def test_workflow_path_must_be_a_regular_file_or_folder(specs, tmp_path, kind):
     result = generate(specs, "movielens.yaml", out=tmp_path / "out", extra=("--workflow", str(path)))
     one_line(result, str(path))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("dtype, cards, ok", [
+    ("int32", [2**31, 2**31 - 1], True), ("int32", [2**31, 2**31], False),          # unsigned int keys
+    ("int64", [2**62, 2**62 - 1], True), ("int64", [2**62, 2**62], False),          # long long keys
+])
+def test_slot_offsets_fit_the_key_type(specs, tmp_path, dtype, cards, ok):
+    lock = json.loads((specs / "movielens.features.lock.json").read_text())
+    for column, card in zip(lock["categorical"], cards):
+        column["cardinality"], column["dtype"] = card, dtype
+    (specs / "movielens.features.lock.json").write_text(json.dumps(lock))
+    result = run_ctrgen("summary", str(specs / "movielens.yaml"))
+    if ok:
+        assert "more keys than" not in result.stderr
+        return
+    line = one_line(result, f"{specs / 'movielens.yaml'}:")
+    assert f"the cardinalities add up to {sum(cards)}, more keys than" in line

@@ -146,6 +146,14 @@ class Builder:
         if len({d in ("int64", "uint64") for d in dtypes}) > 1:
             self.fail(("features", "categorical"), f"categorical columns mix 32- and 64-bit ids ({sorted(dtypes)})",
                       fix="cast them to one width in the workflow's to_parquet(dtypes=...)")
+        # The keys the embeddings see are ids plus their slot's offset (the sum of the cardinalities before it):
+        # the total must fit the key type, unsigned int (32-bit ids) or long long.
+        total = sum(c.cardinality or 0 for c in cats)
+        key_max, key_type = (2**63 - 1, "long long") if i64 else (2**32 - 1, "unsigned int")
+        if total > key_max:
+            self.fail(("features", "categorical"), f"the cardinalities add up to {total}, more keys than HugeCTR's "
+                      f"{key_type} keys hold (at most {key_max})", fix="check the lock's cardinalities" +
+                      ("" if i64 else ", or write 64-bit ids (to_parquet dtypes int64)"))
         if s.solver.i64_input_key is not None and s.solver.i64_input_key != i64:
             self.fail(("solver", "i64_input_key"),
                       f"is {s.solver.i64_input_key}, but the categorical columns are {sorted(dtypes)}",
