@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .errors import UserError
+from .errors import Problems, UserError
 from .inputs import MAX_SCHEMA_BYTES, check_regular, read_text
 from .features import Column, Features
 
@@ -328,15 +328,23 @@ def _read_schema_json(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     if not isinstance(features, list) or not features:
         raise UserError.one(path, "not an NVTabular schema (no 'feature' list)",
                             fix="point at .merlin/schema.json of a to_parquet output")
-    columns = []
+    columns, problems = [], Problems()       # every feature's problem is reported at once
     for i, f in enumerate(features):
         if not isinstance(f, dict) or not isinstance(f.get("name"), str):
-            raise UserError.one(path, "feature without a name", field=f"feature[{i}]")
-        annotation = f.get("annotation") or {}
-        extra = annotation.get("extraMetadata") or [{}]
-        columns.append(_column_from_parts(
-            path, f["name"], f.get("type", ""), (f.get("intDomain") or {}).get("max"), f.get("valueCount"),
-            annotation.get("tag") or [], extra[0] if isinstance(extra[0], dict) else {}))
+            problems.add(path, "feature without a name", field=f"feature[{i}]")
+            continue
+        try:
+            annotation = f.get("annotation") or {}
+            extra = annotation.get("extraMetadata") or [{}]
+            columns.append(_column_from_parts(
+                path, f["name"], f.get("type", ""), (f.get("intDomain") or {}).get("max"), f.get("valueCount"),
+                annotation.get("tag") or [], extra[0] if isinstance(extra[0], dict) else {}))
+        except UserError as exc:
+            problems.extend(exc)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError):
+            problems.add(path, f"feature {f['name']!r} is not shaped like an NVTabular schema feature",
+                         field=f"feature[{i}]", fix="write the schema with NVTabular (to_parquet)")
+    problems.raise_if_any()
     return SchemaInfo(path=shown or path, source_kind="schema.json", provenance="NVTabular dataset schema "
                       "(.merlin/schema.json)", columns=tuple(columns))
 
@@ -355,7 +363,7 @@ def _read_schema_pbtxt(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     if not schema.feature:
         raise UserError.one(path, "not an NVTabular schema (no features)",
                             fix="point at schema.pbtxt of a to_parquet output")
-    columns = []
+    columns, problems = [], Problems()
     for f in schema.feature:
         extra: dict = {}
         if f.annotation.extra_metadata:
@@ -368,8 +376,12 @@ def _read_schema_pbtxt(path: Path, *, shown: Path | None = None) -> SchemaInfo:
         value_count = ({"min": f.value_count.min, "max": f.value_count.max}
                        if f.HasField("value_count") else None)
         domain_max = f.int_domain.max if f.HasField("int_domain") and f.int_domain.HasField("max") else None
-        columns.append(_column_from_parts(path, f.name, schema_pb2.FeatureType.Name(f.type), domain_max,
-                                          value_count, list(f.annotation.tag), extra))
+        try:
+            columns.append(_column_from_parts(path, f.name, schema_pb2.FeatureType.Name(f.type), domain_max,
+                                              value_count, list(f.annotation.tag), extra))
+        except UserError as exc:             # every feature's problem is reported at once
+            problems.extend(exc)
+    problems.raise_if_any()
     return SchemaInfo(path=shown or path, source_kind="schema.pbtxt",
                       provenance=f"NVTabular schema ({path.name})", columns=tuple(columns))
 

@@ -583,3 +583,18 @@ def test_slot_offsets_fit_the_key_type(specs, tmp_path, dtype, cards, ok):
         return
     line = one_line(result, f"{specs / 'movielens.yaml'}:")
     assert f"the cardinalities add up to {sum(cards)}, more keys than" in line
+
+
+def test_every_problem_of_a_schema_is_reported_at_once(specs, tmp_path):
+    data = _dataset_schema(tmp_path / "data")
+    schema = data / ".merlin" / "schema.json"
+    doc = json.loads(schema.read_text())
+    doc["feature"][0]["type"] = "STRUCT"                    # no usable type
+    doc["feature"][1]["annotation"] = ["categorical"]      # not shaped like a feature annotation
+    doc["feature"].append({"type": "INT"})                  # no name
+    schema.write_text(json.dumps(doc))
+    result = generate(specs, "movielens.yaml", out=tmp_path / "out", extra=("--workflow", str(data)))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith(f"{schema}: ") for line in lines), lines
+    assert "'userId' has no usable type" in lines[0] and "feature[1]" in lines[1] and "feature[3]" in lines[2]
