@@ -1,4 +1,4 @@
-"""The ``ctrgen`` command. Exit status: 0 ok, 1 drift or defects found, 2 bad input (one line per problem), 130 Ctrl-C."""
+"""The ``ctrgen`` command. Exit status: 0 ok, 1 drift or defects, 2 bad input (one line per problem), 130 Ctrl-C."""
 
 from __future__ import annotations
 
