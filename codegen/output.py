@@ -193,6 +193,9 @@ def replace_file(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)      # mkstemp creates 0600; a lock is an ordinary, shared file
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

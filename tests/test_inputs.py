@@ -518,9 +518,14 @@ def test_lock_reads_every_spec_before_writing_a_lock(specs, tmp_path):
                     f"{specs / 'second.yaml'}: workflow:")
     assert "not found" in line
     assert not lock.exists(), "the first spec's lock must not be written when the second spec fails"
-    result = run_ctrgen("lock", str(specs / "movielens.yaml"))
+    mask = os.umask(0o022)
+    try:
+        result = run_ctrgen("lock", str(specs / "movielens.yaml"))
+    finally:
+        os.umask(mask)
     assert result.returncode == 0, result.stderr
     assert json.loads(lock.read_text())["categorical"][0]["cardinality"] == 162542
+    assert lock.stat().st_mode & 0o777 == 0o644
 
 
 def test_a_replaced_folder_keeps_ordinary_permissions(specs, tmp_path):
