@@ -157,9 +157,13 @@ def apply_write(plan: Plan) -> list[str]:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = stage(folder.parent, folder.name)
     try:
+        changed = set(plan.changed)
         for rel, text in sorted(plan.files.items()):
             dest = tmp / Path(*rel.parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
+            if str(rel) not in changed:      # the same bytes as before: keep the file (and its mtime)
+                _carry(folder / Path(*rel.parts), dest)
+                continue
             with open(dest, "x", encoding="utf-8", newline="\n") as fh:
                 fh.write(text)
         for key in plan.keep:

@@ -603,3 +603,15 @@ def test_every_problem_of_a_schema_is_reported_at_once(specs, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 3 and all(line.startswith(f"{schema}: ") for line in lines), lines
     assert "'userId' has no usable type" in lines[0] and "feature[1]" in lines[1] and "feature[3]" in lines[2]
+
+
+def test_unchanged_files_keep_their_mtime(specs, tmp_path):
+    out = tmp_path / "out"
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    summary, model = out / "movielens" / "summary.txt", out / "movielens" / "model.py"
+    os.utime(summary, (1_000_000, 1_000_000))
+    os.utime(model, (1_000_000, 1_000_000))
+    with_text(specs, "max_iter: 2000", "max_iter: 3000")      # changes model.py, not the summary
+    assert generate(specs, "movielens.yaml", out=out).returncode == 0
+    assert summary.stat().st_mtime == 1_000_000
+    assert model.stat().st_mtime != 1_000_000 and "max_iter=3000" in model.read_text()
