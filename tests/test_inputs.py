@@ -615,3 +615,19 @@ def test_unchanged_files_keep_their_mtime(specs, tmp_path):
     assert generate(specs, "movielens.yaml", out=out).returncode == 0
     assert summary.stat().st_mtime == 1_000_000
     assert model.stat().st_mtime != 1_000_000 and "max_iter=3000" in model.read_text()
+
+
+def test_assemble_reports_every_missing_trained_file_at_once(tmp_path):
+    workflow = tmp_path / "wf"
+    workflow.mkdir()
+    (workflow / "workflow.pkl").write_bytes(b"")
+    weights = tmp_path / "weights"
+    (weights / "0_sparse_1900.model").mkdir(parents=True)
+    result = run_ctrgen("assemble", str(REPO / "specs" / "movielens.yaml"), "--workflow", str(workflow),
+                        "--weights", str(weights), "--out", str(tmp_path / "repo"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert [line.split(": ")[0] for line in lines] == [str(weights / "0_sparse_1900.model" / "emb_vector"),
+                                                       str(weights / "0_sparse_1900.model" / "key"),
+                                                       str(weights / "_dense_1900.model")]
+    assert not (tmp_path / "repo").exists()

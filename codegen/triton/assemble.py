@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..atomic import clean_stale, stage as new_stage, swap_in
-from ..errors import UserError
+from ..errors import Problems, UserError
 from ..output import check_out_root, compare
 from .plan import NVT_SUFFIX, RepositoryPlan, TorchStep
 
@@ -55,7 +55,9 @@ def _check_workflow(workflow: Path) -> None:
     check_categories(workflow)
 
 
-def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, model: str) -> None:
+def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, model: str,
+                   problems: Problems) -> None:
+    """Every trained file ps.json names must be in ``weights``; each missing one is added to ``problems``."""
     if not weights.is_dir():
         raise UserError.one(weights, "folder of trained model files not found", field="--weights",
                             fix="pass the folder where training wrote its snapshot files")
@@ -64,17 +66,18 @@ def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, 
         served = plan.served_path(model, name)
         if "_sparse_" in name:
             if not path.is_dir():
-                raise UserError.one(path, f"sparse model folder not found (ps.json sparse_files names {served})",
-                                    field="--weights", fix="copy the <prefix><i>_sparse_<iter>.model folders of "
-                                    "training here, or set triton.hugectr.snapshot_iteration / snapshot_prefix")
+                problems.add(path, f"sparse model folder not found (ps.json sparse_files names {served})",
+                             field="--weights", fix="copy the <prefix><i>_sparse_<iter>.model folders of training "
+                             "here, or set triton.hugectr.snapshot_iteration / snapshot_prefix")
+                continue
             for part in SPARSE_PARTS:
                 if not (path / part).is_file():
-                    raise UserError.one(path / part, f"sparse model file not found (in {served})", field="--weights",
-                                        fix="copy the whole sparse model folder from training")
+                    problems.add(path / part, f"sparse model file not found (in {served})", field="--weights",
+                                 fix="copy the whole sparse model folder from training")
         elif not path.is_file():
-            raise UserError.one(path, f"dense model file not found (ps.json dense_file names {served})",
-                                field="--weights", fix="copy <prefix>_dense_<iter>.model of training here, or set "
-                                "triton.hugectr.snapshot_iteration / snapshot_prefix")
+            problems.add(path, f"dense model file not found (ps.json dense_file names {served})",
+                         field="--weights", fix="copy <prefix>_dense_<iter>.model of training here, or set "
+                         "triton.hugectr.snapshot_iteration / snapshot_prefix")
 
 
 def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
@@ -114,9 +117,11 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     if plan.step == TorchStep.kind:
         _check_checkpoint(weights, features_json)
     else:
+        problems = Problems()      # every missing file at once
         for model in plan.models:
             if model.name != nvt_name and model.required_files:
-                _check_weights(weights, model.required_files, plan, model.name)
+                _check_weights(weights, model.required_files, plan, model.name, problems)
+        problems.raise_if_any()
     out = Path(out)
     if out.exists() and not force:
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")
