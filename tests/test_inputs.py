@@ -136,6 +136,9 @@ def test_lock_path_must_be_a_regular_file(specs, tmp_path):
     ("repeat_dataset: true", "repeat_dataset: true\n  seed: 18446744073709551616", "2**64-1"),
     ("type: Adam", "type: Adam\n  beta1: '0.9'", "must be a number, not a string '0.9'"),
     ("type: Adam", "type: Adam\n  beta1: true", "must be a number, not a boolean True"),
+    ("repeat_dataset: true", 'repeat_dataset: "yes"', "must be true or false, not a string 'yes'"),
+    ("repeat_dataset: true", "repeat_dataset: 1", "must be true or false, not an integer 1"),
+    ("  label: [rating]", "  label: rating", "must be a list, not a string 'rating'"),
     ("  label: [rating]", "  label: []", "must have at least 1 item"),
     ("  label: [rating]", "  categorical: []", "must have at least 1 item"),
 ])

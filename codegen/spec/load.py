@@ -87,6 +87,14 @@ def _message(err: dict) -> str:
         return f"must be an integer, not {_got(err.get('input'))}"
     if err["type"] in ("float_type", "float_parsing"):
         return f"must be a number, not {_got(err.get('input'))}"
+    if err["type"] in ("bool_type", "bool_parsing"):
+        return f"must be true or false, not {_got(err.get('input'))}"
+    if err["type"] == "string_type":
+        return f"must be a string, not {_got(err.get('input'))}"
+    if err["type"] == "list_type":
+        return f"must be a list, not {_got(err.get('input'))}"
+    if err["type"] in ("dict_type", "model_type", "model_attributes_type"):
+        return f"must be a mapping, not {_got(err.get('input'))}"
     if err["type"] in ("less_than_equal", "greater_than_equal", "greater_than", "less_than"):
         bound = (err.get("ctx") or {}).get("le")
         why = f" ({_CPP_LIMITS[bound]})" if bound in _CPP_LIMITS else ""

@@ -28,7 +28,7 @@ Float = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=(), strict=True)
 
 
 def _json_like(value: Any, depth: int = 0) -> Any:
