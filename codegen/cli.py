@@ -1,14 +1,16 @@
-"""The ``ctrgen`` command. Exit status: 0 ok, 1 drift or defects found, 2 bad input (one line per problem)."""
+"""The ``ctrgen`` command. Exit status: 0 ok, 1 drift or defects, 2 bad input (one line per problem), 130 Ctrl-C."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from . import __version__
+from .cli_paths import out_path
 from .errors import UserError
 
 EPILOG_GENERATE = """\b
@@ -74,6 +76,10 @@ class Group(click.Group):
         except UserError as exc:
             click.echo(exc.format(), err=True)
             ctx.exit(2)
+        except (KeyboardInterrupt, click.Abort):
+            # Ctrl-C: one line and the shell's status for SIGINT; writes are staged, so nothing is half written.
+            click.echo("ctrgen: interrupted", err=True)
+            ctx.exit(130)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -106,7 +112,7 @@ def _out_root(ctx_root: Path, out: Path | None) -> Path:
 
 @main.command(epilog=EPILOG_GENERATE)
 @click.argument("specs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="output root (default: generated/ beside specs/)")
+@click.option("--out", callback=out_path, metavar="DIR", help="output root (default: generated/ beside specs/)")
 @click.option("--workflow", type=click.Path(path_type=Path),
               help="read features from this saved workflow instead of the features lock")
 @click.option("--force", is_flag=True, help="overwrite files ctrgen did not generate")
@@ -114,27 +120,39 @@ def generate(specs: tuple[Path, ...], out: Path | None, workflow: Path | None, f
     """Render SPECS into OUT/<name>/ (model.py, <name>.json, summary.txt, triton/, MANIFEST.json; task.py, vertex/,
     cluster/, train_torch.py + features.json + triton_torch/ when the spec lists those targets).
 
-    Everything is validated before anything is written; each output folder is written atomically.
+    Every spec and every output folder is checked before anything is written; each output folder is replaced as
+    a whole (staged beside it, then swapped), so it is always the old folder or the new one.
     """
-    from .output import write
+    from .output import apply_write, check_out_root, plan_write
     from .pipeline import open_spec, render_spec
 
+    if out is not None:
+        check_out_root(out)
     if workflow is not None and not workflow.exists():
         raise UserError.one(workflow, "workflow not found", field="--workflow", fix="check the path")
     rendered = []
     for path in specs:  # render all first: a bad spec writes nothing at all
         ctx = open_spec(path)
         rendered.append((ctx, render_spec(ctx, workflow_override=workflow)))
+    plans: list = []
+    seen: dict = {}
     for ctx, r in rendered:
         folder = _out_root(ctx.root, out) / r.name
-        changed = write(folder, r.files, force=force)
+        key = os.path.normcase(os.path.abspath(folder))
+        if key in seen:
+            raise ctx.loaded.error(("name",), f"{r.name!r} is also the name of {seen[key]}; both would write "
+                                   f"{folder}", fix="give each spec its own name")
+        seen[key] = ctx.display
+        plans.append((ctx, plan_write(folder, r.files, force=force)))   # every check before the first write
+    for ctx, plan in plans:
+        changed = apply_write(plan)
         state = f"{len(changed)} file(s) updated" if changed else "up to date"
-        click.echo(f"{ctx.display} -> {folder}: {state}")
+        click.echo(f"{ctx.display} -> {plan.folder}: {state}")
 
 
 @main.command(epilog=EPILOG_CHECK)
 @click.argument("specs", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), help="output root to compare with (default: generated/)")
+@click.option("--out", callback=out_path, metavar="DIR", help="output root to compare with (default: generated/)")
 def check(specs: tuple[Path, ...], out: Path | None) -> None:
     """Regenerate in memory and compare with the files on disk; print a unified diff; never write."""
     from .output import compare
@@ -223,11 +241,13 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
       ctrgen lock --check specs/*.yaml
     """
     from .features import read_lock
+    from .output import replace_file
     from .pipeline import lock_drift, open_spec, read_workflow_features, select_columns
     from .stale import fresh_features
 
     stale = 0
-    for path in specs:
+    writes = []
+    for path in specs:      # every spec and workflow is read before the first lock is written
         ctx = open_spec(path)
         source = workflow or ctx.workflow_path
         if source is None:
@@ -246,8 +266,10 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
             click.echo(f"{'stale' if drift else 'ok'}: {ctx.lock_path}" + "".join(f"\n  {d}" for d in drift))
             stale += bool(drift)
             continue
-        ctx.lock_path.write_text(read_workflow_features(ctx, source).lock_text(), encoding="utf-8")
-        click.echo(f"wrote {ctx.lock_path}")
+        writes.append((ctx.lock_path, read_workflow_features(ctx, source).lock_text()))
+    for lock_path, text in writes:
+        replace_file(lock_path, text)
+        click.echo(f"wrote {lock_path}")
     sys.exit(1 if stale else 0)
 
 
@@ -264,7 +286,7 @@ Then: ctrgen generate specs/<name>.yaml
 @click.argument("source", type=click.Path(path_type=Path))
 @click.option("--hugectr-version", "version", help="the release the source was written for (e.g. 3.3, 23.06); "
                                                     "a graph JSON reveals it, a script must be told")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("."), show_default=True,
+@click.option("--out", callback=out_path, metavar="DIR", default=".", show_default=True,
               help="folder for NAME.yaml and NAME.features.lock.json")
 @click.option("--name", help="model name (default: the script's or graph JSON's model_name, else its file "
                                      "name)")
@@ -301,7 +323,7 @@ Examples:
 """)
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("--to", "to", required=True, help="target HugeCTR release, e.g. 3.3 or 23.06")
-@click.option("--out", type=click.Path(path_type=Path), help="write the ported spec here (default: rewrite SPEC)")
+@click.option("--out", callback=out_path, metavar="FILE", help="write the ported spec here (default: rewrite SPEC)")
 def port(spec: Path, to: str, out: Path | None) -> None:
     """Retarget SPEC to another HugeCTR release: only hugectr_version changes (comments kept), and the result must
     pass every check of that release; otherwise each thing that cannot move is listed and nothing is written."""

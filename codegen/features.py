@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+import os
+import re
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .errors import UserError
+from .errors import Problems, UserError
+from .inputs import INT32_MAX, INT64_MAX, MAX_LOCK_BYTES, json_positions, read_text
 
 LOCK_VERSION = 1
 
@@ -102,28 +105,42 @@ class Features:
             other.categorical, other.continuous, other.labels)
 
 
-def _column_from(d: object, where: str, path: Path) -> Column:
+_REGEN = "regenerate the lock with 'ctrgen lock SPEC'"
+
+
+def _column_from(d: object, where: str, path: Path, problems: Problems) -> Column | None:
+    """The column, or None after adding what is wrong with it to ``problems``."""
     if not isinstance(d, dict) or not isinstance(d.get("name"), str) or not isinstance(d.get("dtype"), str):
-        raise UserError.one(path, "each column needs a string 'name' and 'dtype'", field=where,
-                            fix="regenerate the lock with 'ctrgen lock SPEC'")
+        problems.add(path, "each column needs a string 'name' and 'dtype'", field=where, fix=_REGEN)
+        return None
+    before = len(problems)
     unknown = set(d) - {"name", "dtype", "cardinality", "multi_hot", "max_len"}
     if unknown:
-        raise UserError.one(path, f"unknown keys {sorted(unknown)}", field=where,
-                            fix="regenerate the lock with 'ctrgen lock SPEC'")
+        problems.add(path, f"unknown keys {sorted(unknown)}", field=where, fix=_REGEN)
     card = d.get("cardinality")
-    if card is not None and (not isinstance(card, int) or isinstance(card, bool) or card <= 0):
-        raise UserError.one(path, f"cardinality must be a positive integer, got {card!r}", field=where)
+    # Keys are int64 in HugeCTR's readers (slot offsets added): a cardinality must fit one.
+    if card is not None and (not isinstance(card, int) or isinstance(card, bool) or not 0 < card <= INT64_MAX):
+        problems.add(path, f"cardinality must be a positive integer of at most 2**63-1 (int64 keys), got {card!r}",
+                     field=where, fix=_REGEN)
     max_len = d.get("max_len")
-    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or max_len <= 0):
-        raise UserError.one(path, f"max_len must be a positive integer, got {max_len!r}", field=where)
+    if max_len is not None and (not isinstance(max_len, int) or isinstance(max_len, bool) or
+                                not 0 < max_len <= INT32_MAX):
+        problems.add(path, f"max_len must be a positive integer of at most 2**31-1 (nnz_per_slot is an int), got "
+                           f"{max_len!r}", field=where, fix=_REGEN)
+    if not isinstance(d.get("multi_hot", False), bool):
+        problems.add(path, f"multi_hot must be true or false, got {d['multi_hot']!r}", field=where, fix=_REGEN)
+    if len(problems) > before:
+        return None
     return Column(name=d["name"], dtype=d["dtype"], cardinality=card, multi_hot=bool(d.get("multi_hot", False)),
                   max_len=max_len)
 
 
 def features_from_lock(data: object, path: Path) -> Features:
+    """The lock's features; every problem of the lock is reported at once."""
     if not isinstance(data, dict) or data.get("ctrgen_features_lock") != LOCK_VERSION:
         raise UserError.one(path, f"not a ctrgen features lock (expected \"ctrgen_features_lock\": {LOCK_VERSION})",
                             fix="regenerate it with 'ctrgen lock SPEC'")
+    problems = Problems()
     groups = {}
     for key in ("categorical", "continuous", "labels", "inputs"):
         if key == "inputs" and key not in data:
@@ -131,31 +148,49 @@ def features_from_lock(data: object, path: Path) -> Features:
             continue
         items = data.get(key, [])
         if not isinstance(items, list):
-            raise UserError.one(path, "must be a list", field=key)
-        groups[key] = tuple(_column_from(d, f"{key}[{i}]", path) for i, d in enumerate(items))
-    for i, c in enumerate(groups["categorical"]):
-        # An imported script that hashes its keys (Norm/Raw reader, no slot_size_array) names no cardinality.
-        if c.cardinality is None and data.get("source") != "imported":
-            raise UserError.one(path, f"categorical column {c.name!r} has no cardinality", field=f"categorical[{i}]",
-                                fix="regenerate the lock from the workflow with 'ctrgen lock SPEC'")
+            problems.add(path, "must be a list", field=key)
+            items = []
+        columns = [_column_from(d, f"{key}[{i}]", path, problems) for i, d in enumerate(items)]
+        groups[key] = tuple(c for c in columns if c is not None)
+        if key == "categorical":
+            for i, c in enumerate(columns):
+                # An imported script that hashes its keys (Norm/Raw reader, no slot_size_array) names no
+                # cardinality.
+                if c is not None and c.cardinality is None and data.get("source") != "imported":
+                    problems.add(path, f"categorical column {c.name!r} has no cardinality", field=f"categorical[{i}]",
+                                 fix="regenerate the lock from the workflow with 'ctrgen lock SPEC'")
+    problems.raise_if_any()
     return Features(categorical=groups["categorical"], continuous=groups["continuous"], labels=groups["labels"],
                     source_kind=str(data.get("source", "recorded")), provenance=str(data.get("provenance", "")),
                     inputs=groups["inputs"])
 
 
 def read_lock(path: Path) -> Features:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise UserError.one(path, "features lock not found",
-                            fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock") from None
-    except OSError as exc:
-        raise UserError.one(path, f"cannot read features lock: {exc.strerror}") from None
+                            fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock")
+    text = read_text(path, "features lock", MAX_LOCK_BYTES)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
-    return features_from_lock(data, path)
+    except RecursionError:
+        raise UserError.one(path, "invalid JSON: nested too deeply", fix=_REGEN) from None
+    try:
+        return features_from_lock(data, path)
+    except UserError as exc:
+        raise _with_lines(exc, path, text) from None
+
+
+def _with_lines(exc: UserError, path: Path, text: str) -> UserError:
+    """The lock's problems with the line and column of the field each names (``categorical[1]``)."""
+    where = json_positions(text)
+    problems = []
+    for p in exc.problems:
+        loc = tuple(int(x) if x.isdigit() else x for x in re.findall(r"[^.\[\]]+", p.field))
+        line, col = where.get(loc, (p.line, p.col)) if p.file == str(path) and p.line is None else (p.line, p.col)
+        problems.append(replace(p, line=line, col=col))
+    return UserError(problems)
 
 
 def describe_lock_drift(locked: Features, fresh: Features) -> list[str]:

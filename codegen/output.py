@@ -1,8 +1,10 @@
 """Writing and comparing rendered files.
 
-``write`` is all-or-nothing per output folder: files are written into a temporary folder beside the target, checked,
-then moved into place; a file the target folder holds that ctrgen did not write (not in its MANIFEST.json, or edited
-since) is never overwritten without ``force``. ``compare`` reports changed (unified diff), missing and extra files.
+``write`` replaces an output folder as a whole: the new folder is staged beside it and swapped in (codegen.atomic),
+so the folder is the old one or the new one, never a mix; a file the target folder holds that ctrgen did not write
+(not in its MANIFEST.json, or edited since) is never overwritten without ``force`` and is carried into the new
+folder otherwise. ``plan_write`` makes every check first, so a caller can check all its folders before writing one.
+``compare`` reports changed (unified diff), missing and extra files.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from .atomic import PREFIX, clean_stale, stage, swap_in
 from .errors import UserError
 
 MANIFEST = "MANIFEST.json"
@@ -23,13 +25,18 @@ MANIFEST = "MANIFEST.json"
 
 def safe_target(root: Path, rel: PurePosixPath) -> Path:
     """root/rel, refusing anything that would leave root (absolute paths, '..', links pointing out)."""
-    if rel.is_absolute() or any(part in ("..", "") for part in rel.parts):
-        raise UserError.one(root, f"refusing to write {str(rel)!r}: outside the output directory")
+    _check_rel(root, str(rel))
     target = (root / Path(*rel.parts))
     resolved_root = root.resolve()
     if not str(target.resolve()).startswith(str(resolved_root) + os.sep):
         raise UserError.one(root, f"refusing to write {str(rel)!r}: it resolves outside the output directory")
     return target
+
+
+def _check_rel(root: Path, rel: str, what: str = "refusing to write", fix: str = "") -> None:
+    p = PurePosixPath(rel)
+    if not rel or p.is_absolute() or "\\" in rel or any(part in ("..", "", ".") for part in rel.split("/")):
+        raise UserError.one(root, f"{what} {rel!r}: outside the output directory", fix=fix)
 
 
 def owned_files(folder: Path) -> dict[str, str]:
@@ -45,45 +52,164 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = False) -> list[str]:
-    """Write files into folder; return the relative paths that changed."""
-    folder.mkdir(parents=True, exist_ok=True)
+def check_out_root(out: Path, option: str = "--out") -> None:
+    """The output root: not empty, and a folder where it exists."""
+    if str(out) == "":
+        raise UserError.one("''", "the output folder is empty", field=option, fix="name a folder, e.g. --out generated")
+    if os.path.lexists(out) and not out.is_dir():
+        raise UserError.one(out, "is a file, not a folder", field=option, fix="name a folder (it is created)")
+    for parent in Path(os.path.abspath(out)).parents:     # the first existing ancestor must be a folder
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                raise UserError.one(out, f"{parent} is a file, not a folder", field=option,
+                                    fix="name a folder (it is created)")
+            break
+
+
+@dataclass
+class Plan:
+    """What ``write`` will do to one output folder, decided (and refused if need be) before anything is written."""
+
+    folder: Path
+    files: dict[PurePosixPath, str]
+    changed: list[str]
+    keep: list[str]          # entries of the old folder carried into the new one (files ctrgen did not write)
+    force: bool = False
+
+
+def plan_write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = False) -> Plan:
+    """Check that ``files`` can replace ``folder``: no foreign or edited file overwritten (unless ``force``), no
+    symlink at the folder, a MANIFEST that names only paths inside it. Nothing is written."""
+    for rel in files:
+        _check_rel(folder, str(rel))
+    check_out_root(folder.parent)
+    if folder.is_symlink():
+        raise UserError.one(folder, "is a symbolic link; ctrgen does not write through it",
+                            fix="remove the link, or pass its target as --out")
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise UserError.one(folder, "is a file, not an output folder", fix="move it away")
     owned = owned_files(folder)
-    foreign = []
-    for rel in sorted(files):
-        target = safe_target(folder, rel)
-        key = str(rel)
-        if target.exists() and key != MANIFEST:
-            if key not in owned or _sha(target) != owned[key]:
-                if target.read_text(encoding="utf-8", errors="replace") != files[rel]:
-                    foreign.append(key)
+    for key in owned:
+        _check_rel(folder / MANIFEST, key, "the old MANIFEST.json lists",
+                   "ctrgen never writes such a manifest: check the folder, then delete MANIFEST.json")
+    new = {str(r): t for r, t in files.items()}
+    dirs = {str(PurePosixPath(k).parents[i]) for k in new for i in range(len(PurePosixPath(k).parts) - 1)}
+    changed, keep, foreign = [], [], []
+    old = _entries(folder)
+    for key, text in sorted(new.items()):
+        kind = old.get(key)
+        if kind is None:
+            changed.append(key)
+        elif kind != "file" or (folder / key).read_text(encoding="utf-8", errors="replace") != text:
+            changed.append(key)
+            if key != MANIFEST and (kind != "file" or key not in owned or _sha(folder / key) != owned[key]):
+                foreign.append(key)
+    for key, kind in sorted(old.items()):
+        if key in new or kind == "dir" and key in dirs:
+            continue
+        if key in dirs:        # a file or link where the new files need a folder
+            foreign.append(key)
+        elif kind == "file" and key in owned and _sha(folder / key) == owned[key]:
+            changed.append(f"{key} (removed)")      # written by ctrgen earlier, no longer generated
+        elif not any(key.startswith(f + "/") for f in (*new, *foreign)):
+            keep.append(key)
     if foreign and not force:
         raise UserError.one(folder, f"would overwrite files ctrgen did not generate (or that were edited): {foreign}",
                             fix="move them away, or pass --force")
-    tmp = Path(tempfile.mkdtemp(prefix=".ctrgen-", dir=folder))
-    changed = []
+    keep = [k for k in keep if k not in foreign]
+    return Plan(folder=folder, files=files, changed=changed, keep=keep, force=force)
+
+
+def _entries(folder: Path) -> dict[str, str]:
+    """{relative path: "file" | "dir" | "link" | "other"} of everything in folder (links not followed), leaving out
+    ctrgen's own temporary entries."""
+    out: dict[str, str] = {}
+    if not folder.is_dir() or folder.is_symlink():
+        return out
+    for base, dirnames, filenames in os.walk(folder):
+        rel_base = Path(base).relative_to(folder).as_posix()
+        dirnames[:] = [d for d in sorted(dirnames) if not (rel_base == "." and d.startswith(PREFIX))]
+        for name in [*dirnames, *filenames]:
+            if rel_base == "." and name.startswith(PREFIX):
+                continue
+            path = Path(base) / name
+            key = name if rel_base == "." else f"{rel_base}/{name}"
+            if path.is_symlink():
+                out[key] = "link"
+            elif path.is_dir():
+                out[key] = "dir"
+            elif path.is_file():
+                out[key] = "file"
+            else:
+                out[key] = "other"
+        dirnames[:] = [d for d in dirnames if not (Path(base) / d).is_symlink()]
+    return out
+
+
+def apply_write(plan: Plan) -> list[str]:
+    """Write a checked plan: the new folder is staged beside the old one and swapped in whole
+    (codegen.atomic); files ctrgen did not write are carried over (hard links where possible)."""
+    folder = plan.folder
+    if folder.name in clean_stale(folder.parent):   # a killed run's old folder was put back: check again
+        plan = plan_write(folder, plan.files, force=plan.force)
+    if not plan.changed:
+        return []
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = stage(folder.parent, folder.name)
     try:
-        for rel, text in sorted(files.items()):
+        changed = set(plan.changed)
+        for rel, text in sorted(plan.files.items()):
             dest = tmp / Path(*rel.parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            with open(dest, "w", encoding="utf-8", newline="\n") as fh:
-                fh.write(text)
-        for rel in sorted(files):
-            target = safe_target(folder, rel)
-            if target.exists() and target.read_text(encoding="utf-8", errors="replace") == files[rel]:
+            if str(rel) not in changed:      # the same bytes as before: keep the file (and its mtime)
+                _carry(folder / Path(*rel.parts), dest)
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp / Path(*rel.parts), target)
-            changed.append(str(rel))
-        # Files ctrgen wrote earlier that the current spec no longer produces.
-        for key in sorted(set(owned) - {str(r) for r in files}):
-            stale = safe_target(folder, PurePosixPath(key))
-            if stale.is_file() and _sha(stale) == owned[key]:
-                stale.unlink()
-                changed.append(f"{key} (removed)")
-    finally:
+            with open(dest, "x", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+        for key in plan.keep:
+            _carry(folder / key, tmp / key)
+        swap_in(tmp, folder)
+    except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
-    return changed
+        raise
+    return list(plan.changed)
+
+
+def _carry(src: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dest)
+    elif src.is_dir():
+        dest.mkdir(exist_ok=True)
+    elif src.is_file():
+        try:
+            os.link(src, dest)
+        except OSError:
+            shutil.copy2(src, dest)
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write one file atomically (a temporary file beside it, then rename); a symbolic link at ``path`` is replaced,
+    not written through."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f"{PREFIX}{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)      # mkstemp creates 0600; a lock is an ordinary, shared file
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = False) -> list[str]:
+    """Write files into folder as a whole (see :func:`plan_write`, :func:`apply_write`); return what changed."""
+    return apply_write(plan_write(folder, files, force=force))
 
 
 @dataclass

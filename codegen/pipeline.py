@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from . import __version__
-from .errors import UserError
+from .errors import Located, UserError
 from .features import Features, describe_lock_drift, read_lock
 from .graph.build import build_job
 from .graph.ir import TrainingJob
@@ -23,7 +23,7 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
-from .render.torch_model import FEATURES_FILE, TorchTargetError, render_features_json, render_train_torch
+from .render.torch_model import FEATURES_FILE, render_features_json, render_train_torch
 from .render.triton import plan_for, render_triton
 from .triton.plan import TorchStep
 from .render.task import render_task_py
@@ -188,8 +188,8 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         try:
             files[PurePosixPath("train_torch.py")] = render_train_torch(
                 job, features, python_header(ctx, digest, f"PyTorch training script for model {job.name!r}."))
-        except TorchTargetError as exc:
-            raise ctx.loaded.error(exc.origin, exc.message, fix=exc.fix) from None
+        except Located as exc:
+            raise ctx.loaded.error(exc.loc, exc.message, fix=exc.fix) from None
         files[PurePosixPath(FEATURES_FILE)] = render_features_json(job, features)
     if not collection:
         files[PurePosixPath("summary.txt")] = render_summary(job)
@@ -233,11 +233,9 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
 
 
 def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features, step=None):
-    from .triton.plan import PlanError
-
     try:
         return plan_for(job, features, ctx.spec.triton, step)
-    except PlanError as exc:
+    except Located as exc:
         if exc.source == "spec":
             raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None
         field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in exc.loc).replace(".[", "[")

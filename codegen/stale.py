@@ -17,9 +17,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from .errors import UserError
 from .features import Column, Features
-from .workflow import WORKFLOW_PICKLE, WORKFLOW_SCHEMA
+from .workflow import WORKFLOW_PICKLE, WORKFLOW_SCHEMA, unreadable_table
 
 
 def fresh_features(ctx, workflow: Path, locked: Features) -> Features:
@@ -57,6 +56,5 @@ def category_cardinality(path: Path) -> int | None:
             values = pf.read(columns=[index]).column(0).to_pylist()
             return int(max(values)) + 1 if values else None
     except Exception as exc:  # a truncated or foreign file: name it instead of a traceback
-        raise UserError.one(path, f"unreadable categories file ({type(exc).__name__}: {exc})",
-                            fix="save the workflow again with Workflow.save") from None
+        raise unreadable_table(path, exc) from None
     return None

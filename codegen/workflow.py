@@ -33,7 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .errors import UserError
+from .errors import Problems, UserError
+from .inputs import MAX_SCHEMA_BYTES, check_regular, read_text
 from .features import Column, Features
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -42,6 +43,8 @@ WORKFLOW_INPUT_SCHEMA = "input_schema.pbtxt"  # the same, for the workflow's inp
 DATASET_SCHEMA_JSON = Path(".merlin") / "schema.json"
 DATASET_SCHEMA_PBTXT = "schema.pbtxt"
 DATASET_METADATA = "_metadata.json"
+# workflow.pkl holds the graph of operators (a few MB); the statistics are in categories/.
+MAX_PICKLE_BYTES = 1 << 30
 
 # Schema tag values (merlin.schema.Tags) that give a column its default role.
 TAG_CATEGORICAL, TAG_CONTINUOUS, TAG_TARGET = "categorical", "continuous", "target"
@@ -245,6 +248,9 @@ def _tag_role(tags: frozenset[str]) -> str | None:
 # ---- saved workflow ------------------------------------------------------------------------------------------------
 
 def _read_workflow_dir(path: Path, *, allow_import: bool) -> SchemaInfo:
+    check_regular(path / WORKFLOW_PICKLE, WORKFLOW_PICKLE, MAX_PICKLE_BYTES)
+    if allow_import:        # the stale-lock check reads schema files only (no pyarrow on that path)
+        check_categories(path)
     provenance = _workflow_provenance(path)
     if not allow_import:
         pbtxt = path / WORKFLOW_SCHEMA
@@ -262,12 +268,35 @@ def _read_workflow_dir(path: Path, *, allow_import: bool) -> SchemaInfo:
                       workflow=info.workflow, input_columns=info.input_columns)
 
 
+def check_categories(path: Path) -> None:
+    """Every Categorify table of a saved workflow (``categories/*.parquet``) must be a readable Parquet file: the
+    serving model loads them, and a damaged one would fail only there."""
+    tables = sorted((path / "categories").glob("**/*.parquet")) if (path / "categories").is_dir() else []
+    if not tables:
+        return
+    import pyarrow.parquet as pq
+
+    for table in tables:
+        check_regular(table, "categories table", MAX_PICKLE_BYTES)
+        try:
+            pq.read_metadata(table)
+        except Exception as exc:  # pyarrow raises ArrowInvalid / OSError subclasses for damaged files
+            raise unreadable_table(table, exc) from None
+
+
+def unreadable_table(table: Path, exc: Exception) -> UserError:
+    """The one message for a damaged ``categories/*.parquet``."""
+    return UserError.one(table, f"unreadable Parquet file ({type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else 'damaged'})",
+                         fix="save the workflow again (Workflow.save writes categories/)")
+
+
 def _workflow_provenance(path: Path) -> str:
     """``nvtabular <version>`` from the workflow's metadata.json (its timestamp is left out: outputs are hashed)."""
     try:
-        meta = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+        meta = json.loads(read_text(path / "metadata.json", "metadata.json", MAX_SCHEMA_BYTES))
         return f"NVTabular workflow (nvtabular {meta['versions']['nvtabular']})"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (UserError, ValueError, KeyError, TypeError):
         return "NVTabular workflow"
 
 
@@ -316,24 +345,30 @@ def _column_from_merlin(col: Any) -> SchemaColumn:
 def _read_schema_json(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     """``.merlin/schema.json`` (environment.md §5.1): int64 fields are strings, numbers in extraMetadata floats."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError.one(path, f"cannot read schema: {exc.strerror}") from None
+        data = json.loads(read_text(path, "schema", MAX_SCHEMA_BYTES))
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     features = data.get("feature") if isinstance(data, dict) else None
     if not isinstance(features, list) or not features:
         raise UserError.one(path, "not an NVTabular schema (no 'feature' list)",
                             fix="point at .merlin/schema.json of a to_parquet output")
-    columns = []
+    columns, problems = [], Problems()       # every feature's problem is reported at once
     for i, f in enumerate(features):
         if not isinstance(f, dict) or not isinstance(f.get("name"), str):
-            raise UserError.one(path, "feature without a name", field=f"feature[{i}]")
-        annotation = f.get("annotation") or {}
-        extra = annotation.get("extraMetadata") or [{}]
-        columns.append(_column_from_parts(
-            path, f["name"], f.get("type", ""), (f.get("intDomain") or {}).get("max"), f.get("valueCount"),
-            annotation.get("tag") or [], extra[0] if isinstance(extra[0], dict) else {}))
+            problems.add(path, "feature without a name", field=f"feature[{i}]")
+            continue
+        try:
+            annotation = f.get("annotation") or {}
+            extra = annotation.get("extraMetadata") or [{}]
+            columns.append(_column_from_parts(
+                path, f["name"], f.get("type", ""), (f.get("intDomain") or {}).get("max"), f.get("valueCount"),
+                annotation.get("tag") or [], extra[0] if isinstance(extra[0], dict) else {}))
+        except UserError as exc:
+            problems.extend(exc)
+        except (AttributeError, TypeError, ValueError, IndexError, KeyError):
+            problems.add(path, f"feature {f['name']!r} is not shaped like an NVTabular schema feature",
+                         field=f"feature[{i}]", fix="write the schema with NVTabular (to_parquet)")
+    problems.raise_if_any()
     return SchemaInfo(path=shown or path, source_kind="schema.json", provenance="NVTabular dataset schema "
                       "(.merlin/schema.json)", columns=tuple(columns))
 
@@ -362,12 +397,7 @@ def _parse_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str |
     from google.protobuf import json_format, struct_pb2, text_format
     from tensorflow_metadata.proto.v0 import schema_pb2
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UserError.one(path, f"cannot read schema: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise UserError.one(path, "not a text protobuf schema (not UTF-8)") from None
+    text = read_text(path, "schema", MAX_SCHEMA_BYTES)
     try:
         schema = text_format.Parse(text, schema_pb2.Schema())
     except text_format.ParseError as exc:
@@ -376,7 +406,7 @@ def _parse_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str |
     if not schema.feature:
         raise UserError.one(path, "not an NVTabular schema (no features)",
                             fix="point at schema.pbtxt of a to_parquet output")
-    columns = []
+    columns, problems = [], Problems()
     for f in schema.feature:
         extra: dict = {}
         if f.annotation.extra_metadata:
@@ -389,8 +419,12 @@ def _parse_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str |
         value_count = ({"min": f.value_count.min, "max": f.value_count.max}
                        if f.HasField("value_count") else None)
         domain_max = f.int_domain.max if f.HasField("int_domain") and f.int_domain.HasField("max") else None
-        columns.append(_column_from_parts(path, f.name, schema_pb2.FeatureType.Name(f.type), domain_max,
-                                          value_count, list(f.annotation.tag), extra, untyped=untyped))
+        try:
+            columns.append(_column_from_parts(path, f.name, schema_pb2.FeatureType.Name(f.type), domain_max,
+                                              value_count, list(f.annotation.tag), extra, untyped=untyped))
+        except UserError as exc:             # every feature's problem is reported at once
+            problems.extend(exc)
+    problems.raise_if_any()
     return SchemaInfo(path=shown or path, source_kind="schema.pbtxt",
                       provenance=f"NVTabular schema ({path.name})", columns=tuple(columns))
 
@@ -476,7 +510,7 @@ def _with_metadata(info: SchemaInfo, dataset_dir: Path | None) -> SchemaInfo:
         return info
     meta_path = dataset_dir / DATASET_METADATA
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(read_text(meta_path, "_metadata.json", MAX_SCHEMA_BYTES))
         roles = {role: tuple(str(c["col_name"]) for c in meta.get(key) or [])
                  for role, key in (("categorical", "cats"), ("continuous", "conts"), ("labels", "labels"))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -333,8 +333,10 @@ def test_lock_disagrees(repo, tmp_path, lock_args, expected):
 
 
 def test_lock_is_the_truth_when_the_graph_cannot_be_read(repo, tmp_path):
-    """Absolute paths outside --root-map: no graph here, so the serving counts are checked against the lock."""
+    """Absolute paths outside --root-map and no copy of the graph in the repository: the serving counts are checked
+    against the lock."""
     make_absolute(repo)
+    (repo / "movielens" / "1" / "movielens.json").unlink()
     lock = write_lock(tmp_path / "m.features.lock.json", CATS + [{"name": "genres", "dtype": "int64",
                                                                   "cardinality": 21}], ["age"])
     findings = validate_repository(repo, features_lock=lock)
@@ -452,6 +454,16 @@ def make_absolute(repo: Path, prefix: str = "/model") -> None:
             m[key] = f"{prefix}/{m[key]}"
         m["sparse_files"] = [f"{prefix}/{p}" for p in m["sparse_files"]]
     edit_ps(repo, fn)
+
+
+def test_garbage_graph_is_found_without_root_map(repo):
+    """An absolute graph path without --root-map: the repository's own copy (the repository mounted at the model
+    root) is checked, so a garbage graph JSON is an error, not a pass."""
+    make_absolute(repo)
+    (repo / "movielens" / "1" / "movielens.json").write_text("garbage{")
+    result = CliRunner().invoke(validate_command, [str(repo)])
+    assert result.exit_code == 1, result.output
+    assert "movielens/1/movielens.json:1:1: error: syntax: invalid JSON" in result.output
 
 
 def test_root_map(repo, tmp_path):

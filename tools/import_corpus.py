@@ -279,11 +279,12 @@ def units_of(path: str, data: bytes) -> list[tuple[str, str]]:
     text = data.decode("utf-8-sig", errors="replace")
     if path.endswith(".py"):
         return [("", text)]
-    from codegen.importer.source import SourceError, notebook_units
+    from codegen.errors import Located
+    from codegen.importer.source import notebook_units
 
     try:
         units = notebook_units(text)
-    except SourceError:
+    except Located:
         return []
     out = []
     for u in units:

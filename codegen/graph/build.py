@@ -8,7 +8,7 @@ written; failures name the spec field (with its line) and the layer.
 from __future__ import annotations
 
 
-from ..errors import Problem, UserError
+from ..errors import Located, Problem, UserError
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
 from ..spec.load import LoadedSpec
@@ -16,8 +16,9 @@ from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
 from .embedding_collection import build_collection
 from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
-from .presets import PresetError, RawLayer, expand_preset
-from .shapes import LOSS_LAYERS, LayerCheckError, Shape, Target, fmt_shape, infer
+from .param_types import param_problem
+from .presets import RawLayer, expand_preset
+from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # GroupLayer_t members a spec's layers: may name (model.add(hugectr.GroupDenseLayer(...)) in model.py).
@@ -146,6 +147,14 @@ class Builder:
         if len({d in ("int64", "uint64") for d in dtypes}) > 1:
             self.fail(("features", "categorical"), f"categorical columns mix 32- and 64-bit ids ({sorted(dtypes)})",
                       fix="cast them to one width in the workflow's to_parquet(dtypes=...)")
+        # The keys the embeddings see are ids plus their slot's offset (the sum of the cardinalities before it):
+        # the total must fit the key type, unsigned int (32-bit ids) or long long.
+        total = sum(c.cardinality or 0 for c in cats)
+        key_max, key_type = (2**63 - 1, "long long") if i64 else (2**32 - 1, "unsigned int")
+        if total > key_max:
+            self.fail(("features", "categorical"), f"the cardinalities add up to {total}, more keys than HugeCTR's "
+                      f"{key_type} keys hold (at most {key_max})", fix="check the lock's cardinalities" +
+                      ("" if i64 else ", or write 64-bit ids (to_parquet dtypes int64)"))
         if s.solver.i64_input_key is not None and s.solver.i64_input_key != i64:
             self.fail(("solver", "i64_input_key"),
                       f"is {s.solver.i64_input_key}, but the categorical columns are {sorted(dtypes)}",
@@ -526,7 +535,7 @@ class Builder:
             return out
         try:
             return expand_preset(m, embeddings, dense_dim, labels, self.spec.input.dense_name, self.profile)
-        except PresetError as exc:
+        except Located as exc:
             loc = tuple(int(p) if p.isdigit() else p for p in exc.field.replace("[", ".").replace("]", "").split("."))
             self.fail(loc, exc.message, fix=exc.fix)
             return []
@@ -569,6 +578,11 @@ class Builder:
             msg = p.missing(V.DENSE_LAYER_ARGS, name, "DenseLayer argument")
             if msg:
                 self.fail(loc, f"layer {raw.tops[0]!r}: {msg}", fix="remove it or check its spelling")
+                continue
+            why = param_problem(name, value, FLOAT_PARAMS)
+            if why:
+                self.fail(loc, f"layer {raw.tops[0]!r}: {name} {why}", fix="write the value as HugeCTR's "
+                               "DenseLayer argument takes it")
                 continue
             if name in V.DENSE_LAYER_OBJECTS:
                 # DenseLayerSwitchs / DenseLayerComputeConfig: {hugectr.X: {...}} -> hugectr.X(...) in model.py
@@ -627,8 +641,9 @@ class Builder:
                 self.fail(where, f'layer {name!r}: "Single precision not supported for: {raw.type}" '
                                  '("FusedInnerProduct support half only")',
                           fix="use InnerProduct + ReLU, or enable mixed precision")
+            before = len(self.problems)
             params = self._params(raw)
-            bad = False
+            bad = len(self.problems) > before     # a refused argument: the layer's outputs are not reported again
             for b in raw.bottoms:
                 if b not in shapes:
                     self.fail(where, f'layer {name!r}: "{b}, bottom tensor name does not exists"',
@@ -649,9 +664,9 @@ class Builder:
             try:
                 outs = infer(raw.type, dict(params), ins, len(raw.tops),
                              Target(p.release, bool(s.solver.use_mixed_precision)))
-            except LayerCheckError as exc:
+            except Located as exc:
                 inputs_desc = ", ".join(f"{b} {fmt_shape(shapes[b])}" for b in raw.bottoms)
-                self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc}")
+                self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc.message}")
                 poisoned.update(raw.tops)
                 continue
             shapes.update(zip(raw.tops, outs))

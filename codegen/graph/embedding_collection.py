@@ -193,12 +193,12 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
         lookups.append(Lookup(lk.table, lk.bottom, lk.top, lk.combiner, shape))
 
     shard_func = f"{api}.{'shard' if api == CONFIG else 'create_embedding_collection'}"
-    shard = ()
+    shard: tuple[tuple[str, object], ...] = ()
     if spec.shard or api == PLANNER:
         shard = checked(shard_func, (*loc, "shard"), spec.shard)
     names = [dict(t.args).get("name") for t in tables]
     if api == CONFIG and all(isinstance(n, str) for n in names):
-        matrix = dict(shard).get("shard_matrix")
+        matrix = dict(shard).get("shard_matrix")  # type: ignore[call-overload]
         if isinstance(matrix, list):
             unknown = sorted({x for row in matrix if isinstance(row, list) for x in row
                               if isinstance(x, str) and x not in names})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import Located
 from ..hugectr.versions import Profile
 from .ir import Embedding
 
@@ -26,10 +27,9 @@ class RawLayer:
     group: tuple | None = None  # (type, bottoms, tops, num_outputs, last_act_type) of the GroupDenseLayer it expands
 
 
-class PresetError(ValueError):
-    def __init__(self, field: str, message: str, fix: str = ""):
-        super().__init__(message)
-        self.field, self.message, self.fix = field, message, fix
+def PresetError(field: str, message: str, fix: str = "") -> Located:  # noqa: N802 - raised like the old class
+    """A preset knob that cannot build the graph; ``field`` is its dotted spec path (``model.units[1]``)."""
+    return Located(message, fix=fix, field=field)
 
 
 @dataclass

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import prod
 
+from ..errors import Located
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -37,19 +39,15 @@ class Shape:
         return self.dims
 
 
-class LayerCheckError(ValueError):
-    """A HugeCTR construction check failed; the message carries HugeCTR's text and our explanation."""
-
-
 def _need(cond: bool, text: str, why: str = "") -> None:
     if not cond:
-        raise LayerCheckError(f'HugeCTR rejects this: "{text}"' + (f" ({why})" if why else ""))
+        raise Located(f'HugeCTR rejects this: "{text}"' + (f" ({why})" if why else ""))
 
 
 def _own(cond: bool, why: str) -> None:
     """A check of ctrgen's own: HugeCTR would build the layer but compute something else (no HugeCTR text)."""
     if not cond:
-        raise LayerCheckError(f"ctrgen refuses this: {why}")
+        raise Located(f"ctrgen refuses this: {why}")
 
 
 def _same_rows(shapes: list[Shape], text: str) -> None:
@@ -79,14 +77,14 @@ class Target:
 
 
 def infer(layer: str, p: dict, bottoms: list[Shape], n_tops: int, target: Target = Target()) -> list[Shape]:
-    """Return the shapes of the layer's tops (one per top name); raise LayerCheckError with HugeCTR's message when a
+    """Return the shapes of the layer's tops (one per top name); raise Located with HugeCTR's message when a
     check fails."""
     if layer in _TARGET_RULES:
         outs = _TARGET_RULES[layer](p, bottoms, n_tops, target)
     else:
         fn = _RULES.get(layer)
         if fn is None:
-            raise LayerCheckError(f"ctrgen has no shape rule for layer type {layer!r}")
+            raise Located(f"ctrgen has no shape rule for layer type {layer!r}")
         outs = fn(p, bottoms, n_tops)
     _own(len(outs) == n_tops, f"{layer} makes {len(outs)} output tensor(s) here and the layer names {n_tops} top(s) "
                               f"(HugeCTR registers one top name per output tensor)")

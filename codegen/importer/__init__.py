@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Problem, UserError
+from ..errors import Located, Problem, UserError
 from ..features import Features
-from .calls import ScriptError, extract
-from .source import SourceError, Unit, kind_of, notebook_units, read_text
-from .to_spec import Imported, Mapper, Refusal
+from .calls import extract
+from .source import Unit, kind_of, notebook_units, read_text
+from .to_spec import Imported, Mapper
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -47,7 +47,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     try:
         text = read_text(path)
         kind = kind_of(path, text)
-    except SourceError as exc:
+    except Located as exc:
         raise _fail(path, exc.message, exc.line, exc.fix) from None
     if name is not None and not _NAME.match(name):
         raise UserError([Problem(str(path), f"--name {name!r} is not a valid identifier", "name", None, None,
@@ -64,7 +64,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     for unit in units:
         try:
             script = extract(unit.text, str(path))
-        except ScriptError as exc:
+        except Located as exc:
             if kind == "script":
                 raise _fail(path, exc.message, exc.line) from None
             first_error = first_error or _fail(path, exc.message, exc.line, unit=unit)
@@ -89,7 +89,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     label = path.name if kind == "script" else f"{path.name} {unit.name}"
     try:
         imported: Imported = Mapper(script, hugectr_version, name or default_name(path), label).run()
-    except Refusal as exc:
+    except Located as exc:
         raise _fail(path, exc.message, exc.line, exc.fix, unit if kind != "script" else None) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     return _finish(path, imported, label, notes)
@@ -98,14 +98,14 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
 def _unread(unit: Unit) -> list[tuple[int, str]]:
     try:
         return extract(unit.text, unit.name).unread
-    except ScriptError:
+    except Located:
         return []
 
 
 def _notebook(path: Path, text: str) -> list[Unit]:
     try:
         units = notebook_units(text)
-    except SourceError as exc:
+    except Located as exc:
         raise _fail(path, exc.message, exc.line, exc.fix) from None
     if not units:
         raise _fail(path, "the notebook has no code cells")

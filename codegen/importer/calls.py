@@ -19,6 +19,7 @@ import math
 import operator
 from dataclasses import dataclass, field
 
+from ..errors import Located
 from ..graph.ir import Enum
 from ..hugectr.versions import ENUM_TYPE_NAMES
 
@@ -88,11 +89,7 @@ class Script:
         return sum(1 for c in self.all_calls if c.func == func)
 
 
-class ScriptError(Exception):
-    def __init__(self, message: str, line: int | None = None):
-        super().__init__(message)
-        self.message = message
-        self.line = line
+ScriptError = Located  # old name (codegen.errors.Located: message, line), kept for a transition
 
 
 class _Namespace(dict):
@@ -831,7 +828,7 @@ ENUM_TYPES = ENUM_TYPE_NAMES
 
 
 def extract(text: str, filename: str = "<script>") -> Script:
-    """Read a script's hugectr calls. Raises :class:`ScriptError` (with a line) on text that is not Python."""
+    """Read a script's hugectr calls. Raises :class:`Located` (with a line) on text that is not Python."""
     try:
         tree = ast.parse(text, filename=filename)
     except SyntaxError as exc:

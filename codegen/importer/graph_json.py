@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Problem, UserError
+from ..errors import Located, Problem, UserError
 from ..features import Column, Features
 from ..hugectr import versions as V
 from ..render.graph_json import f32
@@ -47,12 +47,9 @@ ALWAYS_WRITTEN = {"num_output", "leading_dim", "num_layers", "out_dim", "weight_
 _MISSING = object()
 
 
-class Bad(Exception):
+def Bad(field: str, message: str, fix: str = "") -> Located:  # noqa: N802 - raised like the class it replaced
     """The JSON is not what graph_to_json writes (any release): refused at once."""
-
-    def __init__(self, field: str, message: str, fix: str = ""):
-        super().__init__(message)
-        self.field, self.message, self.fix = field, message, fix
+    return Located(message, fix=fix, field=field)
 
 
 class Misfit(Exception):
@@ -816,7 +813,7 @@ def import_graph_json(path: Path, text: str, hugectr_version: str | None, name: 
                                  "give the file model.graph_to_json wrote")]) from None
     try:
         reading = read_document(doc)
-    except Bad as exc:
+    except Located as exc:
         raise UserError.one(path, exc.message, field=exc.field, fix=exc.fix) from None
     if reading.model_name is not None:
         if not _NAME.match(reading.model_name):
@@ -873,5 +870,5 @@ def _ranges(releases: list[str]) -> str:
 def _run(reading: Reading, release: str, name: str, raw: bytes, doc: object, path: Path, label: str) -> Attempt:
     try:
         return _attempt(reading, release, name, raw, doc, path, label)
-    except Bad as exc:
+    except Located as exc:
         raise UserError.one(path, exc.message, field=exc.field, fix=exc.fix) from None

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import Located
+
 # Sources larger than this are not model scripts (the biggest published script is about 40 kB).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 
@@ -33,21 +35,16 @@ class Unit:
         return f"cell {cell}, line {line - start + 1}"
 
 
-class SourceError(Exception):
-    def __init__(self, message: str, line: int | None = None, fix: str = ""):
-        super().__init__(message)
-        self.message, self.line, self.fix = message, line, fix
+SourceError = Located  # old name of the importer's refusals (codegen.errors.Located), kept for a transition
 
 
 def read_text(path: Path) -> str:
+    """The source as text: a regular file (not a device, FIFO or /proc file) of at most MAX_SOURCE_BYTES, UTF-8."""
+    from .. import inputs
+
     if not path.exists():
         raise SourceError("file not found", fix="check the path")
-    if not path.is_file():
-        raise SourceError("not a regular file", fix="give a .py script, an .ipynb notebook or a graph .json")
-    size = path.stat().st_size
-    if size > MAX_SOURCE_BYTES:
-        raise SourceError(f"{size} bytes is too large for a model script (limit {MAX_SOURCE_BYTES})")
-    data = path.read_bytes()
+    data = inputs.read_bytes(path, "source", MAX_SOURCE_BYTES)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

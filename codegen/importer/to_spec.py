@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import Located
 from ..features import Column, Features
 from ..graph.ir import Enum
 from ..hugectr.versions import MODEL_METHODS
@@ -31,10 +32,7 @@ FIT_TYPED = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "
 _VERSION = [None]   # the release being imported (positional names depend on it)
 
 
-class Refusal(Exception):
-    def __init__(self, message: str, line: int | None = None, fix: str = ""):
-        super().__init__(message)
-        self.message, self.line, self.fix = message, line, fix
+Refusal = Located  # old name (codegen.errors.Located: message, line, fix), kept for a transition
 
 
 @dataclass
@@ -324,7 +322,7 @@ class Mapper:
                 generated = True
             elif f.startswith("Model.") and f[len("Model."):] in MODEL_METHODS and compiled and ct is None:
                 kw = kwargs_of(call)
-                entry: dict = {"method": f[len("Model."):]}
+                entry = {"method": f[len("Model."):]}
                 if kw:
                     entry["args"] = {k: spec_value(v, call, k) for k, v in kw.items()}
                 # before fit (loading weights or optimizer states to continue from) or after everything

@@ -8,6 +8,7 @@ from ..graph.ir import TrainingJob
 from .diagram import render_mermaid
 from .env import render
 from .summary import render_summary
+from .text import visible
 
 PRESET_LINES = {
     "mlp": "An MLP over the embeddings (NVIDIA's MovieLens notebooks)",
@@ -20,9 +21,10 @@ PRESET_LINES = {
 
 
 def md_cell(text: object) -> str:
-    """A value safe inside a Markdown table cell: code-quoted, no pipes, backticks or line breaks."""
+    """A value safe inside a Markdown table cell: code-quoted, no pipes, backticks, line breaks, control or bidi
+    characters (those are shown as escapes)."""
     s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
-    s = " ".join(s.split())
+    s = visible(" ".join(s.split()))
     return f"`{s}`" if s else ""
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from ..graph.ir import TrainingJob
 from ..graph.shapes import LOSS_LAYERS, fmt_shape
+from .text import visible
 
 
 def _label(text: str) -> str:
     # Mermaid labels are quoted; tensor names are identifiers already, but never trust that here.
-    return text.replace("&", "&amp;").replace('"', "#quot;").replace("<", "&lt;").replace(">", "&gt;")
+    return visible(text).replace("&", "&amp;").replace('"', "#quot;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def nodes_and_edges(job: TrainingJob) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
@@ -62,7 +63,7 @@ def render_dot(job: TrainingJob) -> str:
     shape = {"input": "parallelogram", "embedding": "cylinder", "layer": "box", "loss": "ellipse"}
     lines = [f"digraph {job.name} {{", "  rankdir=TB;", "  node [fontname=Helvetica, fontsize=10];"]
     for nid, label, kind in nodes:
-        text = label.replace("\\", "\\\\").replace('"', '\\"').replace("<br/>", "\\n")
+        text = visible(label).replace("\\", "\\\\").replace('"', '\\"').replace("<br/>", "\\n")
         lines.append(f'  {nid} [shape={shape[kind]}, label="{text}"];')
     for a, b in edges:
         lines.append(f"  {a} -> {b};")

@@ -15,6 +15,7 @@ import keyword
 import re
 from dataclasses import dataclass, field
 
+from ..errors import Located
 from ..features import Features
 from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
@@ -59,12 +60,9 @@ def _identifier(tensor: str) -> str:
     return name
 
 
-class TorchTargetError(ValueError):
+def TorchTargetError(origin: tuple, message: str, fix: str = "") -> Located:  # noqa: N802
     """The graph uses something the PyTorch target cannot translate; ``origin`` is the spec location."""
-
-    def __init__(self, origin: tuple, message: str, fix: str = ""):
-        super().__init__(message)
-        self.origin, self.message, self.fix = origin, message, fix
+    return Located(message, fix=fix, loc=origin)
 
 
 @dataclass
@@ -271,7 +269,7 @@ def _lr_schedule(job: TrainingJob) -> dict:
 
 
 def check_torch_target(job: TrainingJob) -> None:
-    """Raise TorchTargetError for what the target cannot translate (before anything is rendered)."""
+    """Raise a Located (TorchTargetError) for what the target cannot translate (before anything is rendered)."""
     build_model(job)
     if job.optimizer.type not in OPTIMIZERS:
         raise TorchTargetError(("optimizer", "type"), f"the torch target has no {job.optimizer.type} optimizer",

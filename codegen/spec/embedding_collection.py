@@ -72,15 +72,15 @@ class LookupSpec(Strict):
     def parts(self) -> list[tuple[int, str, str]]:
         """(table, bottom, combiner) of each lookup the call makes."""
         if not self.grouped:
-            return [(self.table, self.bottom, self.combiner)]
-        return list(zip(self.table, self.bottom, self.combiner))
+            return [(self.table, self.bottom, self.combiner)]  # type: ignore[list-item]
+        return list(zip(self.table, self.bottom, self.combiner))  # type: ignore[arg-type]
 
     @model_validator(mode="after")
     def _same_form(self) -> "LookupSpec":
         lists = [isinstance(v, list) for v in (self.table, self.bottom, self.combiner)]
         if any(lists) and not all(lists):
             raise ValueError("the grouped form gives table, bottom and combiner as lists (all three)")
-        if all(lists) and not (len(self.table) == len(self.bottom) == len(self.combiner) > 0):
+        if all(lists) and not (len(self.table) == len(self.bottom) == len(self.combiner) > 0):  # type: ignore[arg-type]
             raise ValueError("table, bottom and combiner lists must have one entry per lookup")
         return self
 

@@ -13,9 +13,10 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from ..errors import Problem, UserError
+from ..inputs import MAX_SPEC_BYTES, check_yaml_tree, decode, read_text
 from .model import Spec
 
 
@@ -58,6 +59,19 @@ def locate(tree: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | Non
     return (line + 1 if line is not None else None), (col + 1 if col is not None else None)
 
 
+_TYPE_NAMES = {bool: "a boolean", str: "a string", float: "a float", int: "an integer", type(None): "null",
+               list: "a list", dict: "a mapping"}
+_CPP_LIMITS = {2**31 - 1: "2**31-1, the C++ int it becomes", 2**64 - 1: "2**64-1, the C++ uint64 it becomes"}
+
+
+def _got(value: Any) -> str:
+    for t, name in _TYPE_NAMES.items():
+        if isinstance(value, t):
+            shown = repr(value) if not isinstance(value, (list, dict)) else ""
+            return f"{name} {shown}".strip()
+    return type(value).__name__
+
+
 def _message(err: dict) -> str:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
@@ -66,6 +80,25 @@ def _message(err: dict) -> str:
         return "field required"
     if err["type"] in ("literal_error", "enum"):
         return msg.replace("Input should be", "must be")
+    if err["type"] == "too_short":
+        n = (err.get("ctx") or {}).get("min_length", 1)
+        return f"must have at least {n} item{'s' * (n != 1)}"
+    if err["type"] in ("int_type", "int_parsing", "int_from_float"):
+        return f"must be an integer, not {_got(err.get('input'))}"
+    if err["type"] in ("float_type", "float_parsing"):
+        return f"must be a number, not {_got(err.get('input'))}"
+    if err["type"] in ("bool_type", "bool_parsing"):
+        return f"must be true or false, not {_got(err.get('input'))}"
+    if err["type"] == "string_type":
+        return f"must be a string, not {_got(err.get('input'))}"
+    if err["type"] == "list_type":
+        return f"must be a list, not {_got(err.get('input'))}"
+    if err["type"] in ("dict_type", "model_type", "model_attributes_type"):
+        return f"must be a mapping, not {_got(err.get('input'))}"
+    if err["type"] in ("less_than_equal", "greater_than_equal", "greater_than", "less_than"):
+        bound = (err.get("ctx") or {}).get("le")
+        why = f" ({_CPP_LIMITS[bound]})" if bound in _CPP_LIMITS else ""
+        return msg.replace("Input should be", "must be") + why + f", got {err.get('input')!r}"
     return msg
 
 
@@ -80,12 +113,9 @@ def _fix(err: dict) -> str:
 def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
     """Load ``path`` (or ``text`` as if it were the content of ``path``)."""
     if text is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UserError.one(path, "spec file not found", fix="check the path") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UserError.one(path, f"cannot read spec: {exc}") from None
+        text = read_text(path, "spec", MAX_SPEC_BYTES)
+    else:
+        text = decode(text.encode("utf-8", "surrogatepass"), path, "spec")
     yaml = YAML(typ="rt")
     try:
         tree = yaml.load(text)
@@ -93,6 +123,12 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
         mark = exc.problem_mark
         raise UserError.one(path, f"invalid YAML: {exc.problem}", line=mark.line + 1 if mark else None,
                             col=mark.column + 1 if mark else None) from None
+    except YAMLError as exc:   # e.g. a control character the YAML reader refuses
+        raise UserError.one(path, f"invalid YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise UserError.one(path, "invalid YAML: nested too deeply", fix="a spec is a few levels of mappings and "
+                                                                          "lists") from None
+    check_yaml_tree(tree, path)
     if not isinstance(tree, CommentedMap):
         raise UserError.one(path, "a spec must be a YAML mapping (name:, hugectr_version:, data:, model:, ...)")
     try:

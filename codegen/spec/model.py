@@ -12,24 +12,34 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from ..inputs import INT32_MAX, INT64_MAX, UINT64_MAX
+
 # Names that become Python identifiers, HugeCTR tensor names, Triton model names or file names.
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 Ident = Annotated[str, Field(pattern=IDENT, max_length=64)]
-PosInt = Annotated[int, Field(gt=0)]
-NonNegInt = Annotated[int, Field(ge=0)]
-Prob = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False)]
-Float = Annotated[float, Field(allow_inf_nan=False)]
+# Integers are strict (no "2048", true or 1.0) and bounded by the C++ type they become: HugeCTR's counts, sizes,
+# iterations and widths are int (CreateSolver, fit, DenseLayer) or size_t used as one, so int32; seed is uint64.
+PosInt = Annotated[int, Field(gt=0, le=INT32_MAX, strict=True)]
+NonNegInt = Annotated[int, Field(ge=0, le=INT32_MAX, strict=True)]
+Uint64 = Annotated[int, Field(ge=0, le=UINT64_MAX, strict=True)]
+# Floats take integers (1 is 1.0) but no strings or booleans.
+Prob = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False, strict=True)]
+Float = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", frozen=True, protected_namespaces=(), strict=True)
 
 
 def _json_like(value: Any, depth: int = 0) -> Any:
     """Argument values of ``args:`` maps: YAML scalars, lists and string-keyed maps (no NaN, not too deep)."""
     if depth > 8:
         raise ValueError("nested too deeply")
-    if value is None or isinstance(value, (bool, int, str)):
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        if not -INT64_MAX - 1 <= value <= UINT64_MAX:
+            raise ValueError(f"{value} does not fit a 64-bit integer")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -93,9 +103,10 @@ class DataSourceSpec(Strict):
 class FeaturesSpec(Strict):
     """Column roles. Default: what the workflow's output schema tags categorical / continuous / target."""
 
-    categorical: list[str] | None = None
+    categorical: list[str] | None = Field(None, min_length=1, description="categorical columns, in slot order")
     continuous: list[str] | None = None
-    label: list[str] | None = Field(None, description="label column(s); a single label in HugeCTR < 3.5")
+    label: list[str] | None = Field(None, min_length=1,
+                                    description="label column(s); a single label in HugeCTR < 3.5")
 
 
 class SolverSpec(Strict):
@@ -103,7 +114,7 @@ class SolverSpec(Strict):
     batchsize_eval: PosInt = 2048
     max_eval_batches: PosInt = 100
     vvgpu: list[list[NonNegInt]] = Field(default_factory=lambda: [[0]], min_length=1)
-    lr: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    lr: Annotated[float, Field(gt=0.0, allow_inf_nan=False, strict=True)] | None = None
     warmup_steps: PosInt | None = None
     decay_start: NonNegInt | None = None
     decay_steps: PosInt | None = None
@@ -114,7 +125,7 @@ class SolverSpec(Strict):
     scaler: Float | None = None
     enable_tf32_compute: bool | None = None
     use_cuda_graph: bool | None = None
-    seed: NonNegInt | None = None
+    seed: Uint64 | None = None
     model_name: bool = Field(False, description="pass the spec name as CreateSolver(model_name=...) (HugeCTR >= 3.3)")
     i64_input_key: bool | None = Field(None, description="derived from the categorical dtype; set only to assert it")
     args: ExtraArgs = Field(default_factory=dict, description="other CreateSolver arguments by HugeCTR's names "
@@ -148,7 +159,7 @@ class SparseInputSpec(Strict):
 
 class InputSpec(Strict):
     label_name: TensorName = "label"
-    label_dim: Annotated[int, Field(ge=1, le=4096)] = Field(
+    label_dim: Annotated[int, Field(ge=1, le=4096, strict=True)] = Field(
         1, description="Input(label_dim=...) of a single label (e.g. 2 for two-target Norm data)")
     dense_name: TensorName = "dense"
     sparse: list[SparseInputSpec] = Field(default_factory=lambda: [SparseInputSpec()], min_length=1)
@@ -163,7 +174,7 @@ class EmbeddingSpec(Strict):
         "LocalizedSlotSparseEmbeddingOneHot",
         "HybridSparseEmbedding",
     ] = "DistributedSlotSparseEmbeddingHash"
-    embedding_vec_size: Annotated[int, Field(ge=1, le=1024)] = 16
+    embedding_vec_size: Annotated[int, Field(ge=1, le=1024, strict=True)] = 16
     combiner: Literal["sum", "mean"] = "sum"
     workspace_size_per_gpu_in_mb: NonNegInt | None = Field(
         None, description="required by HugeCTR < 23.06; 0 with slot_size_array at 23.06")
@@ -286,7 +297,7 @@ class OfflineInferenceSpec(Strict):
     compare_with: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="a prediction file export_predictions wrote: fail when the mean squared difference "
                           "exceeds max_mse")
-    max_mse: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] = 1e-3
+    max_mse: Annotated[float, Field(ge=0.0, allow_inf_nan=False, strict=True)] = 1e-3
 
 
 class ScriptSpec(Strict):
@@ -325,7 +336,7 @@ class HMemCacheSpec(Strict):
     """CreateHMemCache(num_blocks, target_hit_rate, max_num_evict): the host-memory cache of 'cached' tables."""
 
     num_blocks: PosInt = 1
-    target_hit_rate: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.5
+    target_hit_rate: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False, strict=True)] = 0.5
     max_num_evict: NonNegInt = 0
 
 
@@ -394,11 +405,12 @@ class HugeCTRServingSpec(Strict):
                                   description="instance_group gpus and ps.json deployed_device_list")
     count: PosInt = Field(1, description="model instances (<= num_of_worker_buffer_in_pool)")
     gpucache: bool = True
-    gpucacheper: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = 0.5
-    hit_rate_threshold: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.9
+    gpucacheper: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False, strict=True)] = 0.5
+    hit_rate_threshold: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True)] = 0.9
     num_of_worker_buffer_in_pool: PosInt | None = Field(None, description="default: count")
     num_of_refresher_buffer_in_pool: PosInt = 1
-    cache_refresh_percentage_per_iteration: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 0.2
+    cache_refresh_percentage_per_iteration: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False,
+                                                                   strict=True)] = 0.2
     default_value_for_each_table: Float = 0.0
     output_name: Ident = "OUTPUT0"
     snapshot_iteration: PosInt | None = Field(

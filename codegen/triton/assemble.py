@@ -11,15 +11,14 @@ place at the end, so a failed run leaves nothing behind.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import UserError
-from ..output import compare
+from ..atomic import clean_stale, stage as new_stage, swap_in
+from ..errors import Problems, UserError
+from ..output import check_out_root, compare
 from .plan import NVT_SUFFIX, RepositoryPlan, TorchStep
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -49,9 +48,16 @@ def _check_workflow(workflow: Path) -> None:
         raise UserError.one(workflow / WORKFLOW_PICKLE if workflow.is_dir() else workflow,
                             f"saved NVTabular workflow {what}", field="--workflow",
                             fix="pass the folder Workflow.save wrote (workflow.pkl, metadata.json, categories/)")
+    from ..inputs import check_regular
+    from ..workflow import MAX_PICKLE_BYTES, check_categories
+
+    check_regular(workflow / WORKFLOW_PICKLE, WORKFLOW_PICKLE, MAX_PICKLE_BYTES)
+    check_categories(workflow)
 
 
-def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, model: str) -> None:
+def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, model: str,
+                   problems: Problems) -> None:
+    """Every trained file ps.json names must be in ``weights``; each missing one is added to ``problems``."""
     if not weights.is_dir():
         raise UserError.one(weights, "folder of trained model files not found", field="--weights",
                             fix="pass the folder where training wrote its snapshot files")
@@ -60,17 +66,18 @@ def _check_weights(weights: Path, names: tuple[str, ...], plan: RepositoryPlan, 
         served = plan.served_path(model, name)
         if "_sparse_" in name:
             if not path.is_dir():
-                raise UserError.one(path, f"sparse model folder not found (ps.json sparse_files names {served})",
-                                    field="--weights", fix="copy the <prefix><i>_sparse_<iter>.model folders of "
-                                    "training here, or set triton.hugectr.snapshot_iteration / snapshot_prefix")
+                problems.add(path, f"sparse model folder not found (ps.json sparse_files names {served})",
+                             field="--weights", fix="copy the <prefix><i>_sparse_<iter>.model folders of training "
+                             "here, or set triton.hugectr.snapshot_iteration / snapshot_prefix")
+                continue
             for part in SPARSE_PARTS:
                 if not (path / part).is_file():
-                    raise UserError.one(path / part, f"sparse model file not found (in {served})", field="--weights",
-                                        fix="copy the whole sparse model folder from training")
+                    problems.add(path / part, f"sparse model file not found (in {served})", field="--weights",
+                                 fix="copy the whole sparse model folder from training")
         elif not path.is_file():
-            raise UserError.one(path, f"dense model file not found (ps.json dense_file names {served})",
-                                field="--weights", fix="copy <prefix>_dense_<iter>.model of training here, or set "
-                                "triton.hugectr.snapshot_iteration / snapshot_prefix")
+            problems.add(path, f"dense model file not found (ps.json dense_file names {served})",
+                         field="--weights", fix="copy <prefix>_dense_<iter>.model of training here, or set "
+                         "triton.hugectr.snapshot_iteration / snapshot_prefix")
 
 
 def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
@@ -110,20 +117,27 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     if plan.step == TorchStep.kind:
         _check_checkpoint(weights, features_json)
     else:
+        problems = Problems()      # every missing file at once
         for model in plan.models:
             if model.name != nvt_name and model.required_files:
-                _check_weights(weights, model.required_files, plan, model.name)
+                _check_weights(weights, model.required_files, plan, model.name, problems)
+        problems.raise_if_any()
     out = Path(out)
     if out.exists() and not force:
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")
     if out.resolve() == generated.resolve() or generated.resolve() in out.resolve().parents:
         raise UserError.one(out, "the output must not be inside the generated repository", field="--out")
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise UserError.one(out, "is a symbolic link or a file, not a repository folder", field="--out",
+                            fix="remove it, or name another folder")
+    check_out_root(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".ctrgen-assemble-", dir=out.parent))
+    clean_stale(out.parent)
+    # The repository is staged beside --out and swapped in whole (codegen.atomic).
+    stage = new_stage(out.parent, out.name)
     copied: list[str] = []
     try:
-        stage = tmp / "repo"
-        shutil.copytree(generated, stage, ignore=shutil.ignore_patterns(".gitkeep"))
+        shutil.copytree(generated, stage, ignore=shutil.ignore_patterns(".gitkeep"), dirs_exist_ok=True)
         for model in plan.models:
             version = stage / model.name / str(plan.version)
             version.mkdir(parents=True, exist_ok=True)
@@ -139,17 +153,10 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
                 if src.is_file() and ntp.is_file():
                     shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
                     copied.append(f"{model.name}/{plan.version}/{ntp.name}")
-        old = tmp / "old"
-        if out.exists():
-            os.replace(out, old)
-        try:
-            os.replace(stage, out)
-        except OSError:
-            if old.exists():
-                os.replace(old, out)   # put the previous repository back
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        swap_in(stage, out)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     return Assembled(out=out, copied=copied, command=server_command(plan))
 
 

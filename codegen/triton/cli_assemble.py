@@ -6,6 +6,7 @@ from pathlib import Path, PurePosixPath
 
 import click
 
+from ..cli_paths import out_path
 from ..errors import UserError
 
 EPILOG = """\b
@@ -35,7 +36,7 @@ With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.
               help="HugeCTR: folder holding the trained files ps.json names (dense file, one sparse folder per table)")
 @click.option("--checkpoint", type=click.Path(path_type=Path),
               help="PyTorch: the --output-dir of train_torch.py (model.pt, features.json); assembles triton_torch/")
-@click.option("--out", type=click.Path(path_type=Path), required=True, help="the repository to write")
+@click.option("--out", callback=out_path, metavar="DIR", required=True, help="the repository to write")
 @click.option("--generated", type=click.Path(path_type=Path),
               help="the generated repository (default: generated/<name>/triton, or triton_torch with "
                    "--checkpoint, beside specs/)")

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..features import Features
-from .findings import ERROR, Finding
+from ..errors import Problems
+from .findings import ERROR
 from .modelconfig import ConfigFile
 from .paths import PathResolver
 
@@ -20,16 +21,15 @@ class Context:
     resolver: PathResolver
     lock: Features | None = None
     lock_path: Path | None = None
-    findings: list[Finding] = field(default_factory=list)
+    findings: Problems = field(default_factory=Problems)
 
     def show_path(self, path: Path) -> str:
         return self.resolver.display(path)
 
     def add(self, file: Path, field_name: str, message: str, fix: str = "", *, severity: str = ERROR,
             line: int | None = None, col: int | None = None, actual: Any = None, expected: Any = None) -> None:
-        self.findings.append(Finding(file=self.show_path(file), field=field_name, message=message, fix=fix,
-                                     severity=severity, line=line, col=col,
-                                     actual=_jsonable(actual), expected=_jsonable(expected)))
+        self.findings.add(self.show_path(file), message, field=field_name, fix=fix, severity=severity, line=line,
+                          col=col, actual=_jsonable(actual), expected=_jsonable(expected))
 
     def add_cfg(self, cfg: ConfigFile, field_name: str, message: str, fix: str = "", *, param: bool = False,
                 line: int | None = None, **kw: Any) -> None:

@@ -11,11 +11,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import Located
 
-class GraphError(Exception):
-    def __init__(self, field: str, message: str, line: int | None = None, col: int | None = None):
-        super().__init__(message)
-        self.field, self.message, self.line, self.col = field, message, line, col
+
+def GraphError(field: str, message: str, line: int | None = None,  # noqa: N802 - raised like the class it was
+               col: int | None = None) -> Located:
+    """The graph JSON is not a graph_to_json graph: ``field``, and the position when the JSON does not parse."""
+    return Located(message, line, field=field, col=col)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from pathlib import Path
 from google.protobuf import text_format
 from .pb import mc
 
+from ..errors import Located
+
 ModelConfig = mc.ModelConfig
 
 
@@ -50,10 +52,6 @@ class ConfigFile:
         return find_line(self.text, rf'name\s*:\s*"{re.escape(name)}"')
 
 
-class ConfigParseError(Exception):
-    def __init__(self, message: str, line: int | None, col: int | None):
-        super().__init__(message)
-        self.message, self.line, self.col = message, line, col
 
 
 def parse_config_text(text: str) -> mc.ModelConfig:
@@ -64,11 +62,11 @@ def parse_config_text(text: str) -> mc.ModelConfig:
         message = str(exc)
         # ParseError's text starts with "LINE:COL : "; the location is reported separately.
         message = re.sub(r"^\d+:\d+\s*:\s*", "", message)
-        raise ConfigParseError(message, line, col) from None
+        raise Located(message, line, col=col) from None
 
 
 def load_config(path: Path) -> ConfigFile:
-    """Read and parse one config.pbtxt; raises ConfigParseError (with line/col) or OSError."""
+    """Read and parse one config.pbtxt; raises codegen.errors.Located (with line/col) or OSError."""
     text = path.read_text(encoding="utf-8", errors="replace")
     return ConfigFile(path=path, text=text, config=parse_config_text(text))
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import Located
 from .context import Context
 from .modelconfig import ConfigFile
-from .psjson import BadValue, as_bool, as_float, as_int
+from .psjson import as_bool, as_float, as_int
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def read_params(ctx: Context, cfg: ConfigFile) -> Params:
         params.raw[p.key] = raw
         try:
             params[p.key] = p.read(raw)
-        except BadValue as exc:
+        except Located as exc:
             ctx.add_cfg(cfg, p.key, f"{exc} (triton.md §2.2)", "every parameter is a string_value: a decimal string, "
                     "or \"true\"/\"false\" (triton.md §2.2)", param=True, actual=raw)
     return params

@@ -23,17 +23,15 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..errors import Located
 from ..features import Column, Features
 from ..graph.ir import TrainingJob
 from ..spec.model import TritonSpec
 
-class PlanError(Exception):
+def PlanError(source: str, loc: tuple[str | int, ...], message: str, fix: str = "") -> Located:  # noqa: N802
     """A repository that cannot be planned; the pipeline reports it against the spec (``source="spec"``, with the
     field's line) or the features lock (``source="lock"``)."""
-
-    def __init__(self, source: str, loc: tuple[str | int, ...], message: str, fix: str = ""):
-        super().__init__(message)
-        self.source, self.loc, self.message, self.fix = source, loc, message, fix
+    return Located(message, fix=fix, loc=loc, source=source)
 
 
 # numpy dtype name of a raw request column -> Triton DataType name.

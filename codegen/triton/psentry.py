@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..errors import Located
 from .context import Context
 from .findings import ERROR
-from .psjson import BadValue, PsModel, show
+from .psjson import PsModel, show
 
 
 class PsEntry:
@@ -39,7 +40,7 @@ class PsEntry:
         raw = self.raw(key, top_level=top_level)
         try:
             return read(raw)
-        except BadValue as exc:
+        except Located as exc:
             if key not in self._bad:
                 self._bad.add(key)
                 self.add(key, f"{exc}", "write the value as triton.md §4 describes it", top_level=top_level,

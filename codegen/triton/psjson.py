@@ -13,28 +13,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..errors import Located
+
 PS_NAME = "ps.json"
 
 
-class BadValue(ValueError):
-    """A ps.json / parameter value of the wrong type; the message says what it is."""
 
 
 def as_int(value: Any) -> int:
     if isinstance(value, bool):
-        raise BadValue(f"{value!r} is a boolean, not an integer")
+        raise Located(f"{value!r} is a boolean, not an integer")
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
         return int(value)
-    raise BadValue(f"{json.dumps(value)} is not an integer")
+    raise Located(f"{json.dumps(value)} is not an integer")
 
 
 def as_float(value: Any) -> float:
     if isinstance(value, bool):
-        raise BadValue(f"{value!r} is a boolean, not a number")
+        raise Located(f"{value!r} is a boolean, not a number")
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str):
@@ -42,7 +42,7 @@ def as_float(value: Any) -> float:
             return float(value)
         except ValueError:
             pass
-    raise BadValue(f"{json.dumps(value)} is not a number")
+    raise Located(f"{json.dumps(value)} is not a number")
 
 
 def as_bool(value: Any) -> bool:
@@ -50,13 +50,13 @@ def as_bool(value: Any) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise BadValue(f"{json.dumps(value)} is not a boolean (true/false)")
+    raise Located(f"{json.dumps(value)} is not a boolean (true/false)")
 
 
 def as_list(value: Any) -> list:
     if isinstance(value, list):
         return value
-    raise BadValue(f"{json.dumps(value)} is not a list")
+    raise Located(f"{json.dumps(value)} is not a list")
 
 
 def show(value: Any) -> str:
@@ -71,10 +71,6 @@ def brief(values: list) -> str:
     return show(values)
 
 
-class PsParseError(Exception):
-    def __init__(self, message: str, line: int | None = None, col: int | None = None):
-        super().__init__(message)
-        self.message, self.line, self.col = message, line, col
 
 
 @dataclass(frozen=True)
@@ -119,14 +115,15 @@ class PsFile:
 
 
 def load_ps(path: Path) -> PsFile:
-    """Parse a ps.json; raises PsParseError (with line/col) for invalid JSON or a non-object, OSError if unreadable."""
+    """Parse a ps.json; raises codegen.errors.Located (with line/col) for invalid JSON or a non-object, OSError if
+    unreadable."""
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PsParseError(f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+        raise Located(f"invalid JSON: {exc.msg}", exc.lineno, col=exc.colno) from None
     if not isinstance(data, dict):
-        raise PsParseError(f"the top level must be a JSON object, got {type(data).__name__}", 1, 1)
+        raise Located(f"the top level must be a JSON object, got {type(data).__name__}", 1, col=1)
     return PsFile(path=path, text=text, data=data)
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import Located
 from .context import Context
 from .findings import WARNING
 from .modelconfig import ConfigFile, dtype_name, kind_name
 from .params import Params
 from .psentry import PsEntry
-from .psjson import BadValue, as_bool, as_float, as_int, as_list, show
+from .psjson import as_bool, as_float, as_int, as_list, show
 from .training_side import Truth
 
 # triton.md §2.1 (hugectr_backend@v4.3:src/hugectr.cc ValidateModelConfig): input name -> accepted data types.
@@ -128,7 +129,7 @@ def _device_list(ps: PsEntry) -> list[int] | None:
         return None
     try:
         return [as_int(v) for v in raw]
-    except BadValue as exc:
+    except Located as exc:
         ps.add("deployed_device_list", f"{show(raw)}: {exc}", "list GPU ids as integers", actual=raw)
         return None
 

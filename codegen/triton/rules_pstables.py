@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import Located
 from .findings import ERROR, WARNING
 from .graphjson import Graph, Table
 from .psentry import PsEntry
-from .psjson import BadValue, as_float, as_int, as_list, brief, show
+from .psjson import as_float, as_int, as_list, brief, show
 from .rules_keys import KeyEvidence
 
 
@@ -37,7 +38,7 @@ def _sparse_name(t: Table) -> str:
 def _default_value(t: Table, v: Any, ev: KeyEvidence) -> Entry:
     try:
         return Entry(as_float(v))
-    except BadValue:
+    except Located:
         return Entry(0.0, "is not a number")
 
 
@@ -47,7 +48,7 @@ def _max_keys(t: Table, v: Any, ev: KeyEvidence) -> Entry:
     lo, hi, top = t.input.slot_num, t.input.keys_per_sample, t.input.top
     try:
         n = as_int(v)
-    except BadValue:
+    except Located:
         return Entry(hi, "is not an integer")
     if n < lo:
         return Entry(hi, f"< the {lo} slots of {top} (each slot sends at least one key per sample)")
@@ -64,7 +65,7 @@ def _max_keys(t: Table, v: Any, ev: KeyEvidence) -> Entry:
 def _vec_size(t: Table, v: Any, ev: KeyEvidence) -> Entry:
     try:
         n = as_int(v)
-    except BadValue:
+    except Located:
         return Entry(t.vec_size, "is not an integer")
     if n != t.vec_size:
         return Entry(t.vec_size, f"!= training embedding_vec_size {t.vec_size} of {t.describe()}")

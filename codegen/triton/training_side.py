@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..errors import Located
 from .context import Context
 from .findings import ERROR, WARNING
-from .graphjson import Graph, GraphError, load_graph
+from .graphjson import Graph, load_graph
 from .modelconfig import ConfigFile
 from .params import Params
 from .psentry import PsEntry
@@ -44,16 +45,40 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
                 "network_file)", "point both at the same graph JSON", param=True,
                 actual=params["config"], expected=ps.raw("network_file"))
     if not found:
+        found = _mounted_copy(ctx, cfg, params, ps)
+    if not found:
         return None
     path = found[0][1]
     try:
         return load_graph(path)
-    except GraphError as exc:
+    except Located as exc:
         ctx.add(path, exc.field, exc.message, "regenerate it with Model.graph_to_json (hugectr.md §2)",
                 line=exc.line, col=exc.col)
     except OSError as exc:
         ctx.add(path, "config", f"cannot read the graph JSON: {exc.strerror}")
     return None
+
+
+def _mounted_copy(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | None) -> list[tuple[str, Path]]:
+    """Without --root-map, an absolute graph path (``/model/NAME/1/NAME.json``) is usually the repository itself
+    mounted at the model root: the longest tail of the path that exists in the repository is checked in its place,
+    so a broken graph JSON is reported even then."""
+    names = [("config", params.get("config"))]
+    if ps is not None:
+        names.append(("network_file", ps.raw("network_file")))
+    for field, given in names:
+        if not isinstance(given, str) or not PurePosixPath(given).is_absolute():
+            continue
+        r = ctx.resolver.resolve(given, [cfg.repo_root, ctx.root])
+        if not r.unmapped:
+            continue
+        parts = PurePosixPath(given).parts[1:]
+        for i in range(len(parts) - 1):
+            for root in (cfg.repo_root, ctx.root):
+                candidate = root.joinpath(*parts[i:])
+                if candidate.is_file():
+                    return [(field, candidate)]
+    return []
 
 
 def resolve_named(ctx: Context, field: str, given: str, bases: list[Path], *, cfg: ConfigFile | None = None,

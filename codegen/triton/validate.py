@@ -6,7 +6,7 @@ parameter or ps.json ``network_file`` names; ensembles are checked for tensor wi
 lock, the training side (graph JSON, NVT ``cats``/``conts``, key width) is checked against it too.
 
 Unusable input (PATH missing, no config.pbtxt at all, unreadable --ps or --features-lock) raises ``UserError``;
-everything wrong inside the repository is a :class:`Finding`.
+everything wrong inside the repository is a :class:`codegen.errors.Problem` with a severity.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ..errors import UserError
+from ..errors import Located, Problem, UserError
 from ..features import read_lock
 from .context import Context
-from .findings import WARNING, Finding, sort_findings
+from .findings import WARNING
 from .graphjson import Graph
-from .modelconfig import ConfigFile, ConfigParseError, load_config
+from .modelconfig import ConfigFile, load_config
 from .paths import PathResolver
 from .psentry import PsEntry
-from .psjson import PS_NAME, PsFile, PsModel, PsParseError, find_ps_files, load_ps, show
+from .psjson import PS_NAME, PsFile, PsModel, find_ps_files, load_ps, show
 from .rules_ensemble import check_ensemble
 from .rules_files import check_model_files
 from .params import read_params
@@ -41,7 +41,7 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 
 def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping[str, Path] = MappingProxyType({}),
-                        features_lock: Path | None = None, spec: Path | None = None) -> list[Finding]:
+                        features_lock: Path | None = None, spec: Path | None = None) -> list[Problem]:
     path = Path(path)
     if not path.exists():
         raise UserError.one(path, "no such file or directory", fix="pass the folder of a Triton model repository")
@@ -100,7 +100,7 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
             check_graph(ctx, graph)
             if ctx.lock is not None:
                 check_graph_against_lock(ctx, graph, ctx.lock)
-    return sort_findings(ctx.findings)
+    return ctx.findings.sorted()
 
 
 def _check_hugectr_model(ctx: Context, cfg: ConfigFile, ps: PsEntry | None) -> Graph | None:
@@ -133,7 +133,7 @@ def _visible(root: Path, name: str) -> list[Path]:
 def _load_config(ctx: Context, path: Path) -> ConfigFile | None:
     try:
         return load_config(path)
-    except ConfigParseError as exc:
+    except Located as exc:
         ctx.add(path, "syntax", exc.message, "fix the protobuf text format (Triton's model_config.proto)",
                 line=exc.line, col=exc.col)
     except OSError as exc:
@@ -154,7 +154,7 @@ def _load_ps_files(ctx: Context, root: Path, given: Path | None) -> tuple[list[P
     for p in paths:
         try:
             ps = load_ps(p)
-        except PsParseError as exc:
+        except Located as exc:
             ctx.add(p, "syntax", exc.message, "fix the JSON", line=exc.line, col=exc.col)
             unreadable = True
             continue

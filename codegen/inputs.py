@@ -1,0 +1,173 @@
+"""Reading user input files defensively: regular files only, under a size limit, UTF-8 without NUL, and YAML with a
+cap on nesting and on what aliases expand to.
+
+A path that is not a regular file (a device such as /dev/zero, a FIFO, a folder) or that lies under /proc or /sys
+(whose files report no size and may never end) is refused before it is opened, so nothing blocks or reads without
+end. Every refusal is one :class:`UserError` naming the file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+
+# A spec is a few kB, a features lock of a thousand columns ~100 kB, a schema of a wide dataset a few MB.
+MAX_SPEC_BYTES = 1 << 20
+MAX_LOCK_BYTES = 16 << 20
+MAX_SCHEMA_BYTES = 64 << 20
+# YAML: deeper than this is no spec (the deepest field is ~6 levels); nodes after alias expansion (an alias bomb
+# expands to billions: refused in linear time instead of hanging).
+MAX_YAML_DEPTH = 64
+MAX_YAML_NODES = 100_000
+_PSEUDO_FS = ("/proc", "/sys")
+
+# The C++ integer types spec and lock values become.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+UINT64_MAX = 2**64 - 1
+
+
+def check_regular(path: Path, what: str, limit: int) -> os.stat_result:
+    """The stat of ``path``, refusing anything but a regular file of at most ``limit`` bytes."""
+    resolved = os.path.realpath(path)
+    if any(resolved == p or resolved.startswith(p + "/") for p in _PSEUDO_FS):
+        raise UserError.one(path, f"{what} is under /proc or /sys, not a regular file",
+                            fix=f"give the {what} file itself")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise UserError.one(path, f"{what} not found", fix="check the path") from None
+    except OSError as exc:
+        raise UserError.one(path, f"cannot read {what}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise UserError.one(path, f"{what} is a folder, not a file", fix=f"give the {what} file itself")
+    if not stat.S_ISREG(st.st_mode):
+        raise UserError.one(path, f"{what} is not a regular file (a device, FIFO or socket)",
+                            fix=f"give the {what} file itself")
+    if st.st_size > limit:
+        raise UserError.one(path, f"{what} is {st.st_size} bytes, more than the {limit} a {what} may have",
+                            fix="check the path")
+    return st
+
+
+def read_bytes(path: Path, what: str, limit: int) -> bytes:
+    check_regular(path, what, limit)
+    try:
+        # O_NONBLOCK: should the path be swapped for a FIFO after the check, open() must not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise UserError.one(path, f"{what} is not a regular file", fix=f"give the {what} file itself")
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise UserError.one(path, f"cannot read {what}: {exc.strerror}") from None
+    if len(data) > limit:
+        raise UserError.one(path, f"{what} is more than {limit} bytes", fix="check the path")
+    return data
+
+
+def read_text(path: Path, what: str, limit: int) -> str:
+    """UTF-8 text (a BOM is dropped) without NUL characters, line ends read as ``\\n`` (as ``Path.read_text``
+    does, so a checkout with CRLF line ends hashes the same)."""
+    return decode(read_bytes(path, what, limit), path, what).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def decode(data: bytes, path: Path | str, what: str) -> str:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise UserError.one(path, f"{what} is not UTF-8 text (byte 0x{data[exc.start]:02x})", line=line, col=col,
+                            fix="save the file as UTF-8") from None
+    nul = text.find("\0")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        col = nul - (text.rfind("\n", 0, nul) + 1) + 1
+        raise UserError.one(path, f"{what} contains a NUL character", line=line, col=col,
+                            fix="remove it (a text file has none)")
+    return text
+
+
+def check_yaml_tree(tree: Any, path: Path | str) -> None:
+    """Refuse a YAML document nested deeper than MAX_YAML_DEPTH or with more than MAX_YAML_NODES nodes once aliases
+    are expanded (counted without expanding them: a shared node's size is computed once)."""
+    sizes: dict[int, int] = {}
+    # Iterative post-order walk: deep documents must not exhaust Python's stack here either.
+    stack: list[tuple[Any, int, bool]] = [(tree, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        children = list(node.values()) if isinstance(node, dict) else node if isinstance(node, list) else []
+        if done:
+            total = 1 + sum(sizes.get(id(c), 1) for c in children)
+            sizes[id(node)] = total
+            if total > MAX_YAML_NODES:
+                raise UserError.one(path, f"the YAML expands to more than {MAX_YAML_NODES} values (aliases "
+                                          "repeated inside aliases)", fix="write the values out; a spec needs few")
+            continue
+        if id(node) in sizes:
+            continue
+        if depth > MAX_YAML_DEPTH:
+            line, col = _position(node)
+            raise UserError.one(path, f"the YAML is nested more than {MAX_YAML_DEPTH} levels deep", line=line,
+                                col=col, fix="a spec is a few levels of mappings and lists")
+        stack.append((node, depth, True))
+        for c in children:
+            if isinstance(c, (dict, list)) and id(c) not in sizes:
+                stack.append((c, depth + 1, False))
+
+
+def _position(node: Any) -> tuple[int | None, int | None]:
+    lc = getattr(node, "lc", None)
+    if lc is None or lc.line is None:
+        return None, None
+    return lc.line + 1, lc.col + 1
+
+
+def json_positions(text: str) -> dict[tuple, tuple[int, int]]:
+    """{path: (line, col)} of every value of a JSON document that parses (``("categorical", 1)`` for the second
+    entry of "categorical"), so that problems found in the parsed data can name their line."""
+    decoder = json.JSONDecoder()
+    out: dict[tuple, tuple[int, int]] = {}
+    starts = [0]
+    for i, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(i + 1)
+
+    def pos(i: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, i)
+        return line, i - starts[line - 1] + 1
+
+    def skip(i: int) -> int:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def value(i: int, path: tuple) -> int:
+        i = skip(i)
+        out[path] = pos(i)
+        if text[i] == "{":
+            i = skip(i + 1)
+            while text[i] != "}":
+                key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+                i = value(skip(i) + 1, (*path, key))        # past the ':'
+                i = skip(i)
+                i = skip(i + 1) if text[i] == "," else i
+            return i + 1
+        if text[i] == "[":
+            i, n = skip(i + 1), 0
+            while text[i] != "]":
+                i = skip(value(i, (*path, n)))
+                i = skip(i + 1) if text[i] == "," else i
+                n += 1
+            return i + 1
+        return decoder.raw_decode(text, i)[1]
+
+    value(0, ())
+    return out
