@@ -274,6 +274,10 @@ def _attach_commands() -> None:
     main.add_command(demo_command, "demo")
     from .keysets.cli import keysets_command
     main.add_command(keysets_command, "keysets")
+    from .serve.cli_serve import serve_command
+    main.add_command(serve_command, "serve")
+    from .serve.cli_query import query_command
+    main.add_command(query_command, "query")
 
 
 _attach_commands()
