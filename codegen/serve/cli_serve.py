@@ -148,6 +148,8 @@ def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics
                 shutil.copyfile(server.log, log_path)
         shutil.rmtree(scratch, ignore_errors=True)
     if failure:
-        raise UserError.one(repo, failure, field="tritonserver",
-                            fix="read the server's message above; --log FILE keeps the whole log")
+        fix = ("a HugeCTR model loads only in the Merlin HugeCTR inference image; serve the PyTorch repository "
+               "('ctrgen assemble --checkpoint') here" if "backend 'hugectr'" in failure
+               else "fix what the server names; --log FILE keeps its whole log")
+        raise UserError.one(repo, failure, field="tritonserver", fix=fix)
     click.echo("Server stopped.", err=True)

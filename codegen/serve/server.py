@@ -99,27 +99,45 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)     # PR_SET_PDEATHSIG
 
 
-# Lines of the server log that explain a failed start, most specific first.
+# Lines of the server log that explain a failed start, most specific first (after _message strips the prefix).
 _CAUSES = (
-    re.compile(r"failed to load '([^']+)'.*?: (.*)$"),
+    re.compile(r"failed to load '([^']+)' version \d+: (.*)$"),
     re.compile(r"load failed for model '([^']+)': (.*)$"),
-    re.compile(r"(?:error: )?creating server: (.*)$"),
-    re.compile(r"(failed to (?:start|bind).*|.*Address already in use.*)$", re.IGNORECASE),
+    re.compile(r"creating server: (.*)$"),
+    re.compile(r"(.*(?:failed to (?:start|bind)|Address already in use).*)$", re.IGNORECASE),
 )
+_PREFIX = re.compile(r"^[IWE]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ")
 
 
-def failure_cause(log: str) -> str:
+def _message(line: str) -> str:
+    """A log line without its glog prefix and quotes, escapes undone, the Python traceback ("At:") left out, on
+    one line."""
+    text = _PREFIX.sub("", line.strip())
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1].replace("\\n", "\n").replace("\\t", " ").replace('\\"', '"')
+    text = text.split("\nAt:\n")[0]
+    return " ".join(text.split())
+
+
+def failure_cause(log: str, limit: int = 600) -> str:
     """One line from the server log: the model that failed and the server's message, or the server's error."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    lines = [_message(line) for line in log.splitlines() if line.strip()]
+    cause = None
     for pattern in _CAUSES:
         for line in lines:
             found = pattern.search(line)
             if found and pattern.groups == 2:
-                return f"model {found.group(1)!r} failed to load: {found.group(2)}"
-            if found:
-                return found.group(1)
-    errors = [line for line in lines if line.startswith("E") or "error" in line.lower()]
-    return (errors or lines or ["no output"])[-1]
+                cause = f"model {found.group(1)!r} failed to load: {found.group(2)}"
+            elif found:
+                cause = found.group(1)
+            if cause:
+                break
+        if cause:
+            break
+    if cause is None:
+        errors = [line for line in lines if "error" in line.lower()]
+        cause = (errors or lines or ["the server wrote no log"])[-1]
+    return cause if len(cause) <= limit else cause[:limit - 3] + "..."
 
 
 @dataclass
@@ -177,15 +195,15 @@ class Server:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                log = self.log_text()
+                log = self.log_text(tail=None)
                 self.stop()
-                raise ServerError(f"tritonserver exited with {self.proc.returncode}: {failure_cause(log)}", log)
+                raise ServerError(failure_cause(log), log[-6000:])
             if self.ready():
                 return
             time.sleep(0.2)
-        log = self.log_text()
+        log = self.log_text(tail=None)
         self.stop()
-        raise ServerError(f"tritonserver not ready after {timeout:.0f}s: {failure_cause(log)}", log)
+        raise ServerError(f"not ready after {timeout:.0f}s: {failure_cause(log)}", log[-6000:])
 
     def ready(self) -> bool:
         try:
@@ -216,8 +234,9 @@ class Server:
         finally:
             conn.close()
 
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace")[-6000:] if self.log and self.log.exists() else ""
+    def log_text(self, tail: int | None = 6000) -> str:
+        text = self.log.read_text(errors="replace") if self.log and self.log.exists() else ""
+        return text if tail is None else text[-tail:]
 
     def stop(self) -> None:
         try:
