@@ -296,6 +296,34 @@ def test_a_checkpoint_that_fails_to_load_names_the_model_and_the_servers_message
     assert "state_dict" in lines[0] or "Missing key" in lines[0] or "size mismatch" in lines[0], lines[0]
 
 
+def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_path):
+    """The same ETL fitted on part of the data: fewer sites, so 'site' has another cardinality than the lock."""
+    from codegen.demo import etl
+
+    nvt = etl.import_nvtabular()
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    train = pd.read_parquet(deployed["raw"] / "train.parquet")
+    train[train["site"].isin(SITES[:5])].to_parquet(raw / "train.parquet")
+    shutil.copy(deployed["raw"] / "valid.parquet", raw / "valid.parquet")
+    ops = nvt.ops
+    workflow = nvt.Workflow((["site", "device", "hour"] >> ops.Categorify())
+                            + (["price"] >> ops.FillMissing() >> ops.Normalize(out_dtype="float32"))
+                            + (["clicked"] >> ops.AddMetadata(tags=["binary_classification", "target"])))
+    other = etl.fit_transform_save(workflow, raw / "train.parquet", raw / "valid.parquet", tmp_path / "etl",
+                                   cats=["site", "device", "hour"], conts=["price"], labels=["clicked"],
+                                   dtypes={"site": np.int64, "device": np.int64, "hour": np.int64,
+                                           "price": np.float32, "clicked": np.float32}, seed=7)["workflow"]
+    out = tmp_path / "repo"
+    result = run_ctrgen("assemble", str(deployed["spec"]), "--workflow", str(other), "--checkpoint",
+                        str(deployed["checkpoint"]), "--generated",
+                        str(deployed["root"] / "generated" / NAME / "triton_torch"), "--out", str(out))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{other}: site: column 'site' has cardinality ")
+    assert f"in the workflow, " in result.stderr and "adlog.features.lock.json" in result.stderr
+    assert result.stderr.count("\n") == 1 and not out.exists()
+
+
 def test_sigterm_stops_the_server_and_leaves_nothing_running(deployed):
     proc = deployed["proc"]
     assert proc.poll() is None

@@ -113,7 +113,8 @@ def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics
     ports = {"--http-port": http_port, "--grpc-port": grpc_port, "--metrics-port": metrics_port or None}
     taken = [p for p in ports.values() if p is not None]
     if len(set(taken)) != len(taken):
-        raise UserError.one(repo, f"the ports must differ (got {taken})", field="--http-port/--grpc-port/--metrics-port")
+        raise UserError.one(repo, f"the ports must differ (got {taken})",
+                            field="--http-port/--grpc-port/--metrics-port")
     check_ports(host, ports)
     try:
         pytriton_dir(), server_binary()

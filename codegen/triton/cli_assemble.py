@@ -48,6 +48,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     features.json it was trained on, which must equal the generated one)."""
     from ..pipeline import open_spec, render_spec
     from .assemble import assemble, check_generated
+    from .lock_check import check_workflow_against_lock
 
     if (weights is None) == (checkpoint is None):
         raise UserError.one(spec, "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)",
@@ -68,7 +69,8 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     check_generated(generated, files, ctx.display)
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
     result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
-                      force=force, features_json=features_json)
+                      force=force, features_json=features_json,
+                      check_workflow=lambda path: check_workflow_against_lock(ctx, path))
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)
     click.echo(f"Wrote {result.out}/ ({len(result.copied)} item(s) added to the generated repository).")
