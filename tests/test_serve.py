@@ -324,6 +324,18 @@ def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_
     assert result.stderr.count("\n") == 1 and not out.exists()
 
 
+def test_ctrl_c_stops_a_second_server_on_other_ports(deployed):
+    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports."""
+    with serve_process(deployed["repo"]) as (proc, http, out):
+        text = wait_for_line(proc, out, "Serving ")
+        assert "Serving " in text and f":{http}" in text and http != deployed["http"]
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, out.read_text()
+        _, alive = psutil.wait_procs(tree, timeout=2)
+        assert not alive
+
+
 def test_sigterm_stops_the_server_and_leaves_nothing_running(deployed):
     proc = deployed["proc"]
     assert proc.poll() is None

@@ -24,7 +24,7 @@ Examples:
   ctrgen serve deploy/movielens --http-port 9000 --grpc-port 9001 --metrics-port 9002
   ctrgen serve deploy/movielens --host 0.0.0.0       # reachable from other machines
   ctrgen serve deploy/movielens --log server.log     # keep the server's log
-  ctrgen query deploy/movielens --data valid.parquet --rows 100    # from another terminal (or pass the URL)
+  ctrgen query http://127.0.0.1:8000 --data valid.parquet --rows 100   # from another terminal
 
 \b
 REPO is a repository `ctrgen assemble` wrote. The server is the Triton 2.51 binary of the nvidia-pytriton wheel

@@ -78,3 +78,5 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
              else "Merlin inference image with the HugeCTR backend")
     click.echo(f"Mount it at {plan.model_root} in the serving container ({image}) and run:")
     click.echo(f"  {result.command}")
+    if torch:
+        click.echo(f"Or serve it on this machine with the venv's Triton server: ctrgen serve {result.out}")
