@@ -248,6 +248,18 @@ def test_a_query_file_missing_a_column_is_one_line(deployed, tmp_path):
     assert str(data) in result.stderr and "'hour'" in result.stderr and "fix:" in result.stderr
 
 
+def test_a_null_in_an_integer_column_is_one_line_naming_the_row(deployed, tmp_path):
+    """INT64 tensors cannot carry a null (a float column can: NaN, as the null prices above)."""
+    frame = pd.read_parquet(deployed["raw"] / "valid.parquet").head(6)
+    frame["device"] = frame["device"].astype("Int64")
+    frame.loc[4, "device"] = pd.NA
+    data = tmp_path / "rows.parquet"
+    frame.to_parquet(data)
+    result = run_ctrgen("query", f"http://127.0.0.1:{deployed['http']}", "--data", str(data))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"{data}: device: row 4 is null, and an input of type INT64 cannot carry a null")
+
+
 def test_a_corrupt_checkpoint_for_compare_is_one_line(deployed, tmp_path):
     bad = tmp_path / "checkpoint"
     shutil.copytree(deployed["checkpoint"], bad)

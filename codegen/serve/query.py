@@ -193,7 +193,7 @@ def _typed(values: np.ndarray, dtype: str, data: Path, col: str, start: int) -> 
     nulls = pd.isna(pd.Series(values, dtype=object)).to_numpy()
     if nulls.any():
         row = start + int(np.argmax(nulls))
-        raise UserError.one(data, f"row {row} is null, and a {dtype} input cannot carry a null", field=col,
+        raise UserError.one(data, f"row {row} is null, and an input of type {dtype} cannot carry a null", field=col,
                             fix="fill the column, or send it as a float column the workflow fills (FillMissing)")
     if dtype == "BYTES":
         return np.array([v if isinstance(v, bytes) else str(v).encode() for v in values], dtype=np.object_)
