@@ -224,13 +224,15 @@ def test_query_of_a_csv_file_and_a_repository_folder(deployed, tmp_path):
     frame = pd.read_parquet(deployed["raw"] / "valid.parquet").head(10)
     data = tmp_path / "rows.csv"
     frame.to_csv(data, index=False)
-    before = {p.pid for p in psutil.process_iter()}
+    module_server = {p.pid for p in psutil.Process(deployed["proc"].pid).children(recursive=True)}
     result = run_ctrgen("query", str(deployed["repo"]), "--data", str(data), "--compare",
                         str(deployed["checkpoint"]), "-q", process=True)
     assert result.returncode == 0, result.stderr
     assert "served = offline" in result.stdout and "10 row(s) scored" in result.stderr
-    left = [p for p in psutil.process_iter() if p.pid not in before and "triton" in " ".join(_cmd(p))]
-    assert not left
+    # The private server and its python stubs (their command lines name the repository) are gone.
+    left = [p for p in psutil.process_iter() if p.pid not in module_server and p.pid != deployed["proc"].pid
+            and str(deployed["repo"]) in " ".join(_cmd(p))]
+    assert not left, [(p.pid, _cmd(p)) for p in left]
 
 
 def _cmd(proc) -> list[str]:
