@@ -283,6 +283,21 @@ def test_a_busy_port_is_refused_before_starting(deployed):
                                      "(fix: stop what listens there, or pass --http-port with a free port)")
 
 
+def test_a_server_binary_missing_from_the_wheel_is_one_line(deployed, tmp_path):
+    """A pytriton install without its tritonserver binary (found first on the path): named, exit 2."""
+    broken = tmp_path / "site" / "pytriton"
+    (broken / "tritonserver" / "bin").mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "site")])}
+    result = subprocess.run([sys.executable, "-m", "codegen", "serve", str(deployed["repo"]), "--http-port",
+                             str(_free_port()), "--grpc-port", str(_free_port()), "--metrics-port", str(_free_port())],
+                            capture_output=True, text=True, env={**os.environ, **env}, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert str(broken / "tritonserver" / "bin" / "tritonserver") in result.stderr
+    assert "missing or not executable" in result.stderr and "nvidia-pytriton==0.7.0" in result.stderr
+
+
 def test_a_repository_that_fails_validation_is_refused_with_the_findings(deployed, tmp_path):
     repo = tmp_path / "repo"
     shutil.copytree(deployed["repo"], repo, ignore=shutil.ignore_patterns("model.pt", "workflow"))
