@@ -78,8 +78,9 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
     from .offline import offline_scores
 
     offline = offline_scores(served_repo, ensemble.name, checkpoint, frame)
-    diff = float(abs(offline - result.scores).max())
-    verdict = "served = offline" if diff <= tolerance else "served != offline"
+    diff = float(abs(offline - result.scores).max())       # NaN when either side is not finite
+    agrees = diff <= tolerance
+    verdict = "served = offline" if agrees else "served != offline"
     click.echo(f"{verdict}: max |served - offline| = {diff:.3g} over {len(frame)} row(s) (tolerance {tolerance:g})")
-    if diff > tolerance or not bool(abs(offline - result.scores).max() <= tolerance):
+    if not agrees:
         sys.exit(1)

@@ -52,43 +52,6 @@ def stop_on_signals():
             signal.signal(s, handler)
 
 
-def check_repository(repo: Path) -> list[str]:
-    """``ctrgen validate``'s rules; raises UserError (the findings, one per line) on any error. Returns the models."""
-    from ..triton.findings import ERROR
-    from ..triton.validate import validate_repository
-    from .server import repository_models
-
-    findings = validate_repository(repo)
-    errors = [f for f in findings if f.severity == ERROR]
-    if errors:
-        from ..errors import Problem
-
-        raise UserError([Problem(f.file, f"{f.message} (not served: 'ctrgen validate' finds this)", f.field,
-                                 f.line, f.col, f.fix) for f in errors])
-    return repository_models(repo)
-
-
-def check_ports(host: str, ports: dict[str, int | None]) -> None:
-    from .server import port_in_use
-
-    for option, port in ports.items():
-        if port is not None and port_in_use(host, port):
-            raise UserError.one(f"{host}:{port}", f"port {port} is in use", field=option,
-                                fix=f"stop what listens there, or pass {option} with a free port")
-
-
-def server_for(repo: Path, scratch: Path, *, host: str, http_port: int, grpc_port: int,
-               metrics_port: int | None):
-    from .server import Server
-
-    extra = []
-    ps = repo / "ps.json"
-    if ps.is_file():              # the HugeCTR backend reads its parameter server config from the command line
-        extra.append(f"--backend-config=hugectr,ps={ps.resolve()}")
-    return Server(repos=[repo.resolve()], scratch=scratch, http_port=http_port, grpc_port=grpc_port,
-                  metrics_port=metrics_port, host=host, extra_args=tuple(extra))
-
-
 @click.command("serve", epilog=EPILOG, short_help="Run the Triton server on an assembled repository.",
                context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("repo", type=click.Path(path_type=Path))
@@ -107,6 +70,7 @@ def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics
 
     One line is printed when every model is ready: the URLs and the model names.
     """
+    from .repository import check_ports, check_repository, server_for
     from .server import ServerError, pytriton_dir, server_binary
 
     models = check_repository(repo)

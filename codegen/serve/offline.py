@@ -31,7 +31,7 @@ def _version_dir(model_dir: Path) -> Path:
 
 
 def _load_script(path: Path):
-    spec = importlib.util.spec_from_file_location(f"ctrgen_offline_{abs(hash(str(path)))}", path)
+    spec = importlib.util.spec_from_file_location("ctrgen_offline_train_torch", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -68,7 +68,7 @@ def endpoint(target: str, *, timeout: float = 300.0):
     if path.is_dir():
         import shutil
 
-        from .cli_serve import check_repository, server_for
+        from .repository import check_repository, server_for
         from .server import ServerError, free_port
 
         models = check_repository(path)
