@@ -20,7 +20,7 @@ $(STAMP): requirements/constraints.txt pyproject.toml
 	@touch $@
 
 demo: $(STAMP)
-	$(BIN)/ctrgen demo
+	$(BIN)/ctrgen demo --serve
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

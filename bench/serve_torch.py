@@ -35,8 +35,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_throughput import REPO, load_trainer  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
-sys.path.insert(0, str(REPO / "tests"))
-from triton_server import Server, pytriton_dir  # noqa: E402  (the server fixture of the serving tests)
+sys.path.insert(0, str(REPO))
+from codegen.serve.server import Server, pytriton_dir  # noqa: E402  (the server `ctrgen serve` and the tests run)
 
 
 def build_repo(root: Path, name: str, kind: str, model: torch.nn.Module, features_path: Path) -> Path:

@@ -348,9 +348,12 @@ def test_task_overrides_reach_hugectr_calls(tmp_path):
     assert (fit["max_iter"], fit["num_epochs"], fit["snapshot"]) == (100, 0, 0)
     assert len(calls_named(result, "Model.eval")) == 2
     # Saved under AIP_MODEL_DIR, AUC reported to hypertune (cloudml-hypertune's metric file).
-    assert calls_named(result, "Model.save_params_to_files")[0]["args"] == [str(tmp_path / "model" / "deepfm_vertex")]
+    # The weight files are the ones ps.json names (whatever --max_iter was), so `assemble --weights` finds them.
     assert (tmp_path / "model" / "deepfm_vertex.json").is_file()
-    assert (tmp_path / "model" / "deepfm_vertex_dense_0.model").is_file()
+    ps = json.loads((VERTEX / "triton" / "ps.json").read_text())["models"][0]
+    for served in (ps["dense_file"], *ps["sparse_files"]):
+        assert (tmp_path / "model" / Path(served).name).exists(), served
+    assert Path(ps["dense_file"]).name == "_dense_25000.model"
     metric = json.loads((tmp_path / "hypertune.json").read_text())
     assert metric["AUC"] == "0.0" and metric["global_step"] == "100"
     assert "AUC=0.0 (reported to hypertune)" in result.stdout

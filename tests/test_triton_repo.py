@@ -205,6 +205,22 @@ def test_bad_triton_settings_are_user_errors(tmp_path):
     assert "num_of_worker_buffer_in_pool" in r.stderr and not (tmp_path / "out").exists()
 
 
+def _write_schema(folder, cardinalities: dict, label: str) -> None:
+    """output_schema.pbtxt of a workflow with these categorical outputs (int64) and an int8 target."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from merlin.schema import ColumnSchema, Schema, Tags
+        from merlin.schema.io.tensorflow_metadata import TensorflowMetadata
+
+    columns = [ColumnSchema(name, dtype="int64", tags=[Tags.CATEGORICAL],
+                            properties={"embedding_sizes": {"cardinality": card, "dimension": 16}})
+               for name, card in cardinalities.items()]
+    columns.append(ColumnSchema(label, dtype="int8", tags=[Tags.TARGET]))
+    TensorflowMetadata.from_merlin_schema(Schema(columns)).to_proto_text_file(str(folder), "output_schema.pbtxt")
+
+
 def test_assemble_names_the_missing_file(tmp_path):
     wf = tmp_path / "wf"
     wf.mkdir()
@@ -223,6 +239,13 @@ def test_assemble_names_the_missing_file(tmp_path):
     (weights / "0_sparse_1900.model").mkdir()
     for part in ("key", "emb_vector"):
         (weights / "0_sparse_1900.model" / part).write_bytes(b"")
+    # The files are there; the workflow is checked against the lock last: an unreadable one is refused (in a
+    # process of its own: loading workflow.pkl imports nvtabular) ...
+    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
+                   "--out", str(tmp_path / "repo"), process=True)
+    assert r.returncode == 2 and str(wf) in r.stderr and not (tmp_path / "repo").exists()
+    # ... one whose saved schema (the output_schema.pbtxt ctrgen's ETL helpers write) has the lock's columns passes.
+    _write_schema(wf, {"userId": 162542, "movieId": 56586}, label="rating")
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
                    "--out", str(tmp_path / "repo"))
     assert r.returncode == 0, r.stderr

@@ -19,6 +19,7 @@ import click
 
 from ..errors import UserError
 from .build import DATASETS, DEFAULT_SEED, build_demo
+from .serve_job import SERVE_SPEC, print_report, run_serve_job
 
 # Example spec -> demo dataset it runs on. Specs that are absent from the checkout are skipped with a note.
 DEMO_SPECS: dict[str, str] = {
@@ -36,6 +37,8 @@ Examples:
   ctrgen demo                      # build .demo/ (once) and generate every example spec against it
   ctrgen demo --only movielens     # one spec
   ctrgen demo --force              # rebuild the synthetic data and the ETL from scratch
+  ctrgen demo --serve              # the whole job (make demo): ... then train movielens on the CPU, assemble,
+                                   # serve, query 1,000 raw rows, compare with offline scores, stop, report
 """
 
 
@@ -62,8 +65,10 @@ class _Progress:
         self.last, self.done = label, done
 
 
-def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_dir: Path) -> str:
-    """The committed spec with workflow and data paths pointing at the demo (YAML round trip keeps comments)."""
+def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_dir: Path,
+                   cpu_serving: bool = False) -> str:
+    """The committed spec with workflow and data paths pointing at the demo (YAML round trip keeps comments);
+    ``cpu_serving``: the PyTorch model's Triton instances on the CPU (the served demo)."""
     from ruamel.yaml import YAML
 
     yaml = YAML()
@@ -78,6 +83,8 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
     if doc.get("continuous_training") is not None:
         # One pass over the demo's training split, its keyset beside the file list (the demo writes it).
         doc["continuous_training"]["passes"] = [{"keyset": [str(dataset_dir / "train" / "_file_list.keyset")]}]
+    if cpu_serving:
+        doc["triton"] = {"torch": {"instance": {"kind": "KIND_CPU"}}}
     doc.yaml_set_start_comment(f"Demo copy of specs/{spec_name}.yaml, written by 'ctrgen demo': workflow and data "
                                "point at the synthetic dataset.")
     buf = io.StringIO()
@@ -93,9 +100,11 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
 @click.option("--only", multiple=True, type=click.Choice(sorted(DEMO_SPECS)), help="run only these example specs")
 @click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="seed of the synthetic data")
 @click.option("--force", is_flag=True, help="rebuild the demo data even when it is up to date")
-def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, force: bool) -> None:
+@click.option("--serve", is_flag=True, help=f"then train {SERVE_SPEC} on the CPU, assemble, serve, query and compare "
+              "(the whole job; exit 1 when served and offline scores differ)")
+def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, force: bool, serve: bool) -> None:
     """Build the embedded synthetic datasets with real NVTabular ETL, then lock, generate and check the example
-    specs against them."""
+    specs against them; with --serve, train, serve and query one of them too."""
     from ..features import read_lock
     from ..output import compare, write
     from ..keysets.cli import spec_keysets
@@ -111,6 +120,9 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
     spec_dir.mkdir(parents=True, exist_ok=True)
 
     wanted = only or tuple(DEMO_SPECS)
+    if serve and SERVE_SPEC not in wanted:
+        raise UserError.one(specs_dir / f"{SERVE_SPEC}.yaml", f"--serve serves {SERVE_SPEC}, which --only leaves out",
+                            field="--only", fix=f"add --only {SERVE_SPEC}")
     results = []
     for name in wanted:
         committed = specs_dir / f"{name}.yaml"
@@ -120,7 +132,8 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
         dataset = DEMO_SPECS[name]
         demo_spec = spec_dir / f"{name}.yaml"
         demo_spec.write_text(demo_spec_text(committed.read_text(encoding="utf-8"), spec_name=name,
-                                            dataset_dir=root / dataset, spec_dir=spec_dir), encoding="utf-8")
+                                            dataset_dir=root / dataset, spec_dir=spec_dir,
+                                            cpu_serving=serve and name == SERVE_SPEC), encoding="utf-8")
         ctx = open_spec(demo_spec)
         fresh = read_workflow_features(ctx, ctx.workflow_path)                      # ctrgen lock
         ctx.lock_path.write_text(fresh.lock_text(), encoding="utf-8")
@@ -137,6 +150,8 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
         if committed_ctx.lock_path.is_file():
             changes = lock_drift(committed_ctx, read_lock(committed_ctx.lock_path), fresh)
         results.append((name, dataset, folder, rendered.job, changes, keysets))
+        if serve and name == SERVE_SPEC:
+            served = (ctx, rendered, root / dataset)
 
     click.echo("")
     for name, dataset, folder, job, changes, keysets in results:
@@ -161,3 +176,11 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
         for line in truth_lines:
             click.echo(line)
     click.echo(f"\nDone: {len(results)} spec(s) locked, generated and checked under {out_root}/")
+    if serve:
+        ctx, rendered, _dataset_dir = served
+        truth = json.loads(paths[DEMO_SPECS[SERVE_SPEC]]["truth"].read_text(encoding="utf-8"))
+        report = run_serve_job(ctx, rendered, root, ctx.workflow_path,
+                               paths[DEMO_SPECS[SERVE_SPEC]]["raw"] / "valid.parquet")
+        print_report(report, rendered.name, truth.get("suggested_min_auc"))
+        if not report.agrees:
+            sys.exit(1)

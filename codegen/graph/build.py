@@ -227,7 +227,8 @@ class Builder:
                              for i, c in enumerate(s.training.before_fit)),
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
-            model_name=s.name if s.solver.model_name else "", continuous=continuous)
+            model_name=s.name if s.solver.model_name else "", continuous=continuous, nodes=len(s.solver.vvgpu),
+            save_weights=s.training.save_weights)
         self.raise_if_failed()   # the argument checks above (args: maps) must not drop anything silently
         return job
 

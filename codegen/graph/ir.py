@@ -7,7 +7,7 @@ Values are plain Python values; enum members are :class:`Enum` so each renderer 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .shapes import Shape
 
@@ -197,3 +197,33 @@ class TrainingJob:
     continuous: ContinuousTraining | None = None
     model_class: str = "Model"        # or "ModelPerfExt" (3.3 up to 3.8)
     data_source: tuple[Args, bool] | None = None   # DataSourceParams keywords, move_to_local (3.4 up to 3.9)
+    nodes: int = 1                    # rows of solver.vvgpu: one HugeCTR process per node, over MPI
+    save_weights: bool = True         # training.save_weights: see final_save
+
+    @property
+    def last_snapshot(self) -> int | None:
+        """The iteration of fit's last snapshot (written when ``snapshot > 0 and iter % snapshot == 0 and iter != 0``
+        for iter < max_iter, hugectr.md §1.9); 0 when fit writes none; None when fit runs by epochs."""
+        fit: dict[str, Any] = dict(self.fit)
+        if fit.get("max_iter") is None:
+            return None
+        snapshot = int(fit.get("snapshot", 10000))
+        return (int(fit["max_iter"]) - 1) // snapshot * snapshot if snapshot else 0
+
+    @property
+    def weights_iteration(self) -> int | None:
+        """The iteration in the names of the weight files that serving loads: fit's last snapshot, else max_iter
+        (the training script then saves them itself, see ``final_save``); None when fit runs by epochs."""
+        last = self.last_snapshot
+        return None if last is None else (last or int(dict(self.fit)["max_iter"]))  # type: ignore[call-overload]
+
+    @property
+    def final_save(self) -> tuple[str, int] | None:
+        """(prefix, iteration) of the ``save_params_to_files`` call model.py makes after fit when fit writes no
+        snapshot (snapshot 0, or >= max_iter), so that the files ps.json names exist; None when not needed."""
+        if not self.save_weights or self.continuous is not None or self.last_snapshot != 0:
+            return None
+        if any(method == "save_params_to_files" for method, _ in self.then):
+            return None
+        fit: dict[str, Any] = dict(self.fit)
+        return str(fit.get("snapshot_prefix", "")), int(fit["max_iter"])

@@ -350,6 +350,8 @@ class Mapper:
             spec.setdefault("training", {})
         if then:
             spec.setdefault("training", {})["then"] = then
+        if _writes_no_weights(spec["training"], then):
+            spec["training"]["save_weights"] = False       # the source saves nothing: neither does the spec
         if before_fit:
             if "fit" not in after:
                 raise Refusal(f"model.{before_fit[0]['method']} with no model.fit after it", model_call.line)
@@ -739,3 +741,13 @@ class Mapper:
         if cards is not None and len(cards) != total:
             raise Refusal(f"slot_size_array has {len(cards)} entries for {total} slots", line)
         return cards
+
+
+def _writes_no_weights(training: dict, then: list[dict]) -> bool:
+    """Whether the imported fit writes no snapshot and nothing saves the weights after it (then the generated script
+    must not save them either: ``training.save_weights: false``)."""
+    max_iter, snapshot = training.get("max_iter"), training.get("snapshot", 10000)
+    if not isinstance(max_iter, int) or not isinstance(snapshot, int) or "num_epochs" in training:
+        return False
+    writes = snapshot > 0 and (max_iter - 1) // snapshot > 0
+    return not writes and not any(entry["method"] == "save_params_to_files" for entry in then)

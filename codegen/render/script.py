@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+
 from ..graph.ir import Enum, TrainingJob
 from ..graph.shapes import fmt_shape
 from .continuous import cache_context, continuous_context
@@ -97,8 +99,14 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         reader_comments.extend(bind.reader_comments(slot_cols))
 
     cache = cache_context(job)   # continuous training: CreateMOS / CreateETC, passed as Model's fourth argument
-    pre_compile = [f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})" if step == "graph_to_json"
-                   else "model.summary()" for step in job.before_compile]
+    pre_compile = []
+    for step in job.before_compile:
+        if step == "graph_to_json":
+            if folder_of(job.graph_json):
+                pre_compile.append(f"os.makedirs({py_str(folder_of(job.graph_json))}, exist_ok=True)")
+            pre_compile.append(f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})")
+        else:
+            pre_compile.append("model.summary()")
     return dict(
         data_generator=kwargs(job.data_generator) if job.data_generator is not None else None,
         data_source=None if job.data_source is None else {"params": kwargs(job.data_source[0]),
@@ -123,10 +131,31 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
     )
 
 
+def folder_of(path: str) -> str:
+    """The folder a file path names ("" for none): HugeCTR's ofstream writes nothing into a missing folder, so the
+    scripts create it first."""
+    return posixpath.dirname(path)
+
+
+def final_save_context(job: TrainingJob) -> dict | None:
+    """model.py's save_params_to_files after fit when fit writes no snapshot (the weights ps.json names)."""
+    if job.final_save is None:
+        return None
+    prefix, iteration = job.final_save
+    return {"prefix": py_str(prefix), "iter": iteration, "folder": py_str(folder_of(prefix)) if folder_of(prefix)
+            else None, "dense": f"{posixpath.basename(prefix)}_dense_{iteration}.model"}
+
+
 def render_model_py(job: TrainingJob, header: str) -> str:
+    final_save = final_save_context(job)
+    graph_folder = folder_of(job.graph_json)
     return render(
         "hugectr/model.py.j2",
         header=header,
+        nodes=job.nodes,
+        final_save=final_save,
+        graph_folder=py_str(graph_folder) if graph_folder else None,
+        needs_os=bool(graph_folder or (final_save and final_save["folder"])),
         version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
         **build_context(job),
         fit=kwargs(job.fit),

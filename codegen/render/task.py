@@ -7,6 +7,8 @@ seed 004's (``task.py`` of the Vertex AI sample); defaults are the spec's.
 
 from __future__ import annotations
 
+import posixpath
+
 import json
 from dataclasses import dataclass
 
@@ -207,5 +209,7 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
         has_dropout=_has_dropout(job),
         evaluation=EVALUATION,
         snapshot_prefix=py(fit.get("snapshot_prefix", "")),
+        weights_prefix=py_str(posixpath.basename(str(fit.get("snapshot_prefix", "")))),
+        weights_iteration=job.weights_iteration or 0,
         **build_context(job, TaskBindings(job)),
     )

@@ -261,6 +261,8 @@ class TrainingSpec(Strict):
     eval_interval: PosInt = 1000
     snapshot: NonNegInt | None = Field(None, description="snapshot interval (omitted: HugeCTR's default 10000)")
     snapshot_prefix: str = ""
+    save_weights: bool = Field(True, description="when fit writes no snapshot (snapshot 0, or >= max_iter), save the "
+                                                 "weights serving loads after fit (save_params_to_files at max_iter)")
     graph_json: str | None = Field(None, description="where model.py writes the graph JSON (default <name>.json)")
     compile: ExtraArgs = Field(default_factory=dict, description="Model.compile arguments (loss_names, loss_weights)")
     before_fit: list["ModelCall"] = Field(default_factory=list,

@@ -109,9 +109,10 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
 
 
 def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: Path, out: Path,
-             force: bool = False, features_json: str = "") -> Assembled:
+             force: bool = False, features_json: str = "", check_workflow=None) -> Assembled:
     """``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
-    checkpoint folder, whose features.json must equal ``features_json`` (the rendered one)."""
+    checkpoint folder, whose features.json must equal ``features_json`` (the rendered one). ``check_workflow``:
+    called with the workflow folder after the files are found, before anything is written."""
     nvt_name = plan.name + NVT_SUFFIX
     _check_workflow(workflow)
     if plan.step == TorchStep.kind:
@@ -122,6 +123,8 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
             if model.name != nvt_name and model.required_files:
                 _check_weights(weights, model.required_files, plan, model.name, problems)
         problems.raise_if_any()
+    if check_workflow is not None:
+        check_workflow(workflow)
     out = Path(out)
     if out.exists() and not force:
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")

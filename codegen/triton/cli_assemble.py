@@ -49,6 +49,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     features.json it was trained on, which must equal the generated one)."""
     from ..pipeline import open_spec, render_spec
     from .assemble import assemble, check_generated
+    from .lock_check import check_workflow_against_lock
 
     if (weights is None) == (checkpoint is None):
         raise UserError.one(spec, "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)",
@@ -69,7 +70,8 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     check_generated(generated, files, ctx.display)
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
     result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
-                      force=force, features_json=features_json)
+                      force=force, features_json=features_json,
+                      check_workflow=lambda path: check_workflow_against_lock(ctx, path))
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)
     click.echo(f"Wrote {result.out}/ ({len(result.copied)} item(s) added to the generated repository).")
@@ -77,3 +79,5 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
              else "Merlin inference image with the HugeCTR backend")
     click.echo(f"Mount it at {plan.model_root} in the serving container ({image}) and run:")
     click.echo(f"  {result.command}")
+    if torch:
+        click.echo(f"Or serve it on this machine with the venv's Triton server: ctrgen serve {result.out}")

@@ -321,15 +321,9 @@ class HugeCTRStep:
 
 
 def last_snapshot(job: TrainingJob) -> int | None:
-    """The iteration of fit's last snapshot (written when ``iter % snapshot == 0 and iter != 0``, hugectr.md §3),
-    else ``max_iter`` (the iteration to pass to ``save_params_to_files``); None when fit runs by epochs."""
-    fit = dict(job.fit)
-    max_iter = fit.get("max_iter")
-    if max_iter is None:
-        return None
-    snapshot = fit.get("snapshot", 10000)
-    last = (max_iter - 1) // snapshot * snapshot if snapshot else 0
-    return last if last > 0 else max_iter
+    """The iteration of the weight files serving loads: fit's last snapshot, else ``max_iter`` (model.py and task.py
+    then save them with ``save_params_to_files``); None when fit runs by epochs."""
+    return job.weights_iteration
 
 
 def _bool(v: bool) -> str:

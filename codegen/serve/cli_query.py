@@ -1,0 +1,86 @@
+"""``ctrgen query``: raw rows through a served ensemble; with --compare, against the offline scores.
+
+Exit status: 0 ok, 1 a served score differs from the offline one by more than --tolerance, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import UserError
+
+TOLERANCE = 1e-5
+PROGRESS_MIN_REQUESTS = 8          # a progress bar from this many requests on
+
+EPILOG = """\b
+Examples:
+  ctrgen query deploy/movielens --data data/valid.parquet --rows 20       # starts a private server, stops it after
+  ctrgen query http://127.0.0.1:8000 --data rows.csv                       # a running 'ctrgen serve'
+  ctrgen query deploy/movielens --data valid.parquet --rows 1000 --compare torch_out
+  ctrgen query http://127.0.0.1:8000 --data valid.parquet --compare torch_out --repo deploy/movielens
+
+\b
+The file holds raw rows (Parquet or CSV) with the workflow's input columns, as before the ETL; other columns are
+ignored. Scores are printed one per line (row number, tab, probability). --compare CHECKPOINT scores the same rows
+offline (the repository's NVTabular workflow in this process, then train_torch.py's Model with CHECKPOINT/model.pt)
+and prints the largest difference; exit 1 when it exceeds --tolerance.
+"""
+
+
+@click.command("query", epilog=EPILOG, short_help="Send raw rows through a served ensemble and print the scores.",
+               context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.argument("target", metavar="REPO-or-URL")
+@click.option("--data", type=click.Path(path_type=Path), required=True, help="Parquet or CSV file of raw rows")
+@click.option("--rows", type=click.IntRange(min=1), help="send only the first N rows")
+@click.option("--model", help="the ensemble to query (default: the only ready ensemble)")
+@click.option("--batch-size", type=click.IntRange(min=1),
+              help="rows per request (default and upper bound: the ensemble's max_batch_size)")
+@click.option("--compare", "checkpoint", type=click.Path(path_type=Path),
+              help="train_torch.py's output folder (model.pt, features.json): compare with offline scores")
+@click.option("--repo", type=click.Path(path_type=Path),
+              help="with a URL and --compare: the repository the server serves (workflow, train_torch.py)")
+@click.option("--tolerance", type=float, default=TOLERANCE, show_default=True,
+              help="largest accepted |served - offline|")
+@click.option("--quiet", "-q", is_flag=True, help="print no scores, only the summary")
+def query_command(target: str, data: Path, rows: int | None, model: str | None, batch_size: int | None,
+                  checkpoint: Path | None, repo: Path | None, tolerance: float, quiet: bool) -> None:
+    """Send the raw rows of --data through the ensemble served at REPO-or-URL (a repository folder: a private server
+    is started on free loopback ports for the query) and print one score per row."""
+    from .query import batch_size_for, client, endpoint, find_ensemble, read_rows, score
+
+    if checkpoint is not None and not checkpoint.is_dir():
+        raise UserError.one(checkpoint, "checkpoint folder not found", field="--compare",
+                            fix="pass the --output-dir of train_torch.py (model.pt, features.json)")
+    if checkpoint is not None and repo is None and not Path(target).is_dir():
+        raise UserError.one(target, "--compare needs the repository the server serves", field="--repo",
+                            fix="pass --repo DIR, or the repository folder instead of the URL")
+    with endpoint(target) as end, client(end.url) as conn:
+        ensemble = find_ensemble(conn, end.url, model)
+        frame = read_rows(data, ensemble.columns, rows)
+        batch_size = batch_size_for(ensemble, batch_size)
+        requests = -(-len(frame) // batch_size)
+        if requests >= PROGRESS_MIN_REQUESTS:
+            with click.progressbar(length=len(frame), label=f"{ensemble.name}", file=sys.stderr,
+                                   show_pos=True) as bar:
+                result = score(conn, ensemble, frame, data, batch_size=batch_size, progress=bar.update)
+        else:
+            result = score(conn, ensemble, frame, data, batch_size=batch_size)
+        served_repo = repo or end.repo
+    if not quiet:
+        click.echo("\n".join(f"{i}\t{s:.8g}" for i, s in enumerate(result.scores)))
+    click.echo(f"{len(frame)} row(s) scored by {ensemble.name} in {requests} request(s) of up to {batch_size}: "
+               f"latency p50 {result.p50:.2f} ms, p99 {result.percentile(99):.2f} ms", err=True)
+    if checkpoint is None:
+        return
+    from .offline import offline_scores
+
+    offline = offline_scores(served_repo, ensemble.name, checkpoint, frame)
+    diff = float(abs(offline - result.scores).max())       # NaN when either side is not finite
+    agrees = diff <= tolerance
+    verdict = "served = offline" if agrees else "served != offline"
+    click.echo(f"{verdict}: max |served - offline| = {diff:.3g} over {len(frame)} row(s) (tolerance {tolerance:g})")
+    if not agrees:
+        sys.exit(1)

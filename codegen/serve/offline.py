@@ -1,0 +1,107 @@
+"""Offline scores of raw rows, the way training saw them: the saved NVTabular workflow (in this process), then
+train_torch.py's own ``read_split`` and ``Model`` with the checkpoint's weights, then a sigmoid. ``ctrgen query
+--compare`` and ``make demo`` hold the served scores against these.
+
+Everything is read from the assembled repository (``<name>_nvt/<v>/workflow/``, ``<name>/<v>/train_torch.py``) and
+the checkpoint folder train_torch.py wrote (``model.pt``, ``features.json``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import tempfile
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UserError
+
+ENSEMBLE_SUFFIX, NVT_SUFFIX = "_ens", "_nvt"
+
+
+def _version_dir(model_dir: Path) -> Path:
+    versions = sorted((p for p in model_dir.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name))
+    if not versions:
+        raise UserError.one(model_dir, "no version folder", field="--compare",
+                            fix="pass the repository 'ctrgen assemble --checkpoint' wrote")
+    return versions[-1]
+
+
+def _load_script(path: Path):
+    spec = importlib.util.spec_from_file_location("ctrgen_offline_train_torch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_checkpoint(checkpoint: Path) -> tuple[dict, object]:
+    """(features.json, state_dict) of train_torch.py's output folder; a file that is no checkpoint is one line."""
+    import torch
+
+    weights, features_path = checkpoint / "model.pt", checkpoint / "features.json"
+    if not checkpoint.is_dir():
+        raise UserError.one(checkpoint, "checkpoint folder not found", field="--compare",
+                            fix="pass the --output-dir of train_torch.py (model.pt, features.json)")
+    for path in (weights, features_path):
+        if not path.is_file():
+            raise UserError.one(path, "not found", field="--compare",
+                                fix="train_torch.py writes model.pt and features.json into its --output-dir")
+    try:
+        features = json.loads(features_path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UserError.one(features_path, f"not JSON ({exc})", field="--compare") from None
+    if not zipfile.is_zipfile(weights):
+        raise UserError.one(weights, "not a PyTorch checkpoint (torch.save writes a zip archive)", field="--compare",
+                            fix="pass the model.pt train_torch.py wrote")
+    try:
+        state = torch.load(weights, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise UserError.one(weights, f"cannot read the checkpoint ({type(exc).__name__}: {exc})",
+                            field="--compare", fix="pass the model.pt train_torch.py wrote") from None
+    return features, state
+
+
+def offline_scores(repo: Path, ensemble: str, checkpoint: Path, frame) -> np.ndarray:
+    """Scores of the raw rows ``frame`` (request columns only) by the workflow and the checkpoint's Model."""
+    import torch
+
+    name = ensemble[:-len(ENSEMBLE_SUFFIX)] if ensemble.endswith(ENSEMBLE_SUFFIX) else ensemble
+    workflow_dir = _version_dir(repo / (name + NVT_SUFFIX)) / "workflow"
+    script_path = _version_dir(repo / name) / "train_torch.py"
+    for path in (workflow_dir, script_path):
+        if not path.exists():
+            raise UserError.one(path, "not found: --compare scores with the repository's workflow and "
+                                "train_torch.py", field="--compare",
+                                fix="pass the repository 'ctrgen assemble --checkpoint' wrote")
+    features, state = read_checkpoint(checkpoint)
+    script = _load_script(script_path)
+    labels = [label["name"] for label in features.get("labels", [])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import nvtabular as nvt
+
+        workflow = nvt.Workflow.load(str(workflow_dir))
+        present = [c for c in workflow.input_schema.column_names if c not in frame.columns]
+        if present:
+            workflow.remove_inputs(present)          # the label columns: raw rows do not carry them
+        out = workflow.transform(nvt.Dataset(frame, cpu=True)).to_ddf().compute().reset_index(drop=True)
+    for label in labels:
+        out[label] = np.zeros(len(out), np.float32)  # read_split reads the labels too; unused here
+    model = script.Model(features)
+    try:
+        model.load_state_dict(state)
+    except (RuntimeError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise UserError.one(checkpoint / "model.pt", f"the weights do not fit the model ({first})",
+                            field="--compare", fix="pass the checkpoint this repository's model was trained to") from None
+    model.eval()
+    with tempfile.TemporaryDirectory(prefix="ctrgen-offline-") as tmp:
+        path = Path(tmp) / "transformed.parquet"
+        out.to_parquet(path)
+        arrays = script.read_split([path], features)
+    with torch.no_grad():
+        logits = model(torch.from_numpy(arrays["dense"]), *[torch.from_numpy(ids) for ids in arrays["sparse"]])
+    return torch.sigmoid(logits).double().numpy().ravel()

@@ -1,0 +1,45 @@
+"""A repository to serve: checked with ``ctrgen validate``'s rules, ports checked free, the server configured for it
+(shared by ``ctrgen serve``, ``ctrgen query REPO`` and the served demo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+
+
+def check_repository(repo: Path) -> list[str]:
+    """``ctrgen validate``'s rules; raises UserError (the findings, one per line) on any error. Returns the models."""
+    from ..triton.findings import ERROR
+    from ..triton.validate import validate_repository
+    from .server import repository_models
+
+    findings = validate_repository(repo)
+    errors = [f for f in findings if f.severity == ERROR]
+    if errors:
+        from ..errors import Problem
+
+        raise UserError([Problem(f.file, f"{f.message} (not served: 'ctrgen validate' finds this)", f.field,
+                                 f.line, f.col, f.fix) for f in errors])
+    return repository_models(repo)
+
+
+def check_ports(host: str, ports: dict[str, int | None]) -> None:
+    from .server import port_in_use
+
+    for option, port in ports.items():
+        if port is not None and port_in_use(host, port):
+            raise UserError.one(f"{host}:{port}", f"port {port} is in use", field=option,
+                                fix=f"stop what listens there, or pass {option} with a free port")
+
+
+def server_for(repo: Path, scratch: Path, *, host: str, http_port: int, grpc_port: int,
+               metrics_port: int | None):
+    from .server import Server
+
+    extra = []
+    ps = repo / "ps.json"
+    if ps.is_file():              # the HugeCTR backend reads its parameter server config from the command line
+        extra.append(f"--backend-config=hugectr,ps={ps.resolve()}")
+    return Server(repos=[repo.resolve()], scratch=scratch, http_port=http_port, grpc_port=grpc_port,
+                  metrics_port=metrics_port, host=host, extra_args=tuple(extra))

@@ -1,0 +1,380 @@
+"""`ctrgen serve` and `ctrgen query` end to end, on data no other test uses: a small synthetic ad log (string, int
+and float columns, nulls) with its own NVTabular workflow -> ctrgen lock -> generate -> train_torch.py (CPU, a few
+iterations) -> assemble --checkpoint -> `ctrgen serve` as a real background process -> raw rows through the
+ensemble over HTTP -> the offline scores -> SIGTERM -> no process left.
+
+One `ctrgen serve` process for the module (xdist group: one worker); the bad-input tests that need a server of their
+own start it only as far as the failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import psutil
+import pytest
+import torch
+
+from tests.conftest import REPO, run_ctrgen
+from tests.test_torch_target import train
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ctrgen_serve")]     # one worker, one server
+NAME = "adlog"
+SITES = [f"site{i:02d}" for i in range(12)]
+
+
+def _synthetic_log(rows: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Clicks driven by site, device and price (so training learns), with nulls in price."""
+    site = rng.integers(0, len(SITES), rows)
+    device = rng.integers(0, 7, rows) * 13 + 5
+    hour = rng.integers(0, 24, rows)
+    price = rng.gamma(2.0, 3.0, rows).astype(np.float32)
+    logit = (site % 3 - 1.0) + 0.4 * (device % 2) - 0.15 * (price - 6.0)
+    clicked = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    price[rng.random(rows) < 0.05] = np.nan
+    return pd.DataFrame({"site": np.array(SITES, dtype=object)[site], "device": device.astype(np.int64),
+                         "hour": hour.astype(np.int64), "price": price, "clicked": clicked})
+
+
+def _etl(root: Path) -> dict[str, Path]:
+    from codegen.demo import etl
+
+    nvt = etl.import_nvtabular()
+    from merlin.schema import Tags
+
+    rng = np.random.default_rng(20261125)
+    raw = root / "raw"
+    raw.mkdir(parents=True)
+    _synthetic_log(3000, rng).to_parquet(raw / "train.parquet")
+    _synthetic_log(400, rng).to_parquet(raw / "valid.parquet")
+    ops = nvt.ops
+    cats = ["site", "device", "hour"] >> ops.Categorify()
+    conts = ["price"] >> ops.FillMissing() >> ops.Normalize(out_dtype="float32")
+    label = ["clicked"] >> ops.AddMetadata(tags=[Tags.BINARY_CLASSIFICATION.value, "target"])
+    workflow = nvt.Workflow(cats + conts + label)
+    dtypes = {"site": np.int64, "device": np.int64, "hour": np.int64, "price": np.float32, "clicked": np.float32}
+    paths = etl.fit_transform_save(workflow, raw / "train.parquet", raw / "valid.parquet", root / "etl",
+                                   cats=["site", "device", "hour"], conts=["price"], labels=["clicked"],
+                                   dtypes=dtypes, seed=7)
+    return {**paths, "raw": raw}
+
+
+def spec_text(etl_dir: Path) -> str:
+    return f"""version: 1
+name: {NAME}
+hugectr_version: "23.06"
+workflow: etl/workflow
+data:
+  format: parquet
+  train: [{json.dumps(str(etl_dir / 'train' / '_file_list.txt'))}]
+  eval: {json.dumps(str(etl_dir / 'valid' / '_file_list.txt'))}
+solver: {{vvgpu: [[0]], batchsize: 256, batchsize_eval: 256, max_eval_batches: 2, lr: 0.001}}
+optimizer: {{type: Adam}}
+input:
+  sparse:
+    - {{name: data1, nnz_per_slot: 1, is_fixed_length: true}}
+embeddings:
+  - {{name: sparse_embedding1, input: data1, embedding_vec_size: 8, workspace_size_per_gpu_in_mb: 0,
+      slot_size_array: true}}
+model: {{preset: mlp, units: [16]}}
+training: {{max_iter: 60, display: 60, eval_interval: 60, snapshot: 1000}}
+targets: [hugectr, torch]
+triton:
+  torch:
+    instance: {{kind: KIND_CPU}}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env() -> dict:
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path}
+
+
+@contextlib.contextmanager
+def serve_process(repo: Path, *extra: str, ports: tuple[int, int, int] | None = None):
+    """`ctrgen serve REPO` as a background process; yields (process, http port, stdout file)."""
+    http, grpc, metrics = ports or (_free_port(), _free_port(), _free_port())
+    out = tempfile.NamedTemporaryFile(prefix="ctrgen-serve-out-", delete=False)
+    proc = subprocess.Popen([sys.executable, "-m", "codegen", "serve", str(repo), "--http-port", str(http),
+                             "--grpc-port", str(grpc), "--metrics-port", str(metrics), *extra],
+                            stdout=out, stderr=subprocess.STDOUT, env=_env(), cwd=REPO)
+    try:
+        yield proc, http, Path(out.name)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        out.close()
+        os.unlink(out.name)
+
+
+def wait_for_line(proc: subprocess.Popen, out: Path, needle: str, timeout: float = 240.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = out.read_text(errors="replace")
+        if needle in text or proc.poll() is not None:
+            return text
+        time.sleep(0.2)
+    return out.read_text(errors="replace")
+
+
+@pytest.fixture(scope="module")
+def deployed():
+    root = Path(tempfile.mkdtemp(prefix="ctrgen-serve-test-"))
+    try:
+        paths = _etl(root)
+        spec = root / f"{NAME}.yaml"
+        spec.write_text(spec_text(paths["train"].parent))
+        for args in (("lock", str(spec)), ("generate", str(spec), "--out", str(root / "generated"))):
+            result = run_ctrgen(*args)
+            assert result.returncode == 0, result.stderr
+        generated = root / "generated" / NAME
+        checkpoint = root / "checkpoint"
+        metrics = train(generated, checkpoint, 60, 128)
+        repo = root / "repo"
+        result = run_ctrgen("assemble", str(spec), "--workflow", str(paths["workflow"]), "--checkpoint",
+                            str(checkpoint), "--generated", str(generated / "triton_torch"), "--out", str(repo))
+        assert result.returncode == 0, result.stderr
+        with serve_process(repo) as (proc, http, out):
+            text = wait_for_line(proc, out, "Serving ")
+            assert proc.poll() is None, text
+            yield {"root": root, "repo": repo, "checkpoint": checkpoint, "raw": paths["raw"], "proc": proc,
+                   "http": http, "out": out, "metrics": metrics, "spec": spec, "workflow": paths["workflow"]}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _request_rows(raw: Path) -> pd.DataFrame:
+    """Validation rows plus rows the workflow never saw: an unknown site and device, and null prices."""
+    rows = pd.read_parquet(raw / "valid.parquet").head(120).reset_index(drop=True)
+    odd = rows.head(4).copy()
+    odd.loc[0, "site"] = "site-never-seen"
+    odd.loc[1, "device"] = 987654
+    odd.loc[2, "price"] = np.nan
+    odd.loc[3, ["site", "price"]] = ["another-new-site", np.nan]
+    return pd.concat([rows, odd], ignore_index=True)
+
+
+def test_the_ready_line_names_the_urls_and_models(deployed):
+    text = deployed["out"].read_text()
+    line = next(line for line in text.splitlines() if line.startswith("Serving "))
+    assert f"http://127.0.0.1:{deployed['http']}" in line
+    for model in (f"{NAME}_ens", f"{NAME}_nvt", NAME):
+        assert model in line
+    with urllib_get(f"http://127.0.0.1:{deployed['http']}/v2/health/ready") as status:
+        assert status == 200
+
+
+@contextlib.contextmanager
+def urllib_get(url: str):
+    import urllib.request
+
+    with urllib.request.urlopen(url, timeout=5) as r:
+        yield r.status
+
+
+def test_raw_rows_score_like_the_offline_model(deployed, tmp_path):
+    frame = _request_rows(deployed["raw"])
+    assert frame["price"].isna().sum() >= 2 and (frame["site"] == "site-never-seen").any()
+    data = tmp_path / "rows.parquet"
+    frame.to_parquet(data)
+    result = run_ctrgen("query", f"http://127.0.0.1:{deployed['http']}", "--data", str(data), "--batch-size", "16",
+                        "--compare", str(deployed["checkpoint"]), "--repo", str(deployed["repo"]))
+    assert result.returncode == 0, result.stderr
+    lines = [line.split("\t") for line in result.stdout.splitlines() if "\t" in line]
+    assert [int(i) for i, _ in lines] == list(range(len(frame)))
+    served = np.array([float(s) for _, s in lines])
+    assert np.isfinite(served).all() and ((served > 0) & (served < 1)).all()
+    assert "served = offline" in result.stdout
+
+    # The same comparison computed here: the workflow in this process, the trained Model, a sigmoid.
+    from codegen.serve.offline import offline_scores
+
+    offline = offline_scores(deployed["repo"], f"{NAME}_ens", deployed["checkpoint"], frame[["site", "device",
+                                                                                             "hour", "price"]])
+    assert np.abs(offline - served).max() < 1e-6          # printed with 8 significant digits
+    # Rows with an unseen category or a null are scored, and differently from the row they were copied from.
+    assert served[-4] != served[0] and served[-2] != served[2]
+
+
+def test_query_of_a_csv_file_and_a_repository_folder(deployed, tmp_path):
+    """REPO instead of a URL: a private server for the query, gone afterwards; CSV input."""
+    frame = pd.read_parquet(deployed["raw"] / "valid.parquet").head(10)
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False)
+    module_server = {p.pid for p in psutil.Process(deployed["proc"].pid).children(recursive=True)}
+    result = run_ctrgen("query", str(deployed["repo"]), "--data", str(data), "--compare",
+                        str(deployed["checkpoint"]), "-q", process=True)
+    assert result.returncode == 0, result.stderr
+    assert "served = offline" in result.stdout and "10 row(s) scored" in result.stderr
+    # The private server and its python stubs (their command lines name the repository) are gone.
+    left = [p for p in psutil.process_iter() if p.pid not in module_server and p.pid != deployed["proc"].pid
+            and str(deployed["repo"]) in " ".join(_cmd(p))]
+    assert not left, [(p.pid, _cmd(p)) for p in left]
+
+
+def _cmd(proc) -> list[str]:
+    with contextlib.suppress(psutil.Error):
+        return proc.cmdline()
+    return []
+
+
+def test_a_query_file_missing_a_column_is_one_line(deployed, tmp_path):
+    data = tmp_path / "rows.parquet"
+    pd.read_parquet(deployed["raw"] / "valid.parquet").drop(columns=["hour"]).head(5).to_parquet(data)
+    result = run_ctrgen("query", f"http://127.0.0.1:{deployed['http']}", "--data", str(data))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert str(data) in result.stderr and "'hour'" in result.stderr and "fix:" in result.stderr
+
+
+def test_a_null_in_an_integer_column_is_one_line_naming_the_row(deployed, tmp_path):
+    """INT64 tensors cannot carry a null (a float column can: NaN, as the null prices above)."""
+    frame = pd.read_parquet(deployed["raw"] / "valid.parquet").head(6)
+    frame["device"] = frame["device"].astype("Int64")
+    frame.loc[4, "device"] = pd.NA
+    data = tmp_path / "rows.parquet"
+    frame.to_parquet(data)
+    result = run_ctrgen("query", f"http://127.0.0.1:{deployed['http']}", "--data", str(data))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"{data}: device: row 4 is null, and an input of type INT64 cannot carry a null")
+
+
+def test_a_corrupt_checkpoint_for_compare_is_one_line(deployed, tmp_path):
+    bad = tmp_path / "checkpoint"
+    shutil.copytree(deployed["checkpoint"], bad)
+    (bad / "model.pt").write_bytes(b"PK\x03\x04 not really a zip" * 10)
+    data = tmp_path / "rows.parquet"
+    pd.read_parquet(deployed["raw"] / "valid.parquet").head(5).to_parquet(data)
+    result = run_ctrgen("query", f"http://127.0.0.1:{deployed['http']}", "--data", str(data), "--compare", str(bad),
+                        "--repo", str(deployed["repo"]), "-q")
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if "model.pt" in line]
+    assert len(errors) == 1 and "--compare" in errors[0] and "Traceback" not in result.stderr
+
+
+def test_a_busy_port_is_refused_before_starting(deployed):
+    result = run_ctrgen("serve", str(deployed["repo"]), "--http-port", str(deployed["http"]), "--grpc-port",
+                        str(_free_port()), "--metrics-port", str(_free_port()))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"127.0.0.1:{deployed['http']}: --http-port: port {deployed['http']} is in use "
+                                     "(fix: stop what listens there, or pass --http-port with a free port)")
+
+
+def test_a_server_binary_missing_from_the_wheel_is_one_line(deployed, tmp_path):
+    """A pytriton install without its tritonserver binary (found first on the path): named, exit 2."""
+    broken = tmp_path / "site" / "pytriton"
+    (broken / "tritonserver" / "bin").mkdir(parents=True)
+    (broken / "__init__.py").write_text("")
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "site")])}
+    result = subprocess.run([sys.executable, "-m", "codegen", "serve", str(deployed["repo"]), "--http-port",
+                             str(_free_port()), "--grpc-port", str(_free_port()), "--metrics-port", str(_free_port())],
+                            capture_output=True, text=True, env={**os.environ, **env}, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    assert str(broken / "tritonserver" / "bin" / "tritonserver") in result.stderr
+    assert "missing or not executable" in result.stderr and "nvidia-pytriton==0.7.0" in result.stderr
+
+
+def test_a_repository_that_fails_validation_is_refused_with_the_findings(deployed, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(deployed["repo"], repo, ignore=shutil.ignore_patterns("model.pt", "workflow"))
+    config = repo / f"{NAME}_ens" / "config.pbtxt"
+    text = config.read_text()
+    assert 'model_name: "adlog"' in text
+    config.write_text(text.replace('model_name: "adlog"', 'model_name: "adlog_missing"'))
+    result = run_ctrgen("serve", str(repo), "--http-port", str(_free_port()))
+    assert result.returncode == 2
+    assert "adlog_missing" in result.stderr and "ctrgen validate" in result.stderr
+    assert "Traceback" not in result.stderr and "Serving" not in result.stdout
+
+
+def test_a_checkpoint_that_fails_to_load_names_the_model_and_the_servers_message(deployed, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(deployed["repo"], repo)
+    torch.save({"fc1.weight": torch.zeros(3, 3)}, repo / NAME / "1" / "model.pt")
+    with serve_process(repo) as (proc, _http, out):
+        proc.wait(timeout=240)
+        text = out.read_text()
+    assert proc.returncode == 2, text
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in text
+    assert f"model '{NAME}' failed to load" in lines[0] and "tritonserver" in lines[0]
+    assert "state_dict" in lines[0] or "Missing key" in lines[0] or "size mismatch" in lines[0], lines[0]
+
+
+def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_path):
+    """The same ETL fitted on part of the data: fewer sites, so 'site' has another cardinality than the lock."""
+    from codegen.demo import etl
+
+    nvt = etl.import_nvtabular()
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    train = pd.read_parquet(deployed["raw"] / "train.parquet")
+    train[train["site"].isin(SITES[:5])].to_parquet(raw / "train.parquet")
+    shutil.copy(deployed["raw"] / "valid.parquet", raw / "valid.parquet")
+    ops = nvt.ops
+    workflow = nvt.Workflow((["site", "device", "hour"] >> ops.Categorify())
+                            + (["price"] >> ops.FillMissing() >> ops.Normalize(out_dtype="float32"))
+                            + (["clicked"] >> ops.AddMetadata(tags=["binary_classification", "target"])))
+    other = etl.fit_transform_save(workflow, raw / "train.parquet", raw / "valid.parquet", tmp_path / "etl",
+                                   cats=["site", "device", "hour"], conts=["price"], labels=["clicked"],
+                                   dtypes={"site": np.int64, "device": np.int64, "hour": np.int64,
+                                           "price": np.float32, "clicked": np.float32}, seed=7)["workflow"]
+    out = tmp_path / "repo"
+    result = run_ctrgen("assemble", str(deployed["spec"]), "--workflow", str(other), "--checkpoint",
+                        str(deployed["checkpoint"]), "--generated",
+                        str(deployed["root"] / "generated" / NAME / "triton_torch"), "--out", str(out))
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{other}: site: column 'site' has cardinality ")
+    assert "in the workflow, " in result.stderr and "adlog.features.lock.json" in result.stderr
+    assert result.stderr.count("\n") == 1 and not out.exists()
+
+
+def test_ctrl_c_stops_a_second_server_on_other_ports(deployed):
+    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports."""
+    with serve_process(deployed["repo"]) as (proc, http, out):
+        text = wait_for_line(proc, out, "Serving ")
+        assert "Serving " in text and f":{http}" in text and http != deployed["http"]
+        tree = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, out.read_text()
+        _, alive = psutil.wait_procs(tree, timeout=2)
+        assert not alive
+
+
+def test_sigterm_stops_the_server_and_leaves_nothing_running(deployed):
+    proc = deployed["proc"]
+    assert proc.poll() is None
+    tree = psutil.Process(proc.pid).children(recursive=True)
+    assert any("tritonserver" in " ".join(_cmd(p)) for p in tree)
+    assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree)
+    began = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, deployed["out"].read_text()
+    assert time.monotonic() - began < 15
+    _, alive = psutil.wait_procs(tree, timeout=2)
+    assert not alive, [(p.pid, _cmd(p)) for p in alive]
+    assert "Server stopped." in deployed["out"].read_text()
