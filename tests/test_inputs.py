@@ -19,6 +19,7 @@ from codegen.errors import UserError
 from codegen.features import read_lock
 from codegen.inputs import check_yaml_tree
 from codegen.spec.load import load_spec
+from schema_files import MOVIELENS, write_output_schema
 from conftest import REPO, run_ctrgen
 from specfactory import MOVIELENS_LOCK
 
@@ -399,6 +400,7 @@ def workflow_and_checkpoint(tmp_path):
     (workflow / "categories").mkdir(parents=True)
     (workflow / "workflow.pkl").write_bytes(b"\x80\x04N.")
     pq.write_table(pa.table({"userId": [1, 2, 3]}), workflow / "categories" / "unique.userId.parquet")
+    write_output_schema(workflow, MOVIELENS, label="rating")      # what assemble checks against the lock
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
@@ -420,7 +422,9 @@ def test_a_corrupt_categories_parquet_is_one_line(workflow_and_checkpoint, tmp_p
     line = one_line(assemble(workflow, checkpoint, tmp_path / "repo2"), f"{table}: unreadable Parquet file")
     assert "save the workflow again" in line
     assert not (tmp_path / "repo2").exists()
-    # `ctrgen lock` reads the same folder and stops at the same table.
+    # `ctrgen lock --check` on a workflow saved without its schema files reads the categories tables instead, and
+    # stops at the same table.
+    (workflow / "output_schema.pbtxt").unlink()
     one_line(run_ctrgen("lock", str(REPO / "specs" / "movielens.yaml"), "--workflow", str(workflow), "--check"),
              f"{table}: unreadable Parquet file")
 

@@ -15,6 +15,7 @@ from codegen.triton import validate_repository
 from codegen.triton.findings import ERROR
 from codegen.triton.modelconfig import load_config
 from tests.conftest import REPO, SHARED, run_ctrgen
+from tests.schema_files import MOVIELENS, write_output_schema
 
 GENERATED = REPO / "generated"
 # Written by the real NVTabular 23.5.0 export_hugectr_ensemble (fixtures/lint/clean_movielens_onehot/NOTES.md).
@@ -205,22 +206,6 @@ def test_bad_triton_settings_are_user_errors(tmp_path):
     assert "num_of_worker_buffer_in_pool" in r.stderr and not (tmp_path / "out").exists()
 
 
-def _write_schema(folder, cardinalities: dict, label: str) -> None:
-    """output_schema.pbtxt of a workflow with these categorical outputs (int64) and an int8 target."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from merlin.schema import ColumnSchema, Schema, Tags
-        from merlin.schema.io.tensorflow_metadata import TensorflowMetadata
-
-    columns = [ColumnSchema(name, dtype="int64", tags=[Tags.CATEGORICAL],
-                            properties={"embedding_sizes": {"cardinality": card, "dimension": 16}})
-               for name, card in cardinalities.items()]
-    columns.append(ColumnSchema(label, dtype="int8", tags=[Tags.TARGET]))
-    TensorflowMetadata.from_merlin_schema(Schema(columns)).to_proto_text_file(str(folder), "output_schema.pbtxt")
-
-
 def test_assemble_names_the_missing_file(tmp_path):
     wf = tmp_path / "wf"
     wf.mkdir()
@@ -245,7 +230,7 @@ def test_assemble_names_the_missing_file(tmp_path):
                    "--out", str(tmp_path / "repo"), process=True)
     assert r.returncode == 2 and str(wf) in r.stderr and not (tmp_path / "repo").exists()
     # ... one whose saved schema (the output_schema.pbtxt ctrgen's ETL helpers write) has the lock's columns passes.
-    _write_schema(wf, {"userId": 162542, "movieId": 56586}, label="rating")
+    write_output_schema(wf, MOVIELENS, label="rating")
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
                    "--out", str(tmp_path / "repo"))
     assert r.returncode == 0, r.stderr

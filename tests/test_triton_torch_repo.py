@@ -12,6 +12,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 from codegen.pipeline import open_spec, render_spec
 from codegen.triton.modelconfig import load_config
 from tests.conftest import REPO, run_ctrgen
+from tests.schema_files import MOVIELENS, write_output_schema
 from tests.specfactory import MOVIELENS_LOCK, write_spec
 
 GENERATED = REPO / "generated"
@@ -124,6 +125,7 @@ def inputs(tmp_path):
     workflow = tmp_path / "workflow"
     workflow.mkdir()
     (workflow / "workflow.pkl").write_bytes(b"\x80\x04N.")
+    write_output_schema(workflow, MOVIELENS, label="rating")      # what assemble checks against the lock
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
