@@ -349,7 +349,7 @@ def _categorify(op, selection):
                     raise Fallback("a list column in a column group")
                 flat = arrays
             if n_buckets:
-                missing = OOV + _hash_buckets(op.encode_type, flat, n_buckets, index + 1)
+                missing = OOV + _hash_buckets(op.encode_type, flat, n_buckets, index)
             else:
                 missing = OOV
             labels = lookup.find(flat, missing)
