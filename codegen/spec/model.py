@@ -376,7 +376,9 @@ class DynamicBatchingSpec(Strict):
 class PreprocessingSpec(Strict):
     """The ``<name>_nvt`` python-backend model that runs the saved NVTabular workflow (compiled to numpy lookups)."""
 
-    instance: InstanceSpec = Field(default_factory=InstanceSpec)
+    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(count=2),
+                                   description="instance_group (default: 2 CPU instances, so that the workflow "
+                                               "step is not the one queue of the ensemble)")
     dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)
 
 
