@@ -45,10 +45,10 @@ def build_repo(root: Path, name: str, kind: str, model: torch.nn.Module, feature
     dest = root / name
     shutil.copytree(src, dest)
     config = (dest / "config.pbtxt").read_text()
-    generated_group = "instance_group {\n  count: 1\n}"
-    if generated_group not in config:
-        raise SystemExit(f"error: {src / 'config.pbtxt'}: no single-instance instance_group to set the kind of")
-    (dest / "config.pbtxt").write_text(config.replace(generated_group,
+    generated_group = re.search(r"instance_group \{\n  count: \d+\n\}", config)
+    if generated_group is None:
+        raise SystemExit(f"error: {src / 'config.pbtxt'}: no instance_group without a kind to set the kind of")
+    (dest / "config.pbtxt").write_text(config.replace(generated_group.group(0),
                                                       f"instance_group {{\n  count: 1\n  kind: {kind}\n}}"))
     torch.save(model.state_dict(), dest / "1" / "model.pt")
     shutil.copy2(features_path, dest / "1" / "features.json")

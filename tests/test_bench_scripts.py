@@ -52,3 +52,25 @@ def test_served_model_step_scores_like_the_offline_forward():
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| KIND_CPU |")]
     assert len(rows) == 2 and all("| CPU device 0 |" in r for r in rows), proc.stdout
     assert proc.stdout.rstrip().endswith("ok")
+
+
+def test_serving_bench_measures_every_point_and_scores_alike():
+    """bench/serve.py --tiny: one server, every model x batch x concurrency measured, one verdict per target, the
+    ensemble scoring what the model alone scores on the preprocessed rows (the speed verdicts vary with the load)."""
+    from demo_data import built_demo        # the session's demo build (the bench writes only its own subfolder)
+
+    proc = bench("serve.py", "--tiny", "--model", "movielens", "--concurrency", "1", "2",
+                 "--root", str(built_demo().root))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line
+            and not line.startswith("| model |")]
+    points = {(r[0].strip(), int(r[1]), int(r[2])) for r in rows}
+    assert points == {(role, b, c) for role in ("ensemble", "model alone", "nvt step", "floor")
+                      for b in (1, 64) for c in (1, 2)}
+    assert all(float(r[5].replace(",", "")) > 0 for r in rows)             # samples/s
+    verdicts = [line for line in proc.stdout.splitlines() if line.startswith("verdict: ")]
+    assert len(verdicts) == 6
+    assert sum("ensemble/model-alone throughput" in v and v.endswith(("met", "MISSED")) for v in verdicts) == 4
+    assert any(v.startswith("verdict: nvt step p50 at batch 1") for v in verdicts)
+    assert verdicts[-1].endswith("largest difference: 0.0e+00: equal")
+    assert proc.stdout.rstrip().splitlines()[-1].startswith("ok")

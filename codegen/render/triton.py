@@ -10,7 +10,7 @@ from ..features import Features
 from ..graph.ir import TrainingJob
 from ..spec.model import TritonSpec
 from ..triton.configs import config_text
-from ..triton.plan import NVT_SUFFIX, ModelStep, RepositoryPlan, TorchStep, plan_repository
+from ..triton.plan import NVT_ARRAYS, NVT_SUFFIX, ModelStep, RepositoryPlan, TorchStep, plan_repository
 from .env import render
 from .literals import ident, py
 
@@ -43,6 +43,9 @@ def render_triton(plan: RepositoryPlan, *, graph_json: str = "", train_torch: st
                 files[version / name] = graph_json
             elif name == "model.py" and model.name == plan.name + NVT_SUFFIX:
                 files[version / name] = render_preprocess_model(plan, header, nvtabular_note)
+            elif name == NVT_ARRAYS:
+                files[version / name] = render("triton/nvt_arrays.py.j2", header=header.rstrip("\n"),
+                                               model_name=plan.name + NVT_SUFFIX)
             elif name == "model.py" and model.name == plan.name:
                 files[version / name] = render_torch_serving_model(plan, header)
             elif name == "train_torch.py":
@@ -80,6 +83,8 @@ def render_preprocess_model(plan: RepositoryPlan, header: str, nvtabular_note: s
         model_name_literal=py(name),
         workflow_dir=pre.workflow_dir,
         workflow_dir_literal=py(pre.workflow_dir),
+        nvt_arrays=NVT_ARRAYS,
+        nvt_arrays_literal=py(NVT_ARRAYS),
         n_continuous=len(pre.continuous),
         key_dtype=ident(pre.key_dtype),
         request=_block(request),

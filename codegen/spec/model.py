@@ -394,10 +394,22 @@ class InstanceSpec(Strict):
         return self
 
 
-class PreprocessingSpec(Strict):
-    """The ``<name>_nvt`` python-backend model that runs the saved NVTabular workflow."""
+class DynamicBatchingSpec(Strict):
+    """Triton's dynamic batcher for a python-backend model: requests that queue while an instance is busy reach it
+    together in one ``execute`` (one transform or one forward for all of them)."""
 
-    instance: InstanceSpec = Field(default_factory=InstanceSpec)
+    enabled: bool = True
+    max_queue_delay_microseconds: Annotated[int, Field(ge=0, le=1_000_000)] = Field(
+        0, description="how long a request may wait for others to join it (0: only those already queued)")
+
+
+class PreprocessingSpec(Strict):
+    """The ``<name>_nvt`` python-backend model that runs the saved NVTabular workflow (compiled to numpy lookups)."""
+
+    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(count=2),
+                                   description="instance_group (default: 2 CPU instances, so that the workflow "
+                                               "step is not the one queue of the ensemble)")
+    dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)
 
 
 class HugeCTRServingSpec(Strict):
@@ -432,8 +444,12 @@ class TorchServingSpec(Strict):
     """The ``<name>`` python-backend model of ``generated/<name>/triton_torch/`` (rendered when ``torch`` is among
     ``targets``): it loads train_torch.py's ``Model`` with the trained ``model.pt`` + ``features.json``."""
 
-    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(kind="KIND_AUTO"),
-                                   description="instance_group (default KIND_AUTO: a GPU when the server has one)")
+    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(kind="KIND_AUTO", count=2),
+                                   description="instance_group (default KIND_AUTO: a GPU when the server has one; "
+                                               "2 instances, one thread each, suit a small CPU box)")
+    threads: Annotated[int, Field(ge=1, le=256)] = Field(
+        1, description="torch.set_num_threads of each instance on the CPU (instances x threads <= cores)")
+    dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)
     output_name: Ident = Field("OUTPUT0", description="the prediction tensor (sigmoid of the logits), as the HugeCTR "
                                                       "model names it")
 

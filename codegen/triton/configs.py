@@ -19,7 +19,9 @@ def model_config(plan: ModelPlan) -> mc.ModelConfig:
     if plan.platform:
         cfg.platform = plan.platform
     for t in plan.inputs:
-        cfg.input.add(name=t.name, data_type=mc.DataType.Value(t.dtype), dims=list(t.dims))
+        tensor = cfg.input.add(name=t.name, data_type=mc.DataType.Value(t.dtype), dims=list(t.dims))
+        if t.ragged:
+            tensor.allow_ragged_batch = True
     for t in plan.outputs:
         cfg.output.add(name=t.name, data_type=mc.DataType.Value(t.dtype), dims=list(t.dims))
     for inst in plan.instances:
@@ -28,6 +30,9 @@ def model_config(plan: ModelPlan) -> mc.ModelConfig:
             group.count = inst.count
         if inst.gpus is not None:
             group.gpus.extend(inst.gpus)
+    if plan.max_queue_delay_us is not None:
+        cfg.dynamic_batching.SetInParent()
+        cfg.dynamic_batching.max_queue_delay_microseconds = plan.max_queue_delay_us
     for key, value in plan.parameters:
         cfg.parameters[key].string_value = value
     for step in plan.steps:

@@ -43,6 +43,7 @@ TRITON_DTYPES = {
 }
 NVT_SUFFIX, MODEL_SUFFIX, ENSEMBLE_SUFFIX = "_nvt", "", "_ens"
 PREPROCESS_OUTPUTS = ("DES", "CATCOLUMN", "ROWINDEX")
+NVT_ARRAYS = "nvt_arrays.py"      # beside the preprocessing model.py: the workflow compiled to numpy lookups
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Tensor:
     name: str
     dtype: str                        # Triton DataType name, e.g. "TYPE_FP32"
     dims: tuple[int, ...] = (-1,)
-
+    ragged: bool = False              # allow_ragged_batch: queued requests of other lengths may share an execute
 
 @dataclass(frozen=True)
 class Instance:
@@ -79,6 +80,7 @@ class ModelPlan:
     instances: tuple[Instance, ...] = ()
     parameters: tuple[tuple[str, str], ...] = ()
     steps: tuple[Step, ...] = ()
+    max_queue_delay_us: int | None = None        # dynamic_batching (None: none)
     version_files: tuple[str, ...] = ()          # names in <name>/<version>/ that generation writes
     required_files: tuple[str, ...] = ()         # names in <name>/<version>/ that `ctrgen assemble` adds
 
@@ -221,9 +223,18 @@ def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...], out
         # Multi-hot slots and several tables: one CSR per table (triton.md §3), unlike NVTabular's runner (R19).
         ("key_layout", "vcsr"),
     )
-    return ModelPlan(name=ctx.name + NVT_SUFFIX, max_batch_size=ctx.spec.max_batch_size, inputs=inputs,
-                     outputs=outputs, backend="python", instances=(_instance(ctx.spec.preprocessing.instance),),
-                     parameters=params, version_files=("model.py",), required_files=(pre.workflow_dir,))
+    batching = ctx.spec.preprocessing.dynamic_batching
+    return ModelPlan(name=ctx.name + NVT_SUFFIX, max_batch_size=ctx.spec.max_batch_size,
+                     inputs=_ragged(inputs, batching), outputs=outputs, backend="python",
+                     instances=(_instance(ctx.spec.preprocessing.instance),), parameters=params,
+                     max_queue_delay_us=batching.max_queue_delay_microseconds if batching.enabled else None, version_files=("model.py", NVT_ARRAYS), required_files=(pre.workflow_dir,))
+
+
+def _ragged(inputs: tuple[Tensor, ...], batching) -> tuple[Tensor, ...]:
+    """A python-backend model gets each queued request on its own, so requests of any length may be batched."""
+    if not batching.enabled:
+        return inputs
+    return tuple(Tensor(t.name, t.dtype, t.dims, ragged=True) for t in inputs)
 
 
 def request_tensors(col: Column) -> tuple[Tensor, ...]:
@@ -352,9 +363,13 @@ class TorchStep:
 
     def plan(self, ctx: PlanContext) -> ModelPlan:
         t = ctx.spec.torch
-        return ModelPlan(name=ctx.name, max_batch_size=ctx.spec.max_batch_size, inputs=self.consumes(ctx.job),
+        batching = t.dynamic_batching
+        return ModelPlan(name=ctx.name, max_batch_size=ctx.spec.max_batch_size,
+                         inputs=_ragged(self.consumes(ctx.job), batching),
                          outputs=(Tensor(t.output_name, "TYPE_FP32"),), backend="python",
-                         instances=(_instance(t.instance),), version_files=TORCH_MODEL_FILES,
+                         instances=(_instance(t.instance),), parameters=(("torch_num_threads", str(t.threads)),),
+                         max_queue_delay_us=batching.max_queue_delay_microseconds if batching.enabled else None,
+                         version_files=TORCH_MODEL_FILES,
                          required_files=TORCH_CHECKPOINT_FILES)
 
     def ps_json(self, ctx: PlanContext, model: ModelPlan) -> None:
@@ -372,7 +387,8 @@ def plan_ensemble(ctx: PlanContext, nvt: ModelPlan, model: ModelPlan) -> ModelPl
         Step(nvt.name, tuple((t.name, t.name) for t in nvt.inputs), tuple((x, x + NVT_SUFFIX) for x in wired)),
         Step(model.name, tuple((x, x + NVT_SUFFIX) for x in wired), tuple((t.name, t.name) for t in model.outputs)),
     )
-    return ModelPlan(name=ctx.name + ENSEMBLE_SUFFIX, max_batch_size=nvt.max_batch_size, inputs=nvt.inputs,
+    inputs = tuple(Tensor(t.name, t.dtype, t.dims) for t in nvt.inputs)
+    return ModelPlan(name=ctx.name + ENSEMBLE_SUFFIX, max_batch_size=nvt.max_batch_size, inputs=inputs,
                      outputs=model.outputs, platform="ensemble", steps=steps)
 
 

@@ -1,0 +1,181 @@
+"""The preprocessing model's numpy path (generated nvt_arrays.py) against real NVTabular, without a server.
+
+The committed ``generated/<spec>/triton_torch/<spec>_nvt/1/nvt_arrays.py`` compiles each demo workflow (MovieLens
+one-hot, MovieLens genres through JoinExternal, Criteo with strings, a column combination and FillMissing >> Clip >>
+Normalize) and a workflow fitted here with every Categorify option ctrgen's workflows may use (freq_threshold,
+max_size, num_buckets hashing, combo hashing) and LogOp / FillMedian. On raw rows with unseen values and nulls, the
+compiled plan must give exactly what ``workflow.transform`` gives: the same values and dtypes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import REPO
+from tests.demo_data import built_demo
+
+pytestmark = pytest.mark.slow
+
+ARRAYS_FILE = REPO / "generated" / "wdl" / "triton_torch" / "wdl_nvt" / "1" / "nvt_arrays.py"
+
+
+def load_arrays():
+    spec = importlib.util.spec_from_file_location("generated_nvt_arrays", ARRAYS_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    return load_arrays()
+
+
+def offline(workflow, frame: pd.DataFrame) -> pd.DataFrame:
+    """The workflow's transform of a frame, as training's ETL runs it (a CPU Dataset)."""
+    import nvtabular as nvt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return workflow.transform(nvt.Dataset(frame, cpu=True)).to_ddf().compute().reset_index(drop=True)
+
+
+def served(arrays, workflow, frame: pd.DataFrame) -> dict:
+    plan = arrays.compile_workflow(workflow)
+    columns = {}
+    for name in workflow.input_schema.column_names:
+        values = frame[name]
+        if len(values) and isinstance(values.iloc[0], (list, np.ndarray)):
+            lengths = np.array([len(v) for v in values])
+            columns[name] = arrays.Ragged(np.concatenate(values.to_list()), np.concatenate([[0], np.cumsum(lengths)]))
+        else:
+            columns[name] = values.to_numpy()
+    return plan.transform(columns)
+
+
+def assert_same(arrays, want: pd.DataFrame, got: dict) -> None:
+    assert list(got) == list(want.columns)
+    for name in want.columns:
+        have = got[name]
+        if isinstance(have, arrays.Ragged):
+            rows = [list(have.values[have.offsets[i]:have.offsets[i + 1]]) for i in range(len(have))]
+            assert rows == [list(v) for v in want[name]], name
+        else:
+            expected = want[name].to_numpy()
+            assert have.dtype == expected.dtype, (name, have.dtype, expected.dtype)
+            assert np.array_equal(have, expected, equal_nan=expected.dtype.kind == "f"), name
+
+
+def load_workflow(path, labels):
+    import nvtabular as nvt
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        workflow = nvt.Workflow.load(str(path))
+    workflow.remove_inputs([c for c in labels if c in workflow.input_schema.column_names])
+    return workflow
+
+
+@pytest.mark.parametrize("dataset, labels", [("movielens", ["rating"]), ("movielens_genres", ["rating"]),
+                                             ("criteo", ["label"])])
+def test_demo_workflows_serve_what_they_transform(arrays, dataset, labels):
+    demo = built_demo()
+    workflow = load_workflow(demo.paths[dataset]["workflow"], labels)
+    raw = pd.read_parquet(demo.paths[dataset]["raw"] / "valid.parquet")
+    frame = raw[workflow.input_schema.column_names].head(300).reset_index(drop=True)
+    # Values the workflow never saw, in every categorical input the request carries.
+    unseen = frame.head(3).copy()
+    for name in unseen.columns:
+        if name == "movieId" and dataset == "movielens_genres":
+            continue                      # a join key must exist in the external table (else: the workflow itself)
+        if unseen[name].dtype == object:
+            unseen[name] = ["never-seen-1", "never-seen-2", None]
+        elif unseen[name].dtype.kind in "iu":
+            unseen[name] = unseen[name].max() + 10_000_000
+    frame = pd.concat([frame, unseen], ignore_index=True)
+    if dataset == "criteo":
+        assert frame["I1"].isna().any() and frame["C3"].isna().any()     # nulls in both kinds of columns
+    want = offline(workflow, frame)
+    got = served(arrays, workflow, frame)
+    assert_same(arrays, want, got)
+    if dataset != "movielens_genres":
+        assert any((got[c] == 2).any() for c in got if c not in ("I1",) and got[c].dtype.kind == "i")  # unseen -> 2
+
+
+def test_categorify_options_match_nvtabular(arrays, tmp_path, monkeypatch):
+    """freq_threshold, max_size, hashing buckets (one column and a combination), nulls, unseen; LogOp, FillMedian."""
+    import nvtabular as nvt
+    from nvtabular import ops
+
+    monkeypatch.chdir(tmp_path)                  # Categorify writes ./categories
+    rng = np.random.default_rng(0)
+    n = 3000
+    letters = np.array([f"s{i}" for i in range(40)], dtype=object)
+    train = pd.DataFrame({
+        "a": rng.zipf(1.6, n).clip(0, 500).astype(np.int64),
+        "b": letters[rng.integers(0, 40, n) ** 2 % 40],
+        "c": rng.integers(0, 30, n).astype(np.int64),
+        "d": letters[rng.integers(0, 12, n)],
+        "e": rng.integers(0, 9, n).astype(np.int64),
+        "x": np.where(rng.random(n) < 0.1, np.nan, rng.exponential(3.0, n)),
+        "y": rng.normal(0, 2, n),
+    })
+    train.loc[rng.random(n) < 0.05, "b"] = None
+    features = (
+        (["a"] >> ops.Categorify(freq_threshold=3))
+        + (["b"] >> ops.Categorify(max_size=12))
+        + (["c"] >> ops.Categorify(num_buckets=7, freq_threshold=40))
+        + ([["d", "e"]] >> ops.Categorify(encode_type="combo"))
+        + ([["c", "e"]] >> ops.Categorify(encode_type="combo", num_buckets=5, freq_threshold=30))
+        + (["x"] >> ops.FillMedian() >> ops.LogOp())
+        + (["y"] >> ops.Clip(min_value=-1.0, max_value=3.0) >> ops.Normalize())
+    )
+    workflow = nvt.Workflow(features)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        workflow.fit(nvt.Dataset(train, cpu=True))
+        workflow.save(str(tmp_path / "workflow"))
+        workflow = nvt.Workflow.load(str(tmp_path / "workflow"))
+    test = train.sample(200, random_state=1).reset_index(drop=True)
+    test.loc[:9, "a"] = 10_000 + np.arange(10)            # unseen integers
+    test.loc[10:14, "b"] = "never"                        # unseen strings
+    test.loc[15:19, "c"] = 99 + np.arange(5)              # unseen -> a hash bucket
+    test.loc[20:24, "d"] = None                           # a null in a combination
+    test.loc[25:29, "x"] = np.nan
+    want = offline(workflow, test)
+    got = served(arrays, workflow, test)
+    assert_same(arrays, want, got)
+    assert len(set(got["c"][15:20])) > 1                 # unseen values spread over several buckets
+    assert (got["b"][10:15] == 2).all() and (got["a"][:10] == 2).all()
+
+
+def test_load_check_refuses_arrays_that_disagree(arrays):
+    """self_check: the probe rows catch a lookup that is off by one (e.g. a categories file of another fit)."""
+    demo = built_demo()
+    workflow = load_workflow(demo.paths["criteo"]["workflow"], ["label"])
+    request = [(c, "object" if c.startswith("C") else "float64", False) for c in workflow.input_schema.column_names]
+    plan = arrays.compile_workflow(workflow)
+    assert arrays.self_check(workflow, plan, arrays.probe_columns(workflow, plan, request)) is None
+    lookup = next(s.lookups["C2"] for s in plan.steps.values() if "C2" in getattr(s, "lookups", {}))
+    lookup.table = {k: v + 1 for k, v in lookup.table.items()}
+    problem = arrays.self_check(workflow, plan, arrays.probe_columns(workflow, plan, request))
+    assert problem and "differs from the workflow's transform" in problem
+
+
+def test_an_operator_without_a_numpy_step_is_reported(arrays, tmp_path, monkeypatch):
+    import nvtabular as nvt
+    from nvtabular import ops
+
+    monkeypatch.chdir(tmp_path)
+    frame = pd.DataFrame({"a": np.arange(20, dtype=np.int64)})
+    workflow = nvt.Workflow(["a"] >> ops.LambdaOp(lambda col: col * 2) >> ops.Categorify())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        workflow.fit(nvt.Dataset(frame, cpu=True))
+    with pytest.raises(arrays.Unsupported, match="operator UDF"):
+        arrays.compile_workflow(workflow)
