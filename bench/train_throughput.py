@@ -200,6 +200,7 @@ def main() -> int:
     ap.add_argument("--samples", type=float, default=20e6, help="samples per run (MovieLens; DLRM --dlrm-samples)")
     ap.add_argument("--dlrm-samples", type=float, default=8e6, help="samples per DLRM run")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--stream", action="store_true", help="also run the generated path with --data-on stream")
     ap.add_argument("--no-eager", action="store_true", help="skip the eager loop")
     ap.add_argument("--dataloader", action="store_true", help="also time a torch DataLoader loop (slow)")
     ap.add_argument("--plain-steps", type=int, default=30)
@@ -246,6 +247,12 @@ def main() -> int:
                            "eager": eager and eager["interval_samples_per_second"][-1],
                            "eager_auc": eager and eager["auc"], "eager_peak_gib": eager and eager["peak_gib"],
                            "startup": startup}
+                    if args.stream:
+                        streamed = run_generated(module, features_path, data, batch, iters, True, tmp, precision,
+                                                 ("--data-on", "stream"))
+                        row.update(stream=streamed["interval_samples_per_second"][-1], stream_auc=streamed["auc"])
+                        print(f"  batch {batch} {precision}: --data-on stream {row['stream'] / 1e6:.2f} M/s (AUC "
+                              f"{row['stream_auc']:.4f})", flush=True)
                     if args.dataloader:
                         row["dataloader"] = run_plain(module, features, data, batch, args.plain_steps, name)
                     rows_out.append(row)
