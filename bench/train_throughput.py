@@ -210,6 +210,7 @@ def main() -> int:
     ap.add_argument("--dlrm-samples", type=float, default=8e6, help="samples per DLRM run")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--stream", action="store_true", help="also run the generated path with --data-on stream")
+    ap.add_argument("--no-startup", action="store_true", help="skip the fresh-process time to first step")
     ap.add_argument("--no-eager", action="store_true", help="skip the eager loop")
     ap.add_argument("--dataloader", action="store_true", help="also time a torch DataLoader loop (slow)")
     ap.add_argument("--plain-steps", type=int, default=30)
@@ -238,7 +239,7 @@ def main() -> int:
             table_rows = sum(c["cardinality"] for s in features["sparse"] for c in s["columns"])
             print(f"{label}: {args.rows:,} synthetic rows in {time.perf_counter() - started:.0f} s, tables "
                   f"{table_rows:,} rows (planted AUC ceiling {ceiling:.4f})", flush=True)
-            startup = first_step(name, features_path, data, args.precisions[0], tmp)
+            startup = None if args.no_startup else first_step(name, features_path, data, args.precisions[0], tmp)
             print(f"  time to first step (fresh process, {args.precisions[0]}): {startup}", flush=True)
             budget = args.samples if name == "movielens" else args.dlrm_samples
             for batch in args.batches:
