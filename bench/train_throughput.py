@@ -1,29 +1,36 @@
-"""Training throughput of the generated PyTorch trainer (train_torch.py) against a plain PyTorch loop, on one GPU.
+"""Training throughput of the generated PyTorch trainer (train_torch.py) against its plain eager loop, on one GPU.
 
 For each model (MovieLens MLP, DLRM) it writes a synthetic Parquet dataset shaped by the model's features.json (the
 committed generated/<name>/features.json: real cardinalities, a planted logistic signal so AUC means something),
-then measures samples/s at several batch sizes:
+then measures, per batch size and precision (fp32, tf32, bf16, fp16):
 
-* generated, fast: train_torch.py as shipped: columns resident in GPU memory, batches gathered by a permuted index,
-  the whole step captured as one CUDA graph, fused optimizer;
-* generated, unoptimized: the same script with --cuda-graph off --data-on host (eager step, batch gathered on the
-  host and copied per step): the plain loop whose AUC the fast path must keep;
-* plain PyTorch: torch.utils.data.DataLoader over the same Parquet rows (TensorDataset, shuffle), one nn.Embedding
-  per slot, the same MLP (MovieLens), or the generated Model (DLRM), eager Adam/SGD.
+* generated: train_torch.py with --compile on (what auto picks for runs of 1000 steps or more): columns resident in
+  GPU memory, batches gathered by a permuted index, embedding rows updated in place (where the spec's optimizer
+  allows), dense layers compiled, the whole step captured as one CUDA graph;
+* eager: the same script with --compile off --cuda-graph off --embedding-update dense (torch.optim over whole
+  tables, one kernel launch at a time from Python), the same data, steps and precision: the plain loop whose AUC
+  the fast path keeps.
 
-Each figure is the median of --repeats runs; a run's rate is its last display interval (steady state, after the
-warm-up and the graph capture). Prints a table and writes it to --out (docs/benchmarks.md) with the GPU's name.
+With --scale criteo-kaggle the DLRM tables get the 26 Criteo-Kaggle cardinalities (33.8 M rows; at vec 128, 4.3 B
+parameters, the size of NVIDIA's "small" DLRM) instead of the demo lock's. A run's rate is its last display interval
+(steady state, after the warm-up and the graph capture); peak GPU memory is torch's max_memory_allocated of the run.
+Time to first step is measured in a fresh process (the import of torch and CUDA's start-up included) on the
+validation split. Prints a table and writes it with the raw rows to --out.
 
     python bench/train_throughput.py                       # needs a CUDA GPU, torch, numpy, pyarrow
-    python bench/train_throughput.py --batches 2048 65536 --repeats 3 --out docs/benchmarks.md
+    python bench/train_throughput.py --models dlrm --scale criteo-kaggle --batches 65536 --out bench.md
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib.util
 import json
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +44,21 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parents[1]
+# Run outputs (model.pt of a Criteo-Kaggle-sized model is 17 GB) go to memory where there is a tmpfs, then are deleted.
+SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
+# Criteo Kaggle (display advertising challenge) categorical cardinalities C1..C26, as NVIDIA's DLRM counts them.
+CRITEO_KAGGLE = [1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27, 14992,
+                 5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572]
+
+
+def criteo_kaggle(features: dict) -> dict:
+    """features.json with C1..C26 at the Criteo-Kaggle cardinalities (other slots, like the demo's cross, kept)."""
+    out = json.loads(json.dumps(features))
+    for s in out["sparse"]:
+        for c in s["columns"]:
+            if c["name"] in {f"C{i}" for i in range(1, 27)}:
+                c["cardinality"] = CRITEO_KAGGLE[int(c["name"][1:]) - 1]
+    return out
 
 
 def load_trainer(name: str):
@@ -79,18 +101,42 @@ def synthesize(features: dict, rows: int, out: Path, files: int, seed: int) -> f
 
 
 def run_generated(module, features_path: Path, data: Path, batch: int, iters: int, fast: bool, tmp: Path,
-                  tf32: bool = False) -> dict:
-    out = tmp / f"run_{batch}_{fast}_{time.monotonic_ns()}"
+                  precision: str = "fp32", extra: tuple = ()) -> dict:
+    out = (SCRATCH or tmp) / f"ctrgen_run_{batch}_{fast}_{time.monotonic_ns()}"
     argv = ["--train", str(data / "train"), "--eval", str(data / "valid"), "--features", str(features_path),
             "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(max(iters // 2, 1)),
             "--eval-interval", str(iters), "--snapshot", "0", "--eval-batch-size", "65536",
-            "--max-eval-batches", "8", "--output-dir", str(out), "--device", "cuda"]
-    if not fast:
-        argv += ["--cuda-graph", "off", "--data-on", "host"]
-    if tf32:
-        argv += ["--tf32", "on"]
-    assert module.main(argv) == 0
-    return json.loads((out / "metrics.json").read_text())
+            "--max-eval-batches", "6", "--output-dir", str(out), "--device", "cuda", "--precision", precision,
+            *extra]
+    argv += ["--compile", "on"] if fast else ["--compile", "off", "--cuda-graph", "off", "--embedding-update", "dense"]
+    gc.collect()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    try:
+        assert module.main(argv) == 0
+        metrics = json.loads((out / "metrics.json").read_text())
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    metrics["peak_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
+    return metrics
+
+
+def first_step(name: str, features_path: Path, data: Path, precision: str, tmp: Path) -> dict:
+    """Start-up of a fresh process: train_torch.py's own timings (import, build, data load, first step)."""
+    out = (SCRATCH or tmp) / f"ctrgen_startup_{name}_{time.monotonic_ns()}"
+    cmd = [sys.executable, str(REPO / "generated" / name / "train_torch.py"), "--train", str(data / "valid"),
+           "--eval", str(data / "valid"), "--features", str(features_path), "--max-iter", "5", "--batch-size",
+           "2048", "--display", "5", "--eval-interval", "5", "--snapshot", "0", "--max-eval-batches", "1",
+           "--output-dir", str(out), "--device", "cuda", "--precision", precision]
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        startup = json.loads((out / "metrics.json").read_text())["startup"]
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    startup["process_s"] = round(time.perf_counter() - started, 3)
+    return startup
 
 
 class PlainModel(nn.Module):
@@ -154,12 +200,20 @@ def run_plain(module, features: dict, data: Path, batch: int, steps: int, name: 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", nargs="+", default=["movielens", "dlrm"])
-    ap.add_argument("--batches", nargs="+", type=int, default=[2048, 8192, 65536])
-    ap.add_argument("--rows", type=int, default=8_000_000, help="synthetic training rows per model")
-    ap.add_argument("--samples", type=float, default=40e6, help="samples per fast run (MovieLens; DLRM a tenth)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scale", choices=("demo", "criteo-kaggle"), default="demo",
+                    help="DLRM tables: the demo lock's cardinalities, or Criteo Kaggle's (33.8 M rows)")
+    ap.add_argument("--batches", nargs="+", type=int, default=[2048, 65536])
+    ap.add_argument("--precisions", nargs="+", default=["fp32", "tf32", "bf16"],
+                    choices=("fp32", "tf32", "bf16", "fp16"))
+    ap.add_argument("--rows", type=int, default=4_000_000, help="synthetic training rows per model")
+    ap.add_argument("--samples", type=float, default=20e6, help="samples per run (MovieLens; DLRM --dlrm-samples)")
+    ap.add_argument("--dlrm-samples", type=float, default=8e6, help="samples per DLRM run")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--stream", action="store_true", help="also run the generated path with --data-on stream")
+    ap.add_argument("--no-startup", action="store_true", help="skip the fresh-process time to first step")
+    ap.add_argument("--no-eager", action="store_true", help="skip the eager loop")
+    ap.add_argument("--dataloader", action="store_true", help="also time a torch DataLoader loop (slow)")
     ap.add_argument("--plain-steps", type=int, default=30)
-    ap.add_argument("--tf32", action="store_true", help="pass --tf32 on to the generated trainer")
     ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -172,35 +226,66 @@ def main() -> int:
         for name in args.models:
             module, features_path = load_trainer(name)
             features = json.loads(features_path.read_text())
+            label = name
+            if name == "dlrm" and args.scale == "criteo-kaggle":
+                features = criteo_kaggle(features)
+                features_path = tmp / "dlrm_criteo_kaggle.json"
+                features_path.write_text(json.dumps(features))
+                label = "dlrm (criteo-kaggle)"
             data = tmp / name
+            started = time.perf_counter()
             ceiling = synthesize(features, args.rows, data / "train", files=4, seed=1)
             synthesize(features, 400_000, data / "valid", files=1, seed=1)  # same seed: same planted weights
-            print(f"{name}: {args.rows:,} synthetic rows (planted AUC ceiling {ceiling:.4f})", flush=True)
-            budget = args.samples if name == "movielens" else args.samples / 10
+            table_rows = sum(c["cardinality"] for s in features["sparse"] for c in s["columns"])
+            print(f"{label}: {args.rows:,} synthetic rows in {time.perf_counter() - started:.0f} s, tables "
+                  f"{table_rows:,} rows (planted AUC ceiling {ceiling:.4f})", flush=True)
+            startup = None if args.no_startup else first_step(name, features_path, data, args.precisions[0], tmp)
+            print(f"  time to first step (fresh process, {args.precisions[0]}): {startup}", flush=True)
+            budget = args.samples if name == "movielens" else args.dlrm_samples
             for batch in args.batches:
-                iters = max(int(budget / batch), 40)
-                fast = [run_generated(module, features_path, data, batch, iters, True, tmp, args.tf32)
-                        for _ in range(args.repeats)]
-                slow = run_generated(module, features_path, data, batch, iters, False, tmp, args.tf32)
-                plain = run_plain(module, features, data, batch, args.plain_steps if batch < 65536 else 10, name)
-                row = {"model": name, "batch": batch,
-                       "fast": statistics.median(m["interval_samples_per_second"][-1] for m in fast),
-                       "fast_auc": fast[-1]["auc"], "graph": fast[-1]["cuda_graph"],
-                       "slow": slow["interval_samples_per_second"][-1], "slow_auc": slow["auc"], "plain": plain,
-                       "iters": iters}
-                rows_out.append(row)
-                print(f"  batch {batch}: generated {row['fast'] / 1e6:.2f} M/s (AUC {row['fast_auc']:.4f}, "
-                      f"{iters} iters), unoptimized {row['slow'] / 1e6:.2f} M/s (AUC {row['slow_auc']:.4f}, "
-                      f"same iters), plain DataLoader {plain / 1e6:.3f} M/s", flush=True)
-    table = ["| model | batch | generated (M samples/s) | AUC | unoptimized loop (M/s) | its AUC | "
-             "plain DataLoader (M/s) |", "|---|---:|---:|---:|---:|---:|---:|"]
+                iters = max(int(budget / batch), 60)
+                for precision in args.precisions:
+                    fast = [run_generated(module, features_path, data, batch, iters, True, tmp, precision)
+                            for _ in range(args.repeats)]
+                    eager = None if args.no_eager else run_generated(module, features_path, data, batch, iters,
+                                                                     False, tmp, precision)
+                    row = {"model": label, "batch": batch, "precision": precision, "iters": iters,
+                           "fast": statistics.median(m["interval_samples_per_second"][-1] for m in fast),
+                           "fast_auc": fast[-1]["auc"], "graph": fast[-1]["cuda_graph"],
+                           "update": fast[-1]["embedding_update"], "peak_gib": fast[-1]["peak_gib"],
+                           "compile_s": fast[-1]["startup"].get("compile_s"),
+                           "eager": eager and eager["interval_samples_per_second"][-1],
+                           "eager_auc": eager and eager["auc"], "eager_peak_gib": eager and eager["peak_gib"],
+                           "startup": startup}
+                    rows_out.append(row)
+                    print(f"  batch {batch} {precision}: generated {row['fast'] / 1e6:.2f} M/s (AUC "
+                          f"{row['fast_auc']:.4f}, {row['peak_gib']:.1f} GiB, {iters} iters, {row['update']} "
+                          f"tables, compile + first step {row['compile_s']} s"
+                          f"), eager " + (f"{row['eager'] / 1e6:.2f} M/s (AUC {row['eager_auc']:.4f}, "
+                                                f"{row['eager_peak_gib']:.1f} GiB)" if eager else "skipped"),
+                          flush=True)
+                    if args.stream and precision == args.precisions[-1]:
+                        streamed = run_generated(module, features_path, data, batch, iters, True, tmp, precision,
+                                                 ("--data-on", "stream"))
+                        row.update(stream=streamed["interval_samples_per_second"][-1], stream_auc=streamed["auc"])
+                        print(f"  batch {batch} {precision}: --data-on stream {row['stream'] / 1e6:.2f} M/s (AUC "
+                              f"{row['stream_auc']:.4f})", flush=True)
+                    if args.dataloader:
+                        row["dataloader"] = run_plain(module, features, data, batch, args.plain_steps, name)
+    table = ["| model | batch | precision | generated (M samples/s) | AUC | peak GiB | eager loop (M/s) | its AUC | "
+             "its peak GiB |", "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows_out:
-        table.append(f"| {r['model']} | {r['batch']} | {r['fast'] / 1e6:.2f} | {r['fast_auc']:.4f} | "
-                     f"{r['slow'] / 1e6:.2f} | {r['slow_auc']:.4f} | {r['plain'] / 1e6:.3f} |")
+        eager = (f"{r['eager'] / 1e6:.2f} | {r['eager_auc']:.4f} | {r['eager_peak_gib']:.1f}" if r["eager"]
+                 else "- | - | -")
+        table.append(f"| {r['model']} | {r['batch']} | {r['precision']} | {r['fast'] / 1e6:.2f} | "
+                     f"{r['fast_auc']:.4f} | {r['peak_gib']:.1f} | {eager} |")
+    table += [f"\n--data-on stream, {r['model']}, batch {r['batch']}, {r['precision']}: {r['stream'] / 1e6:.2f} M "
+              f"samples/s (AUC {r['stream_auc']:.4f}) against {r['fast'] / 1e6:.2f} M resident" for r in rows_out
+              if "stream" in r]
     text = "\n".join(table)
     print(f"\nGPU: {gpu}, torch {torch.__version__}\n{text}")
     if args.out:
-        args.out.write_text(f"GPU: {gpu}, torch {torch.__version__}, median of {args.repeats} runs, TF32 {'on' if args.tf32 else 'off'}\n\n{text}\n"
+        args.out.write_text(f"GPU: {gpu}, torch {torch.__version__}, median of {args.repeats} run(s)\n\n{text}\n"
                             + json.dumps(rows_out) + "\n", encoding="utf-8")
     return 0
 

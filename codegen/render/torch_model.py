@@ -50,6 +50,33 @@ DEFAULT_LR = 0.001  # CreateSolver's lr default
 # a batch looks up (HugeCTR's embedding cache holds only a pass's keyset, so rows outside it stay as they were).
 # Adam's sparse form is torch's SparseAdam (lazy Adam: moments of absent rows are neither read nor decayed).
 SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
+# The table updates train_torch.py's RowSparseOptimizer reproduces exactly (rows without gradient stay as they are):
+# SGD and AdaGrad under every update_type; Adam only where HugeCTR updates just the looked-up rows (Global Adam moves
+# every row with moment state, so its tables keep the dense step).
+ROW_UPDATE_TYPES = {"SGD": None, "AdaGrad": None, "Adam": ("Local", "LazyGlobal")}
+GRAD_SCALER_DEFAULT = 65536.0   # torch's GradScaler initial scale, used for fp16 when the solver sets no scaler
+
+
+def _row_update(job: TrainingJob) -> tuple[str | None, dict]:
+    """(RowSparseOptimizer kind or None, its hyper-parameters) for the spec's optimizer."""
+    kind, v = job.optimizer.type, job.optimizer.values
+    if kind not in ROW_UPDATE_TYPES:
+        return None, {}
+    update_types = ROW_UPDATE_TYPES[kind]
+    if update_types is not None and str(job.optimizer.update_type) not in update_types:
+        return None, {}
+    if kind == "AdaGrad":
+        return kind, {"initial_accumulator_value": float(v["initial_accu_value"]), "eps": float(v["epsilon"])}
+    if kind == "Adam":
+        return kind, {"betas": (float(v["beta1"]), float(v["beta2"])), "eps": float(v["epsilon"])}
+    return kind, {}
+
+
+def _precision(solver: dict) -> str:
+    """The spec's precision: use_mixed_precision -> mixed (bf16, or fp16 where the GPU has no bf16)."""
+    if solver.get("use_mixed_precision"):
+        return "mixed"
+    return "tf32" if solver.get("enable_tf32_compute") else "fp32"
 
 
 def _identifier(tensor: str) -> str:
@@ -334,7 +361,10 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         "eval_interval": int(fit.get("eval_interval", 1000)),
         "snapshot": int(fit.get("snapshot", 10000)),
         "seed": int(solver.get("seed", 0) or 0),
+        "precision": _precision(solver),
+        "loss_scale": float(solver["scaler"]) if solver.get("scaler") else GRAD_SCALER_DEFAULT,
     }
+    row_update, row_hyper = _row_update(job)
     return render(
         "torch/train_torch.py.j2",
         header=header,
@@ -352,7 +382,8 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         optimizer_args=opt_args,
         optimizer_name=job.optimizer.type,
         graph_safe_optimizer=graph_safe,
-        tf32=bool(solver.get("enable_tf32_compute", False)),
+        row_update=py(row_update),
+        row_update_hyper=py(row_hyper),
         init=m.init,
         forward=m.forward,
         forward_args=m.forward_args,  # type: ignore[attr-defined]

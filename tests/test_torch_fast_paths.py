@@ -1,0 +1,234 @@
+"""The generated trainer's precision, row-wise embedding updates and streaming data, on the CPU.
+
+The committed generated/<name>/train_torch.py scripts train for real on small synthetic Parquet data with a planted
+logistic signal: fp32 and bf16 reach the same AUC and metrics.json says which ran; the spec decides without a flag;
+fp16 on the CPU is refused in one line; one step of RowSparseOptimizer equals torch.optim's dense step on the same
+lookups (SGD, AdaGrad, Adam; one-hot and multi-hot bags); the row-update and dense paths and the streamed and
+resident data reach the same AUC.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def load(name: str, folder: Path | None = None):
+    path = (folder or REPO / "generated" / name) / "train_torch.py"
+    spec = importlib.util.spec_from_file_location(f"fast_paths_{name}_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def synthesize(features: dict, rows: int, out: Path, files: int, seed: int = 3) -> None:
+    """Parquet parts whose labels follow a planted logistic model of the ids and continuous columns."""
+    planted = np.random.default_rng(seed)
+    rng = np.random.default_rng([seed, rows])
+    logit = np.full(rows, -0.2)
+    columns = {}
+    for s in features["sparse"]:
+        for c in s["columns"]:
+            card = min(c["cardinality"], 30)    # few distinct ids: a short run sees each many times
+            ids = rng.integers(0, card, rows)
+            logit += planted.normal(0.0, 0.6, card)[ids]
+            columns[c["name"]] = ids
+    for c in features["continuous"]:
+        x = rng.normal(0.0, 1.0, rows).astype(np.float32)
+        logit += planted.normal(0.0, 0.5) * x
+        columns[c["name"]] = x
+    columns[features["labels"][0]["name"]] = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.float32)
+    out.mkdir(parents=True, exist_ok=True)
+    bounds = np.linspace(0, rows, files + 1).astype(int)
+    for i in range(files):
+        pq.write_table(pa.table({k: v[bounds[i]:bounds[i + 1]] for k, v in columns.items()}),
+                       out / f"part_{i}.parquet", row_group_size=1000)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("fast-paths")
+    out = {}
+    for name in ("movielens", "dlrm"):
+        features = json.loads((REPO / "generated" / name / "features.json").read_text())
+        synthesize(features, 12000, root / name / "train", files=2)
+        synthesize(features, 3000, root / name / "valid", files=1)
+        out[name] = root / name
+    return out
+
+
+def run(script: Path, data_dir: Path, out: Path, *extra: str, iters: int = 80, batch: int = 256):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONPATH", None)
+    cmd = [sys.executable, str(script), "--device", "cpu", "--train", str(data_dir / "train"), "--eval",
+           str(data_dir / "valid"), "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(iters),
+           "--eval-interval", str(iters), "--snapshot", "0", "--output-dir", str(out), *extra]
+    return subprocess.run(cmd, cwd=script.parent, env=env, capture_output=True, text=True, timeout=600)
+
+
+def metrics_of(proc, out: Path) -> dict:
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    return json.loads((out / "metrics.json").read_text())
+
+
+# ---- precision -----------------------------------------------------------------------------------------------------
+
+def test_fp32_and_bf16_reach_the_same_auc(data, tmp_path):
+    script = REPO / "generated" / "movielens" / "train_torch.py"
+    spec_says = metrics_of(proc := run(script, data["movielens"], tmp_path / "a", "--lr", "0.01"), tmp_path / "a")
+    assert spec_says["precision"] == "fp32"       # the spec leaves use_mixed_precision off
+    assert "precision fp32" in proc.stdout
+    bf16 = metrics_of(proc := run(script, data["movielens"], tmp_path / "b", "--lr", "0.01", "--precision", "bf16"),
+                      tmp_path / "b")
+    assert bf16["precision"] == "bf16" and "precision bf16" in proc.stdout
+    assert spec_says["auc"] > 0.62, spec_says      # it learned the planted signal
+    assert abs(spec_says["auc"] - bf16["auc"]) < 0.02, (spec_says["auc"], bf16["auc"])
+    assert spec_says["auc"] != bf16["auc"]         # bf16 really changed the arithmetic
+
+
+def test_mixed_precision_spec_trains_in_bf16_without_a_flag(data, tmp_path):
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    text = (REPO / "specs" / "movielens.yaml").read_text()
+    assert "solver:\n" in text
+    text = text.replace("solver:\n", "solver:\n  use_mixed_precision: true\n  scaler: 1024\n", 1)
+    (specs / "movielens.yaml").write_text(text)
+    shutil.copy(REPO / "specs" / "movielens.features.lock.json", specs)
+    proc = subprocess.run([str(Path(sys.executable).with_name("ctrgen")), "generate", str(specs / "movielens.yaml"),
+                           "--out", str(tmp_path / "gen")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    script = tmp_path / "gen" / "movielens" / "train_torch.py"
+    module = load("movielens", script.parent)
+    assert module.DEFAULTS["precision"] == "mixed" and module.DEFAULTS["loss_scale"] == 1024.0
+    metrics = metrics_of(run(script, data["movielens"], tmp_path / "out", iters=10), tmp_path / "out")
+    assert metrics["precision"] == "bf16"
+    metrics = metrics_of(run(script, data["movielens"], tmp_path / "o2", "--precision", "fp32", iters=10),
+                         tmp_path / "o2")
+    assert metrics["precision"] == "fp32"
+
+
+def test_fp16_on_the_cpu_is_one_clear_line(data, tmp_path):
+    proc = run(REPO / "generated" / "movielens" / "train_torch.py", data["movielens"], tmp_path / "o", "--precision",
+               "fp16", iters=5)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "error: --precision fp16 needs a CUDA GPU (float16 autocast with a loss scaler); on cpu "
+        "(fix: --precision bf16 or --precision fp32)"]
+    assert not (tmp_path / "o" / "metrics.json").exists()
+
+
+# ---- row-wise embedding updates ------------------------------------------------------------------------------------
+
+OPTIMIZERS = {
+    "SGD": ({}, lambda p, lr: torch.optim.SGD(p, lr=lr)),
+    "AdaGrad": ({"initial_accumulator_value": 0.1, "eps": 1e-7},
+                lambda p, lr: torch.optim.Adagrad(p, lr=lr, initial_accumulator_value=0.1, eps=1e-7)),
+    "Adam": ({"betas": (0.9, 0.999), "eps": 1e-7},
+             lambda p, lr: torch.optim.Adam(p, lr=lr, betas=(0.9, 0.999), eps=1e-7)),
+}
+
+
+@pytest.mark.parametrize("kind", list(OPTIMIZERS))
+@pytest.mark.parametrize("nnz,combiner", [(1, "sum"), (3, "sum"), (3, "mean")])
+def test_row_update_step_equals_the_dense_step(kind, nnz, combiner):
+    m = load("dlrm")
+    torch.manual_seed(0)
+    cards = [7, 40, 300]
+    fast = m.SparseEmbedding(cards, vec_size=8, combiner=combiner)
+    dense = m.SparseEmbedding(cards, vec_size=8, combiner=combiner)
+    dense.load_state_dict(fast.state_dict())
+    initial = fast.weight.clone()
+    hyper, reference = OPTIMIZERS[kind]
+    fast.row_updates = True
+    fast.weight.requires_grad_(False)
+    rows_opt = m.RowSparseOptimizer([fast], 0.05, kind, hyper)
+    dense_opt = reference([dense.weight], 0.05)
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.stack([torch.randint(0, c, (64, nnz), generator=gen) for c in cards], dim=1)   # (64, 3, nnz)
+    ids[:5, 1, 0] = 3                                   # repeated rows: their gradients must add up
+    if nnz > 1:
+        ids[torch.rand(ids.shape, generator=gen) < 0.3] = -1   # padded lists
+    target = torch.randn(64, 3, 8, generator=gen)
+    steps = 1 if kind == "Adam" else 3                  # lazy Adam equals dense Adam for the first step only
+    for _ in range(steps):
+        for module, opt in ((fast, rows_opt), (dense, dense_opt)):
+            opt.zero_grad()
+            ((module(ids) - target) ** 2).sum().backward()
+            opt.step()
+    touched = torch.zeros(fast.weight.shape[0], dtype=torch.bool)
+    valid = ids >= 0
+    touched[(ids + fast.slot_offsets[:, None])[valid]] = True
+    assert torch.allclose(fast.weight, dense.weight, atol=1e-6, rtol=1e-5)
+    assert not torch.equal(fast.weight[touched], initial[touched])
+    assert torch.equal(fast.weight[~touched], initial[~touched])
+    assert torch.count_nonzero(fast.weight[fast.padding_row]) == 0
+
+
+def test_row_updates_and_dense_reach_the_same_auc(data, tmp_path):
+    script = REPO / "generated" / "dlrm" / "train_torch.py"
+    common = ("--lr", "4", "--max-eval-batches", "4", "--eval-batch-size", "512")   # lr warms up over 300 steps
+    rows = metrics_of(run(script, data["dlrm"], tmp_path / "r", *common, iters=50, batch=128), tmp_path / "r")
+    dense = metrics_of(run(script, data["dlrm"], tmp_path / "d", *common, "--embedding-update", "dense", iters=50,
+                           batch=128), tmp_path / "d")
+    assert rows["embedding_update"] == "rows" and dense["embedding_update"] == "dense"
+    assert rows["auc"] > 0.6, rows
+    assert abs(rows["auc"] - dense["auc"]) < 0.002, (rows["auc"], dense["auc"])
+
+
+def test_global_adam_tables_keep_the_dense_step(data, tmp_path):
+    module = load("movielens")
+    assert module.ROW_UPDATE is None              # HugeCTR's Global Adam moves every row with moment state
+    proc = run(REPO / "generated" / "movielens" / "train_torch.py", data["movielens"], tmp_path / "o",
+               "--embedding-update", "rows", iters=5)
+    assert proc.returncode == 2 and "--embedding-update rows" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---- streaming -----------------------------------------------------------------------------------------------------
+
+def test_streamed_data_trains_like_resident_data(data, tmp_path):
+    script = REPO / "generated" / "movielens" / "train_torch.py"
+    resident = metrics_of(run(script, data["movielens"], tmp_path / "r", "--lr", "0.01", "--data-on", "host"),
+                          tmp_path / "r")
+    streamed = metrics_of(run(script, data["movielens"], tmp_path / "s", "--lr", "0.01", "--data-on", "stream",
+                              "--shuffle-window", "3000"), tmp_path / "s")
+    assert resident["data_on"] == "host" and streamed["data_on"] == "stream"
+    assert streamed["iterations"] == resident["iterations"] == 80
+    assert abs(streamed["auc"] - resident["auc"]) < 0.02, (streamed["auc"], resident["auc"])
+    assert streamed["startup"]["time_to_first_step_s"] > 0
+
+
+def test_stream_yields_every_full_batch_of_an_epoch_shuffled(data):
+    m = load("movielens")
+    features = m.load_features(REPO / "generated" / "movielens" / "features.json")
+    files = m.data_files(str(data["movielens"] / "train"))
+    stream = m.Stream(files, features, torch.device("cpu"), 1000, window=2500)
+    assert stream.n == 12000
+    seen = []
+    for seed in (1, 2):
+        stream.epoch(seed)
+        labels = []
+        for _ in range(12):
+            stream.advance()
+            labels.append(stream.batch(None)[2].clone())      # the first sparse input's ids
+        seen.append(torch.cat(labels).reshape(12000, -1))
+    stream.stop()
+    resident = torch.from_numpy(m.read_split(files, features)["sparse"][0]).reshape(12000, -1)
+    for epoch in seen:          # every row once per epoch, not in file order
+        assert sorted(map(tuple, epoch.tolist())) == sorted(map(tuple, resident.tolist()))
+        assert not torch.equal(epoch, resident)
+    assert not torch.equal(seen[0], seen[1])
