@@ -274,6 +274,8 @@ def _attach_commands() -> None:
     main.add_command(demo_command, "demo")
     from .keysets.cli import keysets_command
     main.add_command(keysets_command, "keysets")
+    from .etl.cli import etl_command
+    main.add_command(etl_command, "etl")
 
 
 _attach_commands()

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from .etl import EtlSpec
+
 # Names that become Python identifiers, HugeCTR tensor names, Triton model names or file names.
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
 Ident = Annotated[str, Field(pattern=IDENT, max_length=64)]
@@ -520,3 +522,4 @@ class Spec(Strict):
     cluster: ClusterSpec | None = None
     triton: TritonSpec = Field(default_factory=TritonSpec,
                                description="the Triton repository in generated/<name>/triton/ (on by default)")
+    etl: EtlSpec | None = Field(None, description="the NVTabular ETL from raw files (ctrgen etl; generated/<name>/etl.py)")
