@@ -59,6 +59,7 @@ class EtlPlan:
     labels: tuple[str, ...]
     dtypes: dict[str, str]              # to_parquet dtypes (scalar columns only: list columns stay list<int64>)
     multi_hot_outputs: tuple[str, ...]
+    hashing: bool                       # a HashedCross or Categorify(num_buckets): rows get a constant index
 
     @property
     def read_columns(self) -> tuple[str, ...]:
@@ -184,6 +185,14 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         for c in x.columns:
             used.setdefault(c, ("cross", xi))
 
+    hashing = [("cross", xi) for xi, x in enumerate(crosses) if x.num_buckets] + [
+        ("groups", gi) for gi, g in enumerate(groups) for op in g.ops if dict(op.args).get("num_buckets")]
+    if hashing and multi_hot:
+        # etl.py gives every row the same index so that hashes depend on values only; NVTabular's list
+        # Categorify regroups lists by index and needs it unique.
+        err(hashing[0], "hashing (num_buckets) and multi-hot list columns cannot be combined in one ETL on "
+            "NVTabular 23.8, which hashes pandas rows together with their index",
+            fix="use a combo cross / plain Categorify, or run the list columns in an ETL of their own")
     for key in (join.on if join else ()):
         used.setdefault(key, ("join", "on"))
     for c in raw:
@@ -206,7 +215,7 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
     return EtlPlan(spec=etl, train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
                    train_format=train_format or "parquet", join_format=join_format, groups=tuple(groups),
                    crosses=tuple(crosses), categorical=cats, continuous=conts, labels=labels, dtypes=dtypes,
-                   multi_hot_outputs=multi_out)
+                   multi_hot_outputs=multi_out, hashing=bool(hashing))
 
 
 def output_dir(spec_path: Path, plan: EtlPlan) -> Path:

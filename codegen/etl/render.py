@@ -12,6 +12,9 @@ from .plan import EtlPlan, GroupPlan
 
 READER_TEXT = {"hugectr": "HugeCTR's Parquet reader", "torch": "train_torch.py", "none": "the workflow"}
 ROLE_VAR = {"categorical": "cat", "continuous": "cont", "label": "label"}
+# Schema tags (merlin Tags values) so that the saved workflow names each column's role (Categorify tags its own
+# output). One tag each: merlin keeps tags in a set, whose order in the schema files would follow the hash seed.
+TAGS = {"continuous": ("continuous",), "label": ("target",)}
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,41 @@ class Chain:
     source: str
     ops: tuple[str, ...]
     comments: tuple[str, ...]
+    setup: str = ""                     # a line before the chain (a value it names)
+
+    @property
+    def text(self) -> str:
+        """``var = source >> op >> op``, one operator per line when that does not fit on one."""
+        one = f"    {self.var} = {self.source} >> {' >> '.join(self.ops)}"
+        if len(one) <= WIDTH and "\n" not in one:
+            return one
+        pad = " " * (len(self.var) + 8)
+        return f"    {self.var} = (" + self.source + "".join(f"\n{pad}>> {op}" for op in self.ops) + ")"
+
+
+WIDTH = 116   # generated lines stay within 120 columns (ruff's E501 at the project's width)
+
+
+def block(value, indent: int = 0, width: int = WIDTH) -> str:
+    """py(value), or for a list / dict too long for one line: its items packed into lines under the opening one.
+
+    ``indent`` is the column the literal's first line starts at (continuation lines get indent + 4)."""
+    text = py(value)
+    if indent + len(text) <= width or not isinstance(value, (list, dict)) or not value:
+        return text
+    items = [py(v) for v in value] if isinstance(value, list) else [f"{py(k)}: {py(v)}" for k, v in value.items()]
+    pad = " " * (indent + 4)
+    lines, line = [], ""
+    for item in items:
+        piece = f"{item},"
+        if line and len(pad) + len(line) + 1 + len(piece) > width:
+            lines.append(pad + line)
+            line = piece
+        else:
+            line = f"{line} {piece}" if line else piece
+    lines.append(pad + line)
+    opening, closing = ("[", "]") if isinstance(value, list) else ("{", "}")
+    return opening + "\n" + "\n".join(lines) + "\n" + " " * indent + closing
 
 
 def _call(name: str, args: tuple[tuple[str, object], ...], extra: str = "") -> str:
@@ -76,23 +114,32 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
     for i, x in enumerate(plan.crosses):
         var = f"cross_{i}"
         if x.num_buckets:
-            op = f"ops.HashedCross({py(x.num_buckets)})"
+            # HashedCross records no domain: the schema gets the bucket count as the cardinality.
+            domain = {"domain": {"min": 0, "max": x.num_buckets - 1, "name": x.output},
+                      "embedding_sizes": {"cardinality": x.num_buckets, "dimension": 16}}
+            setup = f"    domain_{i} = {block(domain, len(f'    domain_{i} = '))}"
+            op = (f"ops.HashedCross({py(x.num_buckets)})",
+                  f'ops.AddMetadata(tags=["categorical"], properties=domain_{i})')
             comment = (f"{' x '.join(x.columns)} hashed into {x.num_buckets} buckets ({x.output}); collisions are "
                        "possible, unseen pairs still get a bucket.")
         else:
             extra = ", ".join(p for p in (f"freq_threshold={py(x.freq_threshold)}" if x.freq_threshold else "",
                                           'encode_type="combo"', "out_path=cat_dir") if p)
-            op = f"ops.Categorify({extra})"
+            setup = ""
+            op = (f"ops.Categorify({extra})",)
             comment = f"{' x '.join(x.columns)}: one id per pair seen in training ({x.output}), the wide input."
-        chains.append(Chain(var, py([list(x.columns)]), (op,), (comment,)))
+        chains.append(Chain(var, block([list(x.columns)], len(var) + 7), op, (comment,), setup))
         outputs.append(var)
     counts: dict[str, int] = {}
     for g in plan.groups:
         base = ROLE_VAR[g.role]
         var = f"{base}_{counts.get(base, 0)}"
         counts[base] = counts.get(base, 0) + 1
-        source = f"joined[{py(list(g.columns))}]" if g.joined else py(list(g.columns))
-        chains.append(Chain(var, source, tuple(_op(op, g) for op in g.ops), _comments(g, plan)))
+        source = f"joined[{py(list(g.columns))}]" if g.joined else block(list(g.columns), len(var) + 7)
+        ops = tuple(_op(op, g) for op in g.ops)
+        if g.role in TAGS:
+            ops += (f"ops.AddMetadata(tags={py(list(TAGS[g.role]))})",)
+        chains.append(Chain(var, source, ops, _comments(g, plan)))
         outputs.append(var)
 
     join = None
@@ -102,7 +149,8 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         left = [c for g in plan.groups if g.joined for c in g.columns if c not in joined_cols]
         left += [k for k in j.on if k not in left]
         join = {
-            "file": py(j.path), "format": py(plan.join_format), "sep": py(j.sep), "dtypes": py(dict(j.columns)),
+            "file": py(j.path), "format": py(plan.join_format), "sep": py(j.sep),
+            "dtypes": block(dict(j.columns), 14),
             "multi_hot": py(dict(j.multi_hot)), "on": py(list(j.on)), "how": py(j.how),
             "left": py(left), "columns_ext": py(list(j.on) + [c for c in dict.fromkeys(joined_cols)]),
         }
@@ -111,14 +159,14 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "header": header,
         "name_text": repr(name),
         "reader_text": READER_TEXT[etl.output.reader],
-        "train_files": py(list(plan.train)),
-        "valid_files": py(list(plan.valid) if plan.valid else None),
+        "train_files": block(list(plan.train), 14),
+        "valid_files": block(list(plan.valid) if plan.valid else None, 14),
         "has_valid": plan.valid is not None,
         "input_format": py(plan.train_format),
         "csv_sep": py(inputs.sep),
-        "input_dtypes": py(dict(inputs.columns)),
-        "multi_hot": py(dict(inputs.multi_hot)),
-        "drop": py(list(etl.drop)),
+        "input_dtypes": block(dict(inputs.columns), 15),
+        "multi_hot": block(dict(inputs.multi_hot), 12),
+        "drop": block(list(etl.drop), 7),
         "valid_fraction": py(float(etl.split.valid_fraction)),
         "split_seed": py(etl.split.seed),
         "join": join,
@@ -126,11 +174,12 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "out_files": py(etl.output.out_files_per_proc),
         "shuffle": py(etl.output.shuffle),
         "shuffle_seed": py(etl.output.seed),
-        "categorical": py(list(plan.categorical)),
-        "continuous": py(list(plan.continuous)),
-        "labels": py(list(plan.labels)),
-        "output_dtypes": py(dict(plan.dtypes)),
+        "categorical": block(list(plan.categorical), 14),
+        "continuous": block(list(plan.continuous), 13),
+        "labels": block(list(plan.labels), 9),
+        "output_dtypes": block(dict(plan.dtypes), 16),
         "crosses": bool(plan.crosses),
+        "constant_index": plan.hashing,
         "chains": chains,
         "outputs": outputs,
         "out_dir": py(etl.output.dir),

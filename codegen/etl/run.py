@@ -20,7 +20,7 @@ from typing import Callable
 from ..errors import UserError
 from ..features import Features, read_lock
 from ..output import owned_files, safe_target
-from ..pipeline import SpecContext, display_path, lock_drift, open_spec, read_workflow_features
+from ..pipeline import SpecContext, display_path, lock_drift, open_spec
 from .inputs import check_inputs
 from .plan import EtlPlan, build_plan, output_dir
 from .render import render_etl_py
@@ -149,7 +149,7 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     seconds = time.perf_counter() - started
 
     step("features lock")
-    fresh = read_workflow_features(ctx, out / "workflow")
+    fresh = _features(ctx, plan, out / "workflow")
     lock_shown = display_path(ctx.lock_path, ctx.root)
     drift: list[str] = []
     if check_lock:
@@ -166,6 +166,16 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     return EtlResult(spec=ctx.display, out_dir=out, etl_py=etl_py, features=fresh, rows_in=stats["rows_in"],
                      rows_out={s: _rows_out(out / s) for s in SPLITS}, seconds=seconds, device=stats["device"],
                      workers=where, lock_message=message, drift=drift)
+
+
+def _features(ctx: SpecContext, plan: EtlPlan, workflow: Path) -> Features:
+    """The lock's columns: the spec's features: where it names them, else the roles the ETL gave them."""
+    from ..workflow import read_features
+
+    f = ctx.spec.features
+    return read_features(workflow, categorical=f.categorical or list(plan.categorical),
+                         continuous=f.continuous if f.continuous is not None else list(plan.continuous),
+                         labels=f.label or list(plan.labels))
 
 
 def summary_lines(r: EtlResult) -> list[str]:
