@@ -149,6 +149,8 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
                 err(("groups", gi, "ops"), "Categorify is the only operator of its group",
                     fix="put continuous operators in a group of their own")
             role = "categorical"
+        elif not names:
+            role = g.role or "continuous"
         elif "LambdaOp" in names:
             if names != ["LambdaOp"]:
                 err(("groups", gi, "ops"), "LambdaOp (a comparison) is the only operator of its group")

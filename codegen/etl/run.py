@@ -109,6 +109,43 @@ def _move_into_place(tmp: Path, out: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def run_script(script: str | Path, base: Path, out: Path, *, workers: int | None = None,
+               scheduler: str | None = None, progress: Callable[[str], None] | None = None) -> dict:
+    """Run etl.py (a path, or its text) into a temporary folder beside ``out``, then move train/, valid/ and
+    workflow/ into ``out``; nothing is left behind on failure. Returns the script's stats."""
+    out = Path(out).resolve()
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if isinstance(script, str):
+            path = tmp / "etl.py"
+            path.write_text(script, encoding="utf-8")
+            script = path
+        # Run as a module of its own (not __main__): its functions travel to Dask workers by value.
+        namespace = runpy.run_path(str(script), run_name="ctrgen_etl")
+        stats = namespace["run"](base, tmp, workers=workers, scheduler=scheduler, progress=progress)
+        _move_into_place(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return stats
+
+
+def run_section(spec_text: str, shown: Path, base: Path, *, progress: Callable[[str], None] | None = None) -> Path:
+    """The ETL of a spec held in memory (``shown`` names it in messages; relative paths start at ``base``), without
+    writing etl.py or a lock: the demo runs its ETL this way. Returns the output folder."""
+    from ..spec.load import load_spec
+
+    loaded = load_spec(shown, spec_text)
+    plan = build_plan(loaded)
+    check_inputs(plan, base)
+    out = (base / plan.spec.output.dir).resolve()
+    text = render_etl_py(plan, spec_display=shown.name, spec_text=spec_text, name=loaded.spec.name)
+    run_script(text, base, out, progress=progress)
+    return out
+
+
 def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | None = None,
             check_lock: bool = False, out_root: Path | None = None, write_script: bool = True,
             force: bool = False, progress: Callable[[str], None] | None = None) -> EtlResult:
@@ -130,22 +167,9 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     if write_script:
         folder = (out_root if out_root is not None else ctx.root / "generated") / ctx.spec.name
         etl_py = write_etl_py(folder, text, force=force)
-        script = etl_py
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     started = time.perf_counter()
-    try:
-        if etl_py is None:
-            script = tmp / "etl.py"
-            script.write_text(text, encoding="utf-8")
-        # Run as a module of its own (not __main__): its functions travel to Dask workers by value.
-        namespace = runpy.run_path(str(script), run_name="ctrgen_etl")
-        stats = namespace["run"](base, tmp, workers=workers, scheduler=scheduler, progress=step)
-        _move_into_place(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    stats = run_script(text if etl_py is None else etl_py, base, out, workers=workers, scheduler=scheduler,
+                       progress=step)
     seconds = time.perf_counter() - started
 
     step("features lock")

@@ -151,10 +151,16 @@ class EtlGroup(Strict):
     """Columns that go through the same chain of operators (``columns >> op >> op``)."""
 
     columns: list[ColumnName] = Field(..., min_length=1)
-    ops: list[EtlOp] = Field(..., min_length=1, description="NVTabular operators in order: Categorify, "
-                             "FillMissing, Clip, LogOp, Normalize, LambdaOp (a comparison)")
+    ops: list[EtlOp] = Field(..., description="NVTabular operators in order: Categorify, FillMissing, Clip, LogOp, "
+                             "Normalize, LambdaOp (a comparison); [] passes the columns through (give role:)")
     role: Literal["categorical", "continuous", "label"] | None = Field(
         None, description="default: categorical after Categorify, label after LambdaOp, else continuous")
+
+    @model_validator(mode="after")
+    def _passthrough(self):
+        if not self.ops and self.role not in ("continuous", "label"):
+            raise ValueError("a group without operators passes its columns through: give role: label or continuous")
+        return self
 
     @field_validator("ops", mode="before")
     @classmethod
