@@ -319,6 +319,18 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
     assert not (tmp_path / "etltest.features.lock.json").exists()
 
 
+def test_output_that_would_replace_an_input_is_refused(tmp_path):
+    _raw(tmp_path)
+    (tmp_path / "raw/train").mkdir()
+    (tmp_path / "raw/train.parquet").rename(tmp_path / "raw/train/a.parquet")
+    etl = json.loads(json.dumps(ETL))
+    etl["inputs"]["train"] = ["raw/train/a.parquet"]
+    etl["output"]["dir"] = "raw"
+    res = CliRunner().invoke(main, ["etl", str(_spec(tmp_path, etl))])
+    assert res.exit_code == 2 and "etl.output.dir: the output would replace the input" in res.output, res.output
+    assert (tmp_path / "raw/train/a.parquet").is_file()
+
+
 @pytest.mark.parametrize("change,expect", [
     (lambda e: e["groups"][0]["columns"].append("nope"), "etl.groups[0].columns[1]: column 'nope' is not an input"),
     (lambda e: e["groups"][3]["ops"].insert(0, "Categorify"), "Categorify is the only operator of its group"),

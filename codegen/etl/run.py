@@ -58,6 +58,17 @@ def etl_plan(ctx: SpecContext) -> EtlPlan:
         raise UserError.one(ctx.display, f"workflow: points elsewhere than the ETL's output ({plan.spec.output.dir}"
                                          "/workflow)", field="workflow", line=line, col=col,
                             fix="set workflow: to etl.output.dir + '/workflow', or remove it")
+    base = ctx.loaded.path.resolve().parent
+    replaced = [out / part for part in PARTS]
+    inputs = [("train", f) for f in plan.train] + [("valid", f) for f in plan.valid or ()]
+    inputs += [("join", plan.spec.join.path)] if plan.spec.join else []
+    for key, f in inputs:
+        path = (base / f).resolve()
+        if any(path == r or r in path.parents for r in replaced):
+            line, col = ctx.loaded.where("etl", "output", "dir")
+            raise UserError.one(ctx.display, f"the output would replace the input {f!r} (train/, valid/ and "
+                                             "workflow/ under it are rewritten)", field="etl.output.dir", line=line,
+                                col=col, fix="write the output to another folder")
     return plan
 
 
