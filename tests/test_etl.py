@@ -319,6 +319,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
     assert not (tmp_path / "etltest.features.lock.json").exists()
 
 
+@pytest.mark.slow
+def test_generated_etl_py_runs_on_its_own(tmp_path):
+    """python etl.py --root SPEC_DIR --out DIR writes what ctrgen etl writes."""
+    _raw(tmp_path)
+    result = run_etl(_spec(tmp_path, LISTS), out_root=tmp_path / "generated")
+    proc = subprocess.run([sys.executable, str(result.etl_py), "--root", str(tmp_path), "--out",
+                           str(tmp_path / "standalone")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "500 rows read on the cpu" in proc.stdout
+    ours = {k: v for k, v in _hashes(tmp_path / "standalone").items() if not k.startswith("categories/")}
+    assert ours == _hashes(tmp_path / "out") and any(k.endswith(".parquet") for k in ours)
+
+
 def test_output_that_would_replace_an_input_is_refused(tmp_path):
     _raw(tmp_path)
     (tmp_path / "raw/train").mkdir()
