@@ -155,6 +155,7 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
             "dtypes": block(dict(j.columns), 14),
             "multi_hot": py(dict(j.multi_hot)), "on": py(list(j.on)), "how": py(j.how),
             "left": py(left), "columns_ext": py(list(j.on) + [c for c in dict.fromkeys(joined_cols)]),
+            "indent": len(f"    joined = {py(left)} >> ops.JoinExternal("),
         }
     inputs = etl.inputs
     return {
