@@ -119,15 +119,23 @@ def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: s
     return check_parquet(path, columns, shown, field)
 
 
+def _shown(path: Path) -> str:
+    """The file as the user finds it from here (relative to the working directory when below it)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
 def check_inputs(plan, base: Path) -> int:
     """Check every raw file of the plan; returns the number of rows of the train and valid files."""
     etl = plan.spec
     rows = 0
     for key, files in (("train", plan.train), ("valid", plan.valid or ())):
         for f in files:
-            rows += check_file(base / f, plan.train_format, dict(etl.inputs.columns), etl.inputs.sep, f,
-                               f"etl.inputs.{key}")
+            rows += check_file(base / f, plan.train_format, dict(etl.inputs.columns), etl.inputs.sep,
+                               _shown(base / f), f"etl.inputs.{key}")
     if etl.join is not None:
-        check_file(base / etl.join.path, plan.join_format, dict(etl.join.columns), etl.join.sep, etl.join.path,
-                   "etl.join")
+        check_file(base / etl.join.path, plan.join_format, dict(etl.join.columns), etl.join.sep,
+                   _shown(base / etl.join.path), "etl.join")
     return rows

@@ -50,7 +50,7 @@ class EtlResult:
 def etl_plan(ctx: SpecContext) -> EtlPlan:
     if ctx.spec.etl is None:
         raise UserError.one(ctx.display, "the spec has no etl: section", field="etl",
-                            fix="add one (README: 'The etl section'), or run the ETL yourself and set workflow:")
+                            fix="add one (README: 'ETL from the spec'), or run the ETL yourself and set workflow:")
     plan = build_plan(ctx.loaded)
     out = output_dir(ctx.loaded.path, plan)
     if ctx.workflow_path is not None and ctx.workflow_path.resolve() != out / "workflow":
