@@ -201,8 +201,6 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         if c not in used and c not in etl.drop:
             err(("inputs", "columns", c), f"input column {c!r} is neither transformed nor dropped",
                 fix=f"add it to a group, or to drop: [{c}]")
-    if not any(g.role == "label" for g in groups):
-        pass   # unlabelled output (inference data) is allowed
     if problems:
         raise UserError(problems)
 

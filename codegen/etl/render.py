@@ -95,12 +95,12 @@ def _comments(group: GroupPlan, plan: EtlPlan) -> tuple[str, ...]:
                        "same slot (multi-hot).")
         if group.joined:
             out.append("Joined columns are categorified with the input's, as seed 001 does.")
-    elif group.role == "label" and not group.ops:
-        out.append("The label as it is, tagged as the target.")
-    elif group.role == "label":
+    elif group.role == "label" and names == ["LambdaOp"]:
         a = dict(group.ops[0].args)
-        out.append(f"The label: {', '.join(group.columns)} {a['compare']} {a['value']:g} as {a.get('dtype', 'int8')} (the comparison is "
-                   "written by ctrgen from the spec).")
+        out.append(f"The label: {', '.join(group.columns)} {a['compare']} {a['value']:g} as "
+                   f"{a.get('dtype', 'int8')} (the comparison is written by ctrgen from the spec).")
+    elif group.role == "label":
+        out.append("The label, tagged as the target.")
     else:
         if "FillMissing" in names:
             out.append("Missing values are filled before anything else reads them.")
