@@ -363,3 +363,15 @@ def test_spec_problems_name_the_line(tmp_path, change, expect):
     assert res.exit_code == 2, res.output
     line = res.output.strip().splitlines()[-1]
     assert line.startswith(f"{spec}:") and line.split(":")[1].isdigit() and expect in line, res.output
+
+
+def test_spec_writer_round_trips_the_etl_section(tmp_path):
+    from codegen.spec.load import load_spec
+    from codegen.spec.write import write_spec as dump_spec
+
+    for etl in (ETL, LISTS):
+        spec = load_spec(_spec(tmp_path, etl)).spec
+        again = tmp_path / "again.yaml"
+        again.write_text(dump_spec(spec), encoding="utf-8")
+        assert load_spec(again).spec == spec
+        assert "{Categorify: {freq_threshold:" in again.read_text()

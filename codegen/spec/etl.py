@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 PosInt = Annotated[int, Field(gt=0)]
 NonNegInt = Annotated[int, Field(ge=0)]
@@ -122,6 +122,13 @@ CATEGORICAL_OPS = frozenset({"Categorify"})
 class EtlOp(Strict):
     name: Literal[tuple(OP_ARGS)]
     args: Any = None
+
+    @model_serializer
+    def _as_written(self) -> Any:
+        """Back to the form users write: ``Categorify`` or ``{Clip: {min_value: 0}}`` (the spec writer's inverse)."""
+        args = self.args
+        given = {k: getattr(args, k) for k in type(args).model_fields if k in args.model_fields_set} if args else {}
+        return {self.name: given} if given else self.name
 
 
 def _parse_op(value: Any) -> dict:
