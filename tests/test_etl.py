@@ -375,3 +375,18 @@ def test_spec_writer_round_trips_the_etl_section(tmp_path):
         again.write_text(dump_spec(spec), encoding="utf-8")
         assert load_spec(again).spec == spec
         assert "{Categorify: {freq_threshold:" in again.read_text()
+
+
+@pytest.mark.slow
+def test_check_lock_reports_drift_with_exit_1(tmp_path):
+    _raw(tmp_path)
+    spec = _spec(tmp_path, LISTS)
+    run_etl(spec, out_root=tmp_path / "generated")                       # writes the lock
+    lock_path = tmp_path / "etltest.features.lock.json"
+    lock = json.loads(lock_path.read_text())
+    lock["categorical"][0]["cardinality"] += 1
+    lock_path.write_text(json.dumps(lock))
+    res = CliRunner().invoke(main, ["etl", str(spec), "--check-lock", "--out", str(tmp_path / "generated")])
+    assert res.exit_code == 1, res.output
+    assert "lock: stale" in res.output and "categorical.C3" in res.output
+    assert json.loads(lock_path.read_text()) == lock                      # checked, not rewritten
