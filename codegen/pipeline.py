@@ -71,6 +71,8 @@ def open_spec(path: Path, text: str | None = None) -> SpecContext:
     base = path.resolve().parent
     lock = base / (spec.features_lock or f"{path.stem}.features.lock.json")
     wf = (base / spec.workflow) if spec.workflow else None
+    if wf is None and spec.etl is not None:
+        wf = base / spec.etl.output.dir / "workflow"   # where `ctrgen etl` saves it
     return SpecContext(loaded=loaded, root=project_root(path), lock_path=lock, workflow_path=wf)
 
 
@@ -173,6 +175,12 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
         files[PurePosixPath("model_low_level.py")] = render_low_level_py(
             job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} continuous training of model "
                                             f"{job.name!r} with the low-level API (train/eval loop)."))
+    if ctx.spec.etl is not None:
+        from .etl.plan import build_plan
+        from .etl.render import render_etl_py
+
+        files[PurePosixPath("etl.py")] = render_etl_py(build_plan(ctx.loaded), spec_display=ctx.display,
+                                                       spec_text=ctx.loaded.text, name=job.name)
     targets = set(ctx.spec.targets)
     # What graph_to_json and summary() print for an embedding collection is not established: neither is written.
     collection = job.graph.collection is not None

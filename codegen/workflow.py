@@ -146,8 +146,13 @@ def _request_inputs(workflow: Any, labels: Sequence[str]) -> tuple[Column, ...] 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         schema = workflow.remove_inputs(list(labels)).input_schema if labels else workflow.input_schema
-    return tuple(Column(name=c.name, dtype=np.dtype(c.dtype.to_numpy).name, multi_hot=bool(c.is_list))
-                 for c in schema)
+    def dtype_name(c) -> str:
+        try:
+            return np.dtype(c.dtype.to_numpy).name
+        except (TypeError, ValueError):   # text read from CSV / lists of text: merlin records no numpy dtype
+            return "object"
+
+    return tuple(Column(name=c.name, dtype=dtype_name(c), multi_hot=bool(c.is_list)) for c in schema)
 
 
 def read_schema(path: Path, *, allow_import: bool = True) -> SchemaInfo:

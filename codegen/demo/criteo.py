@@ -146,22 +146,19 @@ def planted_truth(raw: CriteoRaw, train_rows: np.ndarray, valid_rows: np.ndarray
 
 
 def run_etl(raw_dir: Path, out_dir: Path, *, seed: int, step: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """Merlin's Criteo ETL as an ``etl:`` section run by ctrgen's generated etl.py."""
     from . import etl
 
-    nvt = etl.import_nvtabular()
-    from merlin.schema import Tags   # after nvtabular: importing merlin first prints its dtype-mapping warnings
-    ops = nvt.ops
-    cat_features = CATEGORICAL >> ops.Categorify()
-    # Combo encoding gives each (C1, C2) pair seen in training its own id. (HashedCross is no use on the CPU:
-    # NVTabular 23.8 hashes pandas series with their index, so equal pairs on different rows get different buckets.)
-    cross_features = CROSSED >> ops.Categorify(encode_type="combo")
-    cont_features = CONTINUOUS >> ops.FillMissing() >> ops.Clip(min_value=0) >> ops.Normalize(out_dtype="float32")
-    # The notebook writes str(Tags.BINARY_CLASSIFICATION), which on Python 3.11 is "Tags.BINARY_CLASSIFICATION";
-    # the tag's value is what it means.
-    label_features = LABELS >> ops.AddMetadata(tags=[Tags.BINARY_CLASSIFICATION.value, "target"])
-    workflow = nvt.Workflow(cross_features + cat_features + cont_features + label_features)
-    dtypes = {**{c: np.int64 for c in CROSSED_NAMES + CATEGORICAL}, **{c: np.float32 for c in CONTINUOUS},
-              **{c: np.float32 for c in LABELS}}
-    return etl.fit_transform_save(workflow, raw_dir / "train.parquet", raw_dir / "valid.parquet", out_dir,
-                                  cats=CROSSED_NAMES + CATEGORICAL, conts=CONTINUOUS, labels=LABELS, dtypes=dtypes, seed=seed,
-                                  step=step)
+    section = {
+        "inputs": {"train": [str(raw_dir / "train.parquet")], "valid": [str(raw_dir / "valid.parquet")],
+                   "columns": {"label": "int64", **{c: "float64" for c in CONTINUOUS}, **{c: "str" for c in CATEGORICAL}}},
+        # Combo encoding gives each (C1, C2) pair seen in training its own id (the wide input, first in slot order).
+        "cross": [{"columns": pair} for pair in CROSSED],
+        "groups": [{"columns": CATEGORICAL, "ops": ["Categorify"]},
+                   {"columns": CONTINUOUS, "ops": ["FillMissing", {"Clip": {"min_value": 0}},
+                                                   {"Normalize": {"out_dtype": "float32"}}]},
+                   {"columns": LABELS, "ops": [], "role": "label"}],
+        "output": {"dir": str(out_dir), "out_files_per_proc": etl.OUT_FILES_PER_PROC, "shuffle": True, "seed": seed,
+                   "reader": "hugectr"},
+    }
+    return etl.run_section("criteo", section, raw_dir, step=step)

@@ -76,6 +76,27 @@ def save_workflow(workflow, path: Path) -> Path:
     return path
 
 
+# The steps build.py counts (etl.py also reports reading the inputs, which is part of fit here).
+STEPS = ("fit", "transform train", "transform valid", "save workflow")
+
+
+def run_section(name: str, section: dict, raw_dir: Path, *, step: Callable[[str], None] | None = None
+                ) -> dict[str, Path]:
+    """Run an ``etl:`` section with ctrgen's generated etl.py (codegen.etl): the demo's ETL is the one users get."""
+    import json
+
+    from ..etl.run import run_section as run
+
+    spec = {"version": 1, "name": name, "hugectr_version": "23.06",
+            "data": {"format": "parquet", "train": ["train/_file_list.txt"], "eval": "valid/_file_list.txt"},
+            "model": {"preset": "mlp", "units": [1]}, "etl": section}
+    report = step or (lambda _label: None)
+    with quiet():
+        out = run(json.dumps(spec, indent=1), Path(f"{name}.demo.yaml"), Path(raw_dir),
+                  progress=lambda label: report(label) if label in STEPS else None)
+    return {"train": out / "train", "valid": out / "valid", "workflow": out / "workflow"}
+
+
 def fit_transform_save(workflow, train_path: Path, valid_path: Path, out_dir: Path, *, cats: Sequence[str],
                        conts: Sequence[str], labels: Sequence[str], dtypes: dict, seed: int,
                        step: Callable[[str], None] | None = None) -> dict[str, Path]:

@@ -192,21 +192,20 @@ def _genre_codes(movies: pd.DataFrame) -> dict[int, list[int]]:
 
 def run_etl(raw_dir: Path, out_dir: Path, *, multi_hot: bool, seed: int,
             step: Callable[[str], None] | None = None) -> dict[str, Path]:
-    """Seed 000's ETL (one-hot userId, movieId) or seed 001/002's (plus multi-hot genres via JoinExternal)."""
+    """Seed 000's ETL (one-hot userId, movieId) or seed 001/002's (plus multi-hot genres joined from movies.csv), as an
+    ``etl:`` section run by ctrgen's generated etl.py (the sections of specs/movielens*.yaml, on the demo's split)."""
     from . import etl
 
-    nvt = etl.import_nvtabular()
-    cats = CATEGORICAL_GENRES if multi_hot else CATEGORICAL
+    section = {
+        "inputs": {"train": [str(raw_dir / "train.parquet")], "valid": [str(raw_dir / "valid.parquet")],
+                   "columns": {"userId": "int64", "movieId": "int64", "rating": "float64"}},
+        "groups": [{"columns": CATEGORICAL_GENRES if multi_hot else CATEGORICAL, "ops": ["Categorify"]},
+                   {"columns": LABELS, "ops": [{"LambdaOp": {"compare": ">", "value": 3, "dtype": "int8"}}]}],
+        # HugeCTR wants int64 categories and a float32 label (reader: hugectr).
+        "output": {"dir": str(out_dir), "out_files_per_proc": etl.OUT_FILES_PER_PROC, "shuffle": True, "seed": seed,
+                   "reader": "hugectr"},
+    }
     if multi_hot:
-        movies = pd.read_parquet(raw_dir / "movies_converted.parquet")
-        with etl.quiet():   # JoinExternal wraps the frame in a CPU-mode Dataset, which warns
-            joined = ["userId", "movieId"] >> nvt.ops.JoinExternal(movies, on=["movieId"])
-        cat_features = joined >> nvt.ops.Categorify()
-    else:
-        cat_features = CATEGORICAL >> nvt.ops.Categorify()
-    ratings = nvt.ColumnSelector(["rating"]) >> nvt.ops.LambdaOp(lambda col: (col > 3).astype("int8"))
-    workflow = nvt.Workflow(cat_features + ratings)
-    # HugeCTR wants int64 categories and a float32 label; a list column must stay out of dtypes (environment.md §2.5).
-    dtypes = {**{c: np.int64 for c in CATEGORICAL}, **{c: np.float32 for c in LABELS}}
-    return etl.fit_transform_save(workflow, raw_dir / "train.parquet", raw_dir / "valid.parquet", out_dir,
-                                  cats=cats, conts=[], labels=LABELS, dtypes=dtypes, seed=seed, step=step)
+        section["join"] = {"path": str(raw_dir / "movies.csv"), "on": ["movieId"],
+                           "columns": {"movieId": "int64", "genres": "str"}, "multi_hot": {"genres": "|"}}
+    return etl.run_section("movielens_genres" if multi_hot else "movielens", section, raw_dir, step=step)

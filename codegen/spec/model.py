@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ..inputs import INT32_MAX, INT64_MAX, UINT64_MAX
+from .etl import EtlSpec
 
 # Names that become Python identifiers, HugeCTR tensor names, Triton model names or file names.
 IDENT = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -573,6 +574,7 @@ class Spec(Strict):
     cluster: ClusterSpec | None = None
     triton: TritonSpec = Field(default_factory=TritonSpec,
                                description="the Triton repository in generated/<name>/triton/ (on by default)")
+    etl: EtlSpec | None = Field(None, description="the NVTabular ETL from raw files (ctrgen etl; generated/<name>/etl.py)")
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,141 @@
+"""Check the raw files before the ETL starts: each exists, has rows and every declared column, in a type that can be
+read as the declared dtype. A problem is one line naming the file and the column (exit 2); nothing is written.
+
+Parquet files are checked from their footer (schema and row count); CSV files are streamed once through pyarrow with
+the declared column types, so a value that does not parse is found with its column before NVTabular runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+
+INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _col_field(field: str, name: str) -> str:
+    """etl.inputs.train -> etl.inputs.columns.<name> (the columns are declared once for all input files)."""
+    section = field.rsplit(".", 1)[0] if field.endswith((".train", ".valid")) else field
+    return f"{section}.columns.{name}"
+
+
+def _arrow_kind(arrow_type) -> str:
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_null(t):
+        return "null"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    if pa.types.is_dictionary(t):
+        return _arrow_kind(t.value_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "list"
+    return str(t)
+
+
+def _castable(kind: str, declared: str) -> bool:
+    if declared == "str":
+        return kind in ("str", "int", "null", "list")
+    if declared in INTEGER:
+        return kind in ("int", "bool", "null")
+    if declared in ("float32", "float64"):
+        return kind in ("int", "float", "bool", "null")
+    if declared == "bool":
+        return kind in ("bool", "int", "null")
+    return False
+
+
+def check_parquet(path: Path, columns: dict[str, str], shown: str, field: str) -> int:
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(path).metadata
+        schema = meta.schema.to_arrow_schema()
+    except (OSError, ValueError) as exc:
+        raise UserError.one(shown, f"not a readable parquet file: {exc}", field=field) from None
+    for name, declared in columns.items():
+        idx = schema.get_field_index(name)
+        if idx < 0:
+            have = ", ".join(n for n in schema.names if not n.startswith("__"))[:200]
+            raise UserError.one(shown, f"column {name!r} is missing (the file has: {have})",
+                                field=_col_field(field, name), fix="correct the column name in the spec")
+        kind = _arrow_kind(schema.field(idx).type)
+        if not _castable(kind, declared):
+            raise UserError.one(shown, f"column {name!r} holds {schema.field(idx).type}, which cannot be read as "
+                                       f"{declared}", field=_col_field(field, name),
+                                fix="declare the column's real dtype (str for text ids)")
+    if meta.num_rows == 0:
+        raise UserError.one(shown, "the file has no rows", field=field, fix="check the input path")
+    return meta.num_rows
+
+
+def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            header = fh.readline().rstrip("\r\n").split(sep)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError.one(shown, f"cannot read the CSV header: {exc}", field=field) from None
+    for name in columns:
+        if name not in header:
+            raise UserError.one(shown, f"column {name!r} is missing (the header has: {', '.join(header)[:200]})",
+                                field=_col_field(field, name), fix="correct the column name in the spec")
+    types = {n: (pa.string() if t == "str" else pa.from_numpy_dtype(__import__("numpy").dtype(t)))
+             for n, t in columns.items()}
+    rows = 0
+    try:
+        reader = pcsv.open_csv(path, parse_options=pcsv.ParseOptions(delimiter=sep),
+                               convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types)))
+        for batch in reader:
+            rows += batch.num_rows
+    except pa.ArrowInvalid as exc:
+        text = str(exc)
+        bad = next((n for n in columns if f"'{n}'" in text or f"column #{header.index(n)}" in text), None)
+        if bad is None:
+            raise UserError.one(shown, f"cannot be read: {text.splitlines()[0]}", field=field) from None
+        raise UserError.one(shown, f"column {bad!r} has a value that cannot be read as {columns[bad]}: "
+                                   f"{text.splitlines()[0]}", field=_col_field(field, bad),
+                            fix="declare the column's real dtype (str for text ids) or clean the file") from None
+    if rows == 0:
+        raise UserError.one(shown, "the file has no rows", field=field, fix="check the input path")
+    return rows
+
+
+def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
+    if not path.is_file():
+        raise UserError.one(shown, "input file not found", field=field, fix="check the path (relative to the spec)")
+    if fmt == "csv":
+        return check_csv(path, columns, sep, shown, field)
+    return check_parquet(path, columns, shown, field)
+
+
+def _shown(path: Path) -> str:
+    """The file as the user finds it from here (relative to the working directory when below it)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
+def check_inputs(plan, base: Path) -> int:
+    """Check every raw file of the plan; returns the number of rows of the train and valid files."""
+    etl = plan.spec
+    rows = 0
+    for key, files in (("train", plan.train), ("valid", plan.valid or ())):
+        for f in files:
+            rows += check_file(base / f, plan.train_format, dict(etl.inputs.columns), etl.inputs.sep,
+                               _shown(base / f), f"etl.inputs.{key}")
+    if etl.join is not None:
+        check_file(base / etl.join.path, plan.join_format, dict(etl.join.columns), etl.join.sep,
+                   _shown(base / etl.join.path), "etl.join")
+    return rows

@@ -1,0 +1,222 @@
+"""The spec's ``etl:`` section checked as a whole and turned into a plan: which columns each operator chain reads,
+what it writes, in which role and with which on-disk dtype.
+
+Pydantic has checked each field; here the fields are checked against each other (a column used twice, a group on a
+column nobody reads, a comparison on text, ...), each problem reported with its spec line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ..errors import Problem, UserError
+from ..spec.etl import CATEGORICAL_OPS, EtlSpec
+from ..spec.load import LoadedSpec
+
+NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool")
+CONTINUOUS_OPS = ("FillMissing", "Clip", "LogOp", "Normalize")
+
+
+@dataclass(frozen=True)
+class OpStep:
+    name: str                           # NVTabular operator class
+    args: tuple[tuple[str, object], ...]  # keyword arguments that differ from NVTabular's defaults, in field order
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    columns: tuple[str, ...]            # raw (or joined) columns read
+    ops: tuple[OpStep, ...]
+    role: str                           # categorical | continuous | label
+    joined: bool                        # reads a column of the join table: goes through JoinExternal
+    multi_hot: tuple[str, ...]          # list columns among `columns`
+
+
+@dataclass(frozen=True)
+class CrossPlan:
+    columns: tuple[str, ...]
+    num_buckets: int | None
+    freq_threshold: int
+
+    @property
+    def output(self) -> str:
+        # NVTabular's names: Categorify(encode_type="combo") joins with "_", HashedCross with "_X_".
+        return ("_X_" if self.num_buckets else "_").join(self.columns)
+
+
+@dataclass(frozen=True)
+class EtlPlan:
+    spec: EtlSpec
+    train: tuple[str, ...]              # as written in the spec (relative to its folder)
+    valid: tuple[str, ...] | None
+    train_format: str
+    join_format: str | None
+    groups: tuple[GroupPlan, ...]
+    crosses: tuple[CrossPlan, ...]
+    categorical: tuple[str, ...]        # output columns, in slot order (crossed columns first)
+    continuous: tuple[str, ...]
+    labels: tuple[str, ...]
+    dtypes: dict[str, str]              # to_parquet dtypes (scalar columns only: list columns stay list<int64>)
+    multi_hot_outputs: tuple[str, ...]
+    hashing: bool                       # a HashedCross or Categorify(num_buckets): rows get a constant index
+
+    @property
+    def read_columns(self) -> tuple[str, ...]:
+        return tuple(self.spec.inputs.columns)
+
+
+def _format(paths: list[str], given: str | None) -> str | None:
+    if given:
+        return given
+    suffixes = {PurePosixPath(p).suffix.lower() for p in paths}
+    if suffixes <= {".parquet", ".pq"}:
+        return "parquet"
+    if suffixes <= {".csv", ".txt", ".tsv"}:
+        return "csv"
+    return None
+
+
+def _op_args(op) -> tuple[tuple[str, object], ...]:
+    args = op.args
+    return tuple((k, getattr(args, k)) for k in type(args).model_fields if k in args.model_fields_set)
+
+
+def build_plan(loaded: LoadedSpec) -> EtlPlan:
+    etl = loaded.spec.etl
+    assert etl is not None
+    problems: list[Problem] = []
+
+    def err(loc: tuple, message: str, fix: str = "") -> None:
+        problems.extend(loaded.error(("etl",) + loc, message, fix).problems)
+
+    inputs, join = etl.inputs, etl.join
+    raw = dict(inputs.columns)
+    joined_cols = {c: t for c, t in (join.columns.items() if join else ()) if c not in (join.on if join else ())}
+    for c in joined_cols:
+        if c in raw:
+            err(("join", "columns", c), f"column {c!r} is in both the input and the join table",
+                fix="rename it in one of them, or drop it from the join table's columns")
+    known = {**raw, **joined_cols}
+
+    train_format = _format(inputs.train, inputs.format)
+    if train_format is None:
+        err(("inputs", "train"), "cannot tell the file format from the extensions",
+            fix="set inputs.format: parquet or csv")
+    if inputs.valid and _format(inputs.valid, inputs.format) != train_format:
+        err(("inputs", "valid"), "validation files have another format than the training files")
+    join_format = None
+    if join:
+        join_format = _format([join.path], join.format)
+        if join_format is None:
+            err(("join", "path"), "cannot tell the file format from the extension", fix="set join.format")
+        for i, key in enumerate(join.on):
+            if key not in raw:
+                err(("join", "on", i), f"join key {key!r} is not an input column", fix="add it to inputs.columns")
+            if key not in join.columns:
+                err(("join", "on", i), f"join key {key!r} is not a column of the join table",
+                    fix="add it to join.columns")
+            elif key in raw and (raw[key] == "str") != (join.columns[key] == "str"):
+                err(("join", "columns", key), f"join key {key!r} is text on one side and a number on the other")
+        for c, _sep in join.multi_hot.items():
+            if join.columns.get(c) != "str":
+                err(("join", "multi_hot", c), f"{c!r} must be a 'str' column of the join table to be split")
+    for c in inputs.multi_hot:
+        if raw.get(c) != "str":
+            err(("inputs", "multi_hot", c), f"{c!r} must be a 'str' input column to be split")
+    multi_hot = set(inputs.multi_hot) | set(join.multi_hot if join else ())
+
+    for i, c in enumerate(etl.drop):
+        if c not in raw:
+            err(("drop", i), f"dropped column {c!r} is not an input column", fix="list it in inputs.columns")
+
+    used: dict[str, tuple] = {}
+    groups: list[GroupPlan] = []
+    for gi, g in enumerate(etl.groups):
+        names = [op.name for op in g.ops]
+        for ci, c in enumerate(g.columns):
+            if c not in known:
+                err(("groups", gi, "columns", ci), f"column {c!r} is not an input or join-table column",
+                    fix="add it to inputs.columns (or join.columns)")
+            elif c in etl.drop:
+                err(("groups", gi, "columns", ci), f"column {c!r} is dropped", fix="remove it from drop")
+            if c in used:
+                err(("groups", gi, "columns", ci), f"column {c!r} is already transformed by another group",
+                    fix="one group per column (NVTabular would write the same output name twice)")
+            used[c] = ("groups", gi)
+        if CATEGORICAL_OPS & set(names):
+            if names != ["Categorify"]:
+                err(("groups", gi, "ops"), "Categorify is the only operator of its group",
+                    fix="put continuous operators in a group of their own")
+            role = "categorical"
+        elif not names:
+            role = g.role or "continuous"
+        elif "LambdaOp" in names:
+            if names != ["LambdaOp"]:
+                err(("groups", gi, "ops"), "LambdaOp (a comparison) is the only operator of its group")
+            role = "label"
+        else:
+            role = "continuous"
+        for ci, c in enumerate(g.columns):
+            if role != "categorical" and c in multi_hot:
+                err(("groups", gi, "columns", ci), f"list column {c!r} can only be categorified")
+            if role != "categorical" and known.get(c) == "str":
+                err(("groups", gi, "columns", ci), f"text column {c!r} needs Categorify ({names[0]} works on "
+                    "numbers)", fix="read it as a number in inputs.columns, or categorify it")
+        if g.role is not None:
+            if role == "categorical" and g.role != "categorical":
+                err(("groups", gi, "role"), "a Categorify group is categorical")
+            role = g.role
+        groups.append(GroupPlan(columns=tuple(g.columns), ops=tuple(OpStep(op.name, _op_args(op)) for op in g.ops),
+                                role=role, joined=any(c in joined_cols for c in g.columns),
+                                multi_hot=tuple(c for c in g.columns if c in multi_hot)))
+
+    crosses = []
+    outputs = {c for g in groups for c in g.columns}
+    for xi, x in enumerate(etl.cross):
+        for ci, c in enumerate(x.columns):
+            if c not in raw or c in multi_hot:
+                err(("cross", xi, "columns", ci), f"crossed column {c!r} must be a one-hot input column")
+        plan = CrossPlan(tuple(x.columns), x.num_buckets, x.freq_threshold)
+        if plan.output in outputs:
+            err(("cross", xi), f"the crossed column's name {plan.output!r} is taken by another output column")
+        if x.num_buckets and x.freq_threshold:
+            err(("cross", xi, "freq_threshold"), "freq_threshold applies to combo encoding, not to hashed crosses")
+        outputs.add(plan.output)
+        crosses.append(plan)
+        for c in x.columns:
+            used.setdefault(c, ("cross", xi))
+
+    hashing = [("cross", xi) for xi, x in enumerate(crosses) if x.num_buckets] + [
+        ("groups", gi) for gi, g in enumerate(groups) for op in g.ops if dict(op.args).get("num_buckets")]
+    if hashing and multi_hot:
+        # etl.py gives every row the same index so that hashes depend on values only; NVTabular's list
+        # Categorify regroups lists by index and needs it unique.
+        err(hashing[0], "hashing (num_buckets) and multi-hot list columns cannot be combined in one ETL on "
+            "NVTabular 23.8, which hashes pandas rows together with their index",
+            fix="use a combo cross / plain Categorify, or run the list columns in an ETL of their own")
+    for key in (join.on if join else ()):
+        used.setdefault(key, ("join", "on"))
+    for c in raw:
+        if c not in used and c not in etl.drop:
+            err(("inputs", "columns", c), f"input column {c!r} is neither transformed nor dropped",
+                fix=f"add it to a group, or to drop: [{c}]")
+    if problems:
+        raise UserError(problems)
+
+    cats = tuple(x.output for x in crosses) + tuple(c for g in groups if g.role == "categorical" for c in g.columns)
+    conts = tuple(c for g in groups if g.role == "continuous" for c in g.columns)
+    labels = tuple(c for g in groups if g.role == "label" for c in g.columns)
+    multi_out = tuple(c for g in groups for c in g.multi_hot)
+    dtypes: dict[str, str] = {}
+    if etl.output.reader != "none":
+        dtypes.update({c: "int64" for c in cats if c not in multi_out})
+        dtypes.update({c: "float32" for c in conts + labels})
+    return EtlPlan(spec=etl, train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
+                   train_format=train_format or "parquet", join_format=join_format, groups=tuple(groups),
+                   crosses=tuple(crosses), categorical=cats, continuous=conts, labels=labels, dtypes=dtypes,
+                   multi_hot_outputs=multi_out, hashing=bool(hashing))
+
+
+def output_dir(spec_path: Path, plan: EtlPlan) -> Path:
+    return (spec_path.resolve().parent / plan.spec.output.dir).resolve()

@@ -1,0 +1,216 @@
+"""The spec's ``etl:`` section: raw inputs, NVTabular operators per column group, split and output layout.
+
+``ctrgen etl SPEC`` renders it into ``generated/<name>/etl.py`` (templates/etl/etl.py.j2) and runs that. Operator
+and argument names are NVTabular's own, so the section reads like the workflow the seeds write by hand::
+
+    etl:
+      inputs:
+        train: [../data/ml-25m/ratings.csv]
+        columns: {userId: int64, movieId: int64, rating: float64, timestamp: int64}
+      drop: [timestamp]
+      join: {path: ../data/ml-25m/movies.csv, on: [movieId], columns: {movieId: int64, genres: str},
+             multi_hot: {genres: "|"}}
+      groups:
+        - {columns: [userId, movieId, genres], ops: [Categorify]}
+        - {columns: [rating], ops: [{LambdaOp: {compare: ">", value: 3, dtype: int8}}], role: label}
+      split: {valid_fraction: 0.2}
+      output: {dir: ../data/movielens, out_files_per_proc: 2, shuffle: true, reader: hugectr}
+
+Column names are data, never code: they reach etl.py as string literals only, and the one LambdaOp form accepted is
+a comparison with a number, which ctrgen writes itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+
+PosInt = Annotated[int, Field(gt=0)]
+NonNegInt = Annotated[int, Field(ge=0)]
+Float = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)   # as the rest of the spec: no coercion
+
+# Column names of user files: any printable text without control characters (emitted with repr()).
+ColumnName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
+PathText = Annotated[str, Field(min_length=1, pattern=r"^[^\x00-\x1f\x7f]+$")]
+# Raw column dtypes as pandas / pyarrow spell them; "str" for text (categorical ids kept as strings).
+RawDtype = Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
+                   "bool", "str"]
+Separator = Annotated[str, Field(min_length=1, max_length=8, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+class EtlInputs(Strict):
+    """The raw files. Relative paths are relative to the spec's folder."""
+
+    train: list[PathText] = Field(..., min_length=1, description="raw training files (parquet or CSV)")
+    valid: list[PathText] | None = Field(
+        None, min_length=1, description="raw validation files (omitted: split.valid_fraction of train is held out)")
+    format: Literal["parquet", "csv"] | None = Field(None, description="default: from the file extension")
+    sep: Separator = Field(",", description="CSV field separator")
+    columns: dict[ColumnName, RawDtype] = Field(
+        ..., min_length=1, description="every raw column the ETL reads, with the dtype it is read as")
+    multi_hot: dict[ColumnName, Separator] = Field(
+        default_factory=dict, description="text columns holding lists, split on this separator (e.g. genres: '|')")
+
+
+class EtlJoin(Strict):
+    """A side table joined on key columns with NVTabular's JoinExternal (seed 001: genres joined from movies)."""
+
+    path: PathText = Field(..., description="parquet or CSV file (read whole, as JoinExternal needs it in memory)")
+    format: Literal["parquet", "csv"] | None = None
+    sep: Separator = ","
+    on: list[ColumnName] = Field(..., min_length=1, description="key columns, present in both tables")
+    how: Literal["left", "inner"] = "left"
+    columns: dict[ColumnName, RawDtype] = Field(..., min_length=1, description="the table's columns and dtypes")
+    multi_hot: dict[ColumnName, Separator] = Field(default_factory=dict)
+
+
+# ---- operators -------------------------------------------------------------------------------------------------
+
+class CategorifyArgs(Strict):
+    freq_threshold: NonNegInt = Field(0, description="categories seen fewer times map to the out-of-vocabulary id")
+    max_size: NonNegInt = Field(0, description="keep at most this many most frequent categories (0: all)")
+    num_buckets: PosInt | None = Field(None, description="hash infrequent / out-of-vocabulary values into buckets")
+
+
+class FillMissingArgs(Strict):
+    fill_val: Float = 0.0
+    add_binary_cols: bool = False
+
+
+class ClipArgs(Strict):
+    min_value: Float | None = None
+    max_value: Float | None = None
+
+    @model_validator(mode="after")
+    def _bounds(self):
+        if self.min_value is None and self.max_value is None:
+            raise ValueError("give min_value, max_value or both")
+        if self.min_value is not None and self.max_value is not None and self.min_value > self.max_value:
+            raise ValueError("min_value is greater than max_value")
+        return self
+
+
+class NormalizeArgs(Strict):
+    out_dtype: Literal["float32", "float64"] = "float32"
+
+
+class LambdaArgs(Strict):
+    """The label of the seeds, ``(col > 3).astype("int8")``, as data: a comparison with a number."""
+
+    compare: Literal[">", ">=", "<", "<=", "==", "!="]
+    value: Float
+    dtype: Literal["int8", "int32", "int64", "float32"] = "int8"
+
+
+class NoArgs(Strict):
+    pass
+
+
+OP_ARGS: dict[str, type[Strict]] = {
+    "Categorify": CategorifyArgs, "FillMissing": FillMissingArgs, "Clip": ClipArgs, "LogOp": NoArgs,
+    "Normalize": NormalizeArgs, "LambdaOp": LambdaArgs,
+}
+# Operators on categorical ids vs. on numbers: a group may not mix the two.
+CATEGORICAL_OPS = frozenset({"Categorify"})
+
+
+class EtlOp(Strict):
+    name: Literal[tuple(OP_ARGS)]
+    args: Any = None
+
+    @model_serializer
+    def _as_written(self) -> Any:
+        """Back to the form users write: ``Categorify`` or ``{Clip: {min_value: 0}}`` (the spec writer's inverse)."""
+        args = self.args
+        given = {k: getattr(args, k) for k in type(args).model_fields if k in args.model_fields_set} if args else {}
+        return {self.name: given} if given else self.name
+
+
+def _parse_op(value: Any) -> dict:
+    """``Categorify`` or ``{Categorify: {freq_threshold: 5}}`` -> ``{"name": ..., "args": validated model}``."""
+    if isinstance(value, str):
+        name, raw = value, {}
+    elif isinstance(value, dict) and len(value) == 1:
+        (name, raw), = value.items()
+        raw = {} if raw is None else raw
+    else:
+        raise ValueError("an operator is a name (Categorify) or a one-key map ({Clip: {min_value: 0}})")
+    if name not in OP_ARGS:
+        raise ValueError(f"unknown operator {name!r}; one of: {', '.join(OP_ARGS)}")
+    if not isinstance(raw, dict):
+        raise ValueError(f"{name}'s arguments must be a map")
+    try:
+        args = OP_ARGS[name].model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ValueError(f"{name}{'.' + where if where else ''}: {msg}") from None
+    return {"name": name, "args": args}
+
+
+class EtlGroup(Strict):
+    """Columns that go through the same chain of operators (``columns >> op >> op``)."""
+
+    columns: list[ColumnName] = Field(..., min_length=1)
+    ops: list[EtlOp] = Field(..., description="NVTabular operators in order: Categorify, FillMissing, Clip, LogOp, "
+                             "Normalize, LambdaOp (a comparison); [] passes the columns through (give role:)")
+    role: Literal["categorical", "continuous", "label"] | None = Field(
+        None, description="default: categorical after Categorify, label after LambdaOp, else continuous")
+
+    @model_validator(mode="after")
+    def _passthrough(self):
+        if not self.ops and self.role not in ("continuous", "label"):
+            raise ValueError("a group without operators passes its columns through: give role: label or continuous")
+        return self
+
+    @field_validator("ops", mode="before")
+    @classmethod
+    def _ops(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        return [_parse_op(v) for v in value]
+
+
+class EtlCross(Strict):
+    """A crossed column (the wide input of Wide&Deep): ids of value pairs seen in training, or hashed buckets."""
+
+    columns: list[ColumnName] = Field(..., min_length=2)
+    num_buckets: PosInt | None = Field(
+        None, description="HashedCross into this many buckets (output <a>_X_<b>); omitted: Categorify "
+                          "encode_type='combo' (output <a>_<b>, one id per pair seen in training)")
+    freq_threshold: NonNegInt = Field(0, description="combo encoding only")
+
+
+class EtlSplit(Strict):
+    valid_fraction: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.2
+    seed: NonNegInt = Field(0, description="the split depends on the row number and this seed only")
+
+
+class EtlOutput(Strict):
+    dir: PathText = Field(..., description="where train/, valid/ and workflow/ are written (relative to the spec)")
+    out_files_per_proc: PosInt = Field(
+        2, description="parquet files per split; fixed whatever the number of Dask workers, so that the output "
+                       "does not depend on it")
+    shuffle: bool = Field(True, description="shuffle the training rows within each partition (seeded)")
+    seed: NonNegInt = Field(0, description="seed of the shuffle")
+    reader: Literal["hugectr", "torch", "none"] = Field(
+        "hugectr", description="on-disk dtypes: hugectr/torch = int64 categorical ids, float32 continuous and labels; "
+                               "none = the workflow's dtypes")
+    part_size: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(B|KB|MB|GB)$")] = Field(
+        "100MB", description="nvt.Dataset part_size (the partitions Dask works on)")
+
+
+class EtlSpec(Strict):
+    inputs: EtlInputs
+    join: EtlJoin | None = None
+    drop: list[ColumnName] = Field(default_factory=list, description="raw columns read but not written")
+    groups: list[EtlGroup] = Field(..., min_length=1)
+    cross: list[EtlCross] = Field(default_factory=list)
+    split: EtlSplit = Field(default_factory=EtlSplit)
+    output: EtlOutput
