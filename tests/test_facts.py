@@ -39,6 +39,7 @@ def write_project(tmp_path: Path, spec: dict, lock: dict, name: str = "m") -> Pa
     spec = {**spec, "name": name}
     spec.pop("workflow", None)
     spec.pop("features_lock", None)
+    spec.pop("etl", None)       # not a fact here; and PyYAML (YAML 1.1) would turn its join `on:` key into True
     (folder / f"{name}.features.lock.json").write_text(json.dumps(lock))
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))

@@ -16,7 +16,7 @@ Examples:
 """
 
 
-@click.command(epilog=EPILOG)
+@click.command(epilog=EPILOG, short_help="Generate etl.py from the spec's etl: section and run it.")
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("--workers", type=click.IntRange(min=1), help="run on a local Dask cluster of N workers")
 @click.option("--scheduler", metavar="ADDRESS", help="run on an existing Dask cluster (scheduler address)")
