@@ -276,10 +276,17 @@ def normalized_hash(text: str) -> str:
 
 def units_of(path: str, data: bytes) -> list[tuple[str, str]]:
     """(unit name, Python text) of a .py file or a notebook, as the importer splits them."""
+    return [(name, text) for name, text, _ in units_and_argv(path, data)]
+
+
+def units_and_argv(path: str, data: bytes) -> list[tuple[str, str, list[str] | None]]:
+    """(unit name, Python text, command line) of a .py file or a notebook; the command line of a ``%%writefile``
+    unit is the notebook's own first run of it, found by the importer (:func:`codegen.importer.notebook_argv`)."""
     text = data.decode("utf-8-sig", errors="replace")
     if path.endswith(".py"):
-        return [("", text)]
+        return [("", text, None)]
     from codegen.errors import Located
+    from codegen.importer import notebook_argv
     from codegen.importer.source import notebook_units
 
     try:
@@ -291,8 +298,39 @@ def units_of(path: str, data: bytes) -> list[tuple[str, str]]:
         m = re.match(r"cell \d+ \(%%writefile (\S+)\)", u.name)
         if m and not m.group(1).endswith(".py"):
             continue
-        out.append((u.name, u.text))
+        out.append((u.name, u.text, notebook_argv(text, u)[0]))
     return out
+
+
+# Lines of READMEs and shell/CI scripts that may run a Python file (the candidates command_lines() then reads).
+_RUNS_IN = ("*.md", "*.sh", "*.sub", "*.yml", "*.yaml", "*.txt", "*.rst")
+
+
+def script_runs(git: Git, tag: str) -> list[tuple[str, str]]:
+    """(file, line) of every line of a README or shell/CI script at ``tag`` that runs a Python file."""
+    r = subprocess.run(["git", "-C", git.dir, "grep", "-I", "--full-name", "-E", r"(python[0-9.]*|%run) .*\.py",
+                        tag, "--", *_RUNS_IN], capture_output=True, text=True)
+    out = []
+    for line in r.stdout.splitlines():
+        _, _, rest = line.partition(":")          # "<tag>:<path>:<line>"
+        path, _, text = rest.partition(":")
+        out.append((path, text))
+    return out
+
+
+def script_argv(runs: list[tuple[str, str]], path: str) -> list[str] | None:
+    """The first command line among ``runs`` that runs ``path``: by its path from the repository root (CI scripts
+    run /workdir/<path>), or by its bare name from a file in the same folder (a README's ``$ python train.py``)."""
+    from codegen.importer.argv import command_lines
+
+    folder, _, base = path.rpartition("/")
+    for where, text in runs:
+        found = command_lines(text, path)
+        if not found and where.rpartition("/")[0] == folder:
+            found = command_lines(text, base)
+        if found:
+            return found[0]
+    return None
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -323,6 +361,7 @@ def collect(args: argparse.Namespace) -> None:
     files_seen = 0
     for i, (rel, label, g, tag) in enumerate(plan, 1):
         progress(i, len(plan), "collect")
+        runs = script_runs(g, tag)
         for sha, path in g.files(tag):
             if label == "HugeCTR" and not path.startswith(HUGECTR_DIRS):
                 continue
@@ -332,19 +371,23 @@ def collect(args: argparse.Namespace) -> None:
                 found = []
                 data = g.blob(sha)
                 if b"hugectr" in data:
-                    for uname, text in units_of(path, data):
+                    for uname, text, argv in units_and_argv(path, data):
                         kind = classify(shape := shape_of(text))
                         if not kind:
                             continue
                         h = normalized_hash(text)
-                        found.append((h, uname, kind, shape.error))
+                        found.append((h, uname, kind, shape.error, argv))
                         f = cache / "units" / f"{h}.py"
                         if not f.exists():
                             f.write_text(text, encoding="utf-8")
                 blob_units[key] = found
-            for h, uname, kind, err in blob_units[key]:
+            for h, uname, kind, err, argv in blob_units[key]:
                 u = units.setdefault(h, {"hash": h, "kind": kind, "parse_error": err, "members": []})
-                u["members"].append({"release": rel, "repo": label, "tag": tag, "path": path, "unit": uname})
+                member = {"release": rel, "repo": label, "tag": tag, "path": path, "unit": uname}
+                argv = argv if uname else (script_argv(runs, path) if kind == "single" else None)
+                if argv is not None:
+                    member["argv"] = argv     # the command line the repository runs it with
+                u["members"].append(member)
     for g in [hug] + [g for _, g in others]:
         g.close()
     for u in units.values():
@@ -559,7 +602,12 @@ def inventory(args: argparse.Namespace) -> None:
 
 # ---- run ----------------------------------------------------------------------------------------------------------
 
-def import_and_compare(text: str, release: str, name: str) -> dict:
+def argv_of(u: dict, release: str) -> list[str] | None:
+    """The command line a unit runs with in ``release``: the first of its members there that has one."""
+    return next((m["argv"] for m in u["members"] if m["release"] == release and "argv" in m), None)
+
+
+def import_and_compare(text: str, release: str, name: str, argv: list[str] | None = None) -> dict:
     """Import ``text`` for ``release``, generate, compare the calls. {'status', 'message', 'seconds', ...}."""
     from codegen.errors import UserError
     from codegen.importer import import_source
@@ -573,7 +621,7 @@ def import_and_compare(text: str, release: str, name: str) -> dict:
         stage = "import"
         try:
             t0, c0 = time.perf_counter(), time.process_time()
-            result = import_source(src, release, "corpus_unit")
+            result = import_source(src, release, "corpus_unit", argv)
             stage = "write the spec"
             write_import(result, Path(tmp) / "specs")
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -581,7 +629,7 @@ def import_and_compare(text: str, release: str, name: str) -> dict:
             rendered = render_spec(open_spec(Path(tmp) / "specs" / f"{result.name}.yaml"))
             model_py = next(v for k, v in rendered.files.items() if str(k) == "model.py")
             stage = "compare"
-            diffs = compare_texts(text, model_py, src.name, release)
+            diffs = compare_texts(text, model_py, src.name, release, argv)
         except UserError as exc:
             first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
             msg = first.message.replace(tmp, "<tmp>").replace(str(src), "<unit>")
@@ -596,7 +644,7 @@ def import_and_compare(text: str, release: str, name: str) -> dict:
     return {"status": "reproduced", "seconds": seconds, "cpu": cpu, "lines": lines}
 
 
-def _job(job: tuple[str, str, str]) -> dict:
+def _job(job: tuple[str, str, str, list[str] | None]) -> dict:
     return import_and_compare(*job)
 
 
@@ -612,7 +660,7 @@ def run(args: argparse.Namespace) -> None:
     keep = results_path.exists() and (args.release or args.unit)
     results = json.loads(results_path.read_text(encoding="utf-8")) if keep else {}
     t_all = time.perf_counter()
-    work = [(unit_text(cache, u["hash"]), r, "unit") for u, r in jobs]
+    work = [(unit_text(cache, u["hash"]), r, "unit", argv_of(u, r)) for u, r in jobs]
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
