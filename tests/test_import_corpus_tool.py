@@ -216,3 +216,12 @@ def test_units_run_with_the_command_line_their_repository_uses(tool, tmp_path: P
     assert by_path["samples/args/args_mlp.py"]["status"] == "reproduced"
     assert by_path["notebooks/args.ipynb"]["status"] == "reproduced"
     assert by_path["test/args/other_mlp.py"]["status"] == "refused"
+
+
+def test_a_release_that_runs_a_unit_nowhere_takes_the_nearest_release_s_command_line(tool):
+    u = {"members": [{"release": "23.06", "argv": ["--a", "1"]}, {"release": "23.12"}, {"release": "24.04"},
+                     {"release": "4.3", "argv": ["--a", "0"]}, {"release": "25.03", "argv": ["--a", "2"]}]}
+    assert tool.argv_of(u, "23.06") == ["--a", "1"]                 # its own
+    assert tool.argv_of(u, "23.12") == ["--a", "1"]                 # nearest; the earlier one on a tie
+    assert tool.argv_of(u, "24.04") == ["--a", "2"]
+    assert tool.argv_of({"members": [{"release": "3.2"}]}, "3.2") is None

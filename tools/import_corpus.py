@@ -603,8 +603,17 @@ def inventory(args: argparse.Namespace) -> None:
 # ---- run ----------------------------------------------------------------------------------------------------------
 
 def argv_of(u: dict, release: str) -> list[str] | None:
-    """The command line a unit runs with in ``release``: the first of its members there that has one."""
-    return next((m["argv"] for m in u["members"] if m["release"] == release and "argv" in m), None)
+    """The command line a unit runs with in ``release``: the first of its members there that has one; where the
+    release runs it nowhere (its CI scripts were dropped), the one the nearest release runs the same code with
+    (earlier releases first)."""
+    own = [m["argv"] for m in u["members"] if m["release"] == release and "argv" in m]
+    if own:
+        return own[0]
+    order = sorted({m["release"] for m in u["members"]}, key=release_key)
+    here = order.index(release) if release in order else 0
+    others = sorted((m for m in u["members"] if "argv" in m),
+                    key=lambda m: (abs(order.index(m["release"]) - here), order.index(m["release"]) > here))
+    return others[0]["argv"] if others else None
 
 
 def import_and_compare(text: str, release: str, name: str, argv: list[str] | None = None) -> dict:
