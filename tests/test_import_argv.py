@@ -219,3 +219,13 @@ def test_model_class_never_instantiated_is_refused(tmp_path: Path):
     src.write_text(CLASS_MODEL, encoding="utf-8")
     with pytest.raises(UserError, match=r"built inside class Trainer.*never instantiates"):
         import_source(src, "23.06")
+
+
+def test_a_required_argument_without_args_names_the_fix(tmp_path: Path):
+    src = tmp_path / "req.py"
+    src.write_text(SCRIPT.replace('"--batchsize", type=int', '"--batchsize", type=int, required=True'),
+                   encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        import_source(src, "23.06")
+    assert 'the script requires --batchsize on its command line: pass it with --args' in str(exc.value)
+    assert import_source(src, "23.06", None, ["--batchsize", "8"]).name == "req"

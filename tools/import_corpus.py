@@ -799,7 +799,10 @@ def report(args: argparse.Namespace) -> None:
       "and NVIDIA-Merlin/Merlin at every release tag, finds every single-model unit (a `.py` file, a notebook's "
       "`%%writefile *.py` cell, or a notebook's other code cells joined, that builds exactly one `hugectr.Model`), "
       "imports it with `ctrgen import` for its release, generates `model.py` from the spec and compares the hugectr "
-      "calls of both (function, every argument by value, order; file paths may differ).\n\n"
+      "calls of both (function, every argument by value, order; file paths may differ). A unit runs with the command "
+      "line its repository runs it with (`ctrgen import --args`): a notebook's own `!python NAME.py ...` for its "
+      "`%%writefile` cell, else the first README or CI script line of the release that runs the file, else the one "
+      "the nearest release runs the same code with; without one, its argparse defaults.\n\n"
       "*reproduced*: the calls are equal; *refused*: the importer stopped with a one-line message; *differing*: "
       "imported but the generated calls differ; *crashed*: a Python exception from ctrgen (a bug).\n\n")
     w("## Per release\n\n| release | tags read | units | reproduced | refused | differing | crashed | % | "

@@ -102,7 +102,12 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     try:
         imported: Imported = Mapper(script, hugectr_version, name or default_name(path), label).run()
     except Located as exc:
-        raise _fail(path, exc.message, exc.line, exc.fix, unit if kind != "script" else None) from None
+        fix = exc.fix
+        if script.required_args and argv is None:
+            # argparse would stop the script here too: say which command-line arguments it needs
+            fix = (f"the script requires {', '.join(script.required_args)} on its command line: pass {'it' if len(script.required_args) == 1 else 'them'} with "
+                   f"--args, e.g. --args \"{script.required_args[0]} VALUE\"")
+        raise _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     return _finish(path, imported, label, notes)
 

@@ -85,6 +85,7 @@ class Script:
     loops: list[int] = field(default_factory=list)          # lines of loops with hugectr calls it could not unroll
     unread: list[tuple[int, str]] = field(default_factory=list)   # classes that build a model (not followed)
     argv_read: bool = False                                  # the script reads its command line (argparse, sys.argv)
+    required_args: list[str] = field(default_factory=list)   # required argparse options no command line gave
 
     def count(self, func: str) -> int:
         return sum(1 for c in self.all_calls if c.func == func)
@@ -101,6 +102,7 @@ class _Namespace(dict):
 class _Parser:
     args: dict = field(default_factory=dict)                         # dest -> default
     specs: list[tuple[list, dict]] = field(default_factory=list)    # add_argument(*flags, **kwargs), for a command line
+    required: list[str] = field(default_factory=list)               # the option strings of required arguments
 
 
 @dataclass
@@ -816,6 +818,9 @@ class Interpreter:
                 except ValueError:
                     pass
             parser.args[dest] = default if _known(default) else Unknown(f"--{dest}", node.lineno)
+            if kw.get("required") is True and "default" not in kw:
+                parser.args[dest] = Unknown(f"--{dest}", node.lineno)     # argparse stops without it
+                parser.required.append(flags[0] if flags else dest)
             from . import argv as cmdline
             spec = {k: (v if _known(v) or k == "type" else cmdline.UNKNOWN) for k, v in kw.items()
                     if k != "choices" or _known(v)}
@@ -826,6 +831,7 @@ class Interpreter:
             argv = list(given) if isinstance(given, (list, tuple)) and _known(given) else self.argv
             self.script.argv_read = self.script.argv_read or argv is self.argv
             if argv is None:
+                self.script.required_args += parser.required
                 ns = _Namespace(parser.args)
                 self.script.notes.append((node.lineno, "command-line arguments read as their argparse defaults"))
                 return ns if attr == "parse_args" else (ns, [])
