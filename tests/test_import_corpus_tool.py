@@ -225,3 +225,10 @@ def test_a_release_that_runs_a_unit_nowhere_takes_the_nearest_release_s_command_
     assert tool.argv_of(u, "23.12") == ["--a", "1"]                 # nearest; the earlier one on a tie
     assert tool.argv_of(u, "24.04") == ["--a", "2"]
     assert tool.argv_of({"members": [{"release": "3.2"}]}, "3.2") is None
+
+
+def test_a_required_option_no_command_line_gives_is_the_source_s_refusal(tool):
+    res = tool.import_and_compare(ARGS_MLP, "23.06", "unit")
+    assert res["status"] == "refused" and "the script requires --units on its command line" in res["message"]
+    assert tool.source_rejected(res)
+    assert tool.import_and_compare(ARGS_MLP, "23.06", "unit", ["--units", "8"])["status"] == "reproduced"

@@ -642,6 +642,8 @@ def import_and_compare(text: str, release: str, name: str, argv: list[str] | Non
         except UserError as exc:
             first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
             msg = first.message.replace(tmp, "<tmp>").replace(str(src), "<unit>")
+            if first.fix.startswith("the script requires"):
+                msg += f"; {first.fix.split(':')[0]}"      # no published command line gives it
             return {"status": "refused", "stage": stage, "message": msg}
         except Exception:  # noqa: BLE001 - a traceback from our code is a bug; record it
             tb = traceback.format_exc().replace(tmp, "<tmp>")
@@ -708,9 +710,10 @@ def cause(res: dict) -> str:
 
 
 # Refusals whose cause is the source itself on that release: an API fact the release lacks (from the API table), a
-# check HugeCTR itself makes (its own message), a required argument left out.
+# check HugeCTR itself makes (its own message), a required argument left out (of a hugectr call, or a required
+# command-line option that no published command line gives: argparse stops the script).
 _SOURCE_REJECTED = re.compile(r"is not in HugeCTR \d|HugeCTR rejects this|bottom tensor name does not exists|"
-                              r"which HugeCTR \S+ requires")
+                              r"which HugeCTR \S+ requires|the script requires \S+ on its command line")
 
 
 def source_rejected(res: dict | None) -> bool:
@@ -826,7 +829,7 @@ def report(args: argparse.Namespace) -> None:
     if rejected:
         w(f"Of the {o['refused']} refused units, {rejected} stop on what a release they are published in rejects "
           "itself (a function or argument that release does not have, a check HugeCTR itself makes, a required "
-          "argument left out): as published they do not run there, so no script can reproduce them.\n\n")
+          "argument left out, a required command-line option no published command line gives): as published they do not run there, so no script can reproduce them.\n\n")
     excluded = collections.Counter(u["kind"] for u in index["units"] if u["kind"] != "single")
     w("Not single-model (distinct units, excluded): " +
       "; ".join(f"{k}: {n}" for k, n in sorted(excluded.items())) + ".\n\n")
