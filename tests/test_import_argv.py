@@ -229,3 +229,12 @@ def test_a_required_argument_without_args_names_the_fix(tmp_path: Path):
         import_source(src, "23.06")
     assert 'the script requires --batchsize on its command line: pass it with --args' in str(exc.value)
     assert import_source(src, "23.06", None, ["--batchsize", "8"]).name == "req"
+
+
+def test_args_for_a_graph_json_are_refused(tmp_path: Path):
+    from conftest import run_ctrgen
+
+    src = Path(__file__).resolve().parents[1] / "generated" / "dcn" / "dcn.json"
+    out = tmp_path / "out"
+    r = run_ctrgen("import", str(src), "--out", str(out), "--args", "--x 1")
+    assert r.returncode == 2 and "--args applies to a script or notebook" in r.stderr and not out.exists()

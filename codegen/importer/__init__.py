@@ -58,6 +58,9 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise UserError([Problem(str(path), f"--name {name!r} is not a valid identifier", "name", None, None,
                                  "use letters, digits and '_' only, not starting with a digit")])
     if kind == "graph_json":
+        if argv is not None:
+            raise UserError([Problem(str(path), "--args applies to a script or notebook, not to a graph JSON",
+                                     "args", None, None, "leave out --args")])
         from .graph_json import import_graph_json
         return import_graph_json(path, text, hugectr_version, name)
     if hugectr_version is None:
