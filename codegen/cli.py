@@ -282,6 +282,7 @@ Examples:
   ctrgen import samples/dcn/dcn.py --hugectr-version 23.06 --out specs
   ctrgen import notebooks/movielens.ipynb --hugectr-version 3.3 --name movielens --out specs
   ctrgen import dcn.json --out specs              # a graph JSON names its release itself
+  ctrgen import dlrm_train.py --hugectr-version 23.06 --args "--shard_plan uniform --use_dynamic_hash_table"
 Then: ctrgen generate specs/<name>.yaml
 """
 
@@ -295,7 +296,10 @@ Then: ctrgen generate specs/<name>.yaml
 @click.option("--name", help="model name (default: the script's or graph JSON's model_name, else its file "
                                      "name)")
 @click.option("--force", is_flag=True, help="overwrite an existing spec or lock")
-def import_(source: Path, version: str | None, out: Path, name: str | None, force: bool) -> None:
+@click.option("--args", "args", metavar="'ARGS'", help="the command line the script runs with, as a shell would "
+              "split it: argparse arguments and sys.argv take these values (default: a notebook's own run of a "
+              "%%writefile script, else the argparse defaults)")
+def import_(source: Path, version: str | None, out: Path, name: str | None, force: bool, args: str | None) -> None:
     """Read a HugeCTR training script (.py), a notebook (.ipynb) or a graph JSON written by graph_to_json and
     write the spec and features lock that make `ctrgen generate` reproduce it.
 
@@ -310,9 +314,16 @@ def import_(source: Path, version: str | None, out: Path, name: str | None, forc
     JSON names no data files, batch sizes or training loop: those get placeholders, printed as assumed.
     """
     from .importer import import_source
+    from .importer.argv import split
     from .importer.write import write_import
 
-    result = import_source(source, version, name)
+    from .errors import Located
+
+    try:
+        argv = None if args is None else split(args)
+    except Located as exc:
+        raise exc.at(source, field="--args") from None
+    result = import_source(source, version, name, argv)
     written = write_import(result, out, force=force)
     for path in written:
         click.echo(f"wrote {path}")

@@ -187,3 +187,48 @@ def test_refusals_the_release_itself_makes_are_told_apart(tool):
     assert tool.source_rejected(refused('model.layers[4]: HugeCTR rejects this: "Empty slice ranges is not allowed"'))
     assert not tool.source_rejected(refused("hugectr.EmbeddingPlanner(...) has no spec field yet"))
     assert not tool.source_rejected({"status": "differing", "message": "is not in HugeCTR 4.3"})
+
+
+# A model whose width is a required command-line argument: reproducible only with the command line it is run with.
+ARGS_MLP = MLP.replace("import hugectr\n", "import argparse\nimport hugectr\nparser = argparse.ArgumentParser()\n"
+                       "parser.add_argument('--units', type=int, required=True)\nargs = parser.parse_args()\n") \
+    .replace("UNITS", "args.units")
+
+
+def test_units_run_with_the_command_line_their_repository_uses(tool, tmp_path: Path):
+    repo = tmp_path / "hugectr"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    nb = _notebook(ARGS_MLP).replace("train_mlp.py\\n\"]", "train_mlp.py --units 8\\n\"]")
+    _commit(repo, {"samples/args/args_mlp.py": ARGS_MLP, "samples/args/README.md": "Run:\n\n$ python3 args_mlp.py "
+                   "--units 24\n", "test/args/other_mlp.py": "# other\n" + ARGS_MLP.replace("lr=0.001", "lr=0.01"),
+                   "notebooks/args.ipynb": nb}, "v23.06.00", "2023-06-01")
+    cache = tmp_path / "cache"
+    tool.main(["--cache", str(cache), "collect", "--hugectr", str(repo), "--release", "23.06"])
+    index = json.loads((cache / "index.json").read_text(encoding="utf-8"))
+    argv = {(m["path"], m["unit"]): m.get("argv") for u in index["units"] for m in u["members"]}
+    assert argv[("samples/args/args_mlp.py", "")] == ["--units", "24"]          # the README next to it
+    assert argv[("notebooks/args.ipynb", "cell 2 (%%writefile train_mlp.py)")] == ["--units", "8"]
+    assert argv[("test/args/other_mlp.py", "")] is None                          # run nowhere
+    tool.main(["--cache", str(cache), "run"])
+    results = json.loads((cache / "results.json").read_text(encoding="utf-8"))
+    by_path = {m["path"]: results[f"{u['hash']}@23.06"] for u in index["units"] for m in u["members"]}
+    assert by_path["samples/args/args_mlp.py"]["status"] == "reproduced"
+    assert by_path["notebooks/args.ipynb"]["status"] == "reproduced"
+    assert by_path["test/args/other_mlp.py"]["status"] == "refused"
+
+
+def test_a_release_that_runs_a_unit_nowhere_takes_the_nearest_release_s_command_line(tool):
+    u = {"members": [{"release": "23.06", "argv": ["--a", "1"]}, {"release": "23.12"}, {"release": "24.04"},
+                     {"release": "4.3", "argv": ["--a", "0"]}, {"release": "25.03", "argv": ["--a", "2"]}]}
+    assert tool.argv_of(u, "23.06") == ["--a", "1"]                 # its own
+    assert tool.argv_of(u, "23.12") == ["--a", "1"]                 # nearest; the earlier one on a tie
+    assert tool.argv_of(u, "24.04") == ["--a", "2"]
+    assert tool.argv_of({"members": [{"release": "3.2"}]}, "3.2") is None
+
+
+def test_a_required_option_no_command_line_gives_is_the_source_s_refusal(tool):
+    res = tool.import_and_compare(ARGS_MLP, "23.06", "unit")
+    assert res["status"] == "refused" and "the script requires --units on its command line" in res["message"]
+    assert tool.source_rejected(res)
+    assert tool.import_and_compare(ARGS_MLP, "23.06", "unit", ["--units", "8"])["status"] == "reproduced"

@@ -276,10 +276,17 @@ def normalized_hash(text: str) -> str:
 
 def units_of(path: str, data: bytes) -> list[tuple[str, str]]:
     """(unit name, Python text) of a .py file or a notebook, as the importer splits them."""
+    return [(name, text) for name, text, _ in units_and_argv(path, data)]
+
+
+def units_and_argv(path: str, data: bytes) -> list[tuple[str, str, list[str] | None]]:
+    """(unit name, Python text, command line) of a .py file or a notebook; the command line of a ``%%writefile``
+    unit is the notebook's own first run of it, found by the importer (:func:`codegen.importer.notebook_argv`)."""
     text = data.decode("utf-8-sig", errors="replace")
     if path.endswith(".py"):
-        return [("", text)]
+        return [("", text, None)]
     from codegen.errors import Located
+    from codegen.importer import notebook_argv
     from codegen.importer.source import notebook_units
 
     try:
@@ -291,8 +298,39 @@ def units_of(path: str, data: bytes) -> list[tuple[str, str]]:
         m = re.match(r"cell \d+ \(%%writefile (\S+)\)", u.name)
         if m and not m.group(1).endswith(".py"):
             continue
-        out.append((u.name, u.text))
+        out.append((u.name, u.text, notebook_argv(text, u)[0]))
     return out
+
+
+# Lines of READMEs and shell/CI scripts that may run a Python file (the candidates command_lines() then reads).
+_RUNS_IN = ("*.md", "*.sh", "*.sub", "*.yml", "*.yaml", "*.txt", "*.rst")
+
+
+def script_runs(git: Git, tag: str) -> list[tuple[str, str]]:
+    """(file, line) of every line of a README or shell/CI script at ``tag`` that runs a Python file."""
+    r = subprocess.run(["git", "-C", git.dir, "grep", "-I", "--full-name", "-E", r"(python[0-9.]*|%run) .*\.py",
+                        tag, "--", *_RUNS_IN], capture_output=True, text=True)
+    out = []
+    for line in r.stdout.splitlines():
+        _, _, rest = line.partition(":")          # "<tag>:<path>:<line>"
+        path, _, text = rest.partition(":")
+        out.append((path, text))
+    return out
+
+
+def script_argv(runs: list[tuple[str, str]], path: str) -> list[str] | None:
+    """The first command line among ``runs`` that runs ``path``: by its path from the repository root (CI scripts
+    run /workdir/<path>), or by its bare name from a file in the same folder (a README's ``$ python train.py``)."""
+    from codegen.importer.argv import command_lines
+
+    folder, _, base = path.rpartition("/")
+    for where, text in runs:
+        found = command_lines(text, path)
+        if not found and where.rpartition("/")[0] == folder:
+            found = command_lines(text, base)
+        if found:
+            return found[0]
+    return None
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -323,6 +361,7 @@ def collect(args: argparse.Namespace) -> None:
     files_seen = 0
     for i, (rel, label, g, tag) in enumerate(plan, 1):
         progress(i, len(plan), "collect")
+        runs = script_runs(g, tag)
         for sha, path in g.files(tag):
             if label == "HugeCTR" and not path.startswith(HUGECTR_DIRS):
                 continue
@@ -332,19 +371,23 @@ def collect(args: argparse.Namespace) -> None:
                 found = []
                 data = g.blob(sha)
                 if b"hugectr" in data:
-                    for uname, text in units_of(path, data):
+                    for uname, text, argv in units_and_argv(path, data):
                         kind = classify(shape := shape_of(text))
                         if not kind:
                             continue
                         h = normalized_hash(text)
-                        found.append((h, uname, kind, shape.error))
+                        found.append((h, uname, kind, shape.error, argv))
                         f = cache / "units" / f"{h}.py"
                         if not f.exists():
                             f.write_text(text, encoding="utf-8")
                 blob_units[key] = found
-            for h, uname, kind, err in blob_units[key]:
+            for h, uname, kind, err, argv in blob_units[key]:
                 u = units.setdefault(h, {"hash": h, "kind": kind, "parse_error": err, "members": []})
-                u["members"].append({"release": rel, "repo": label, "tag": tag, "path": path, "unit": uname})
+                member = {"release": rel, "repo": label, "tag": tag, "path": path, "unit": uname}
+                argv = argv if uname else (script_argv(runs, path) if kind == "single" else None)
+                if argv is not None:
+                    member["argv"] = argv     # the command line the repository runs it with
+                u["members"].append(member)
     for g in [hug] + [g for _, g in others]:
         g.close()
     for u in units.values():
@@ -559,7 +602,21 @@ def inventory(args: argparse.Namespace) -> None:
 
 # ---- run ----------------------------------------------------------------------------------------------------------
 
-def import_and_compare(text: str, release: str, name: str) -> dict:
+def argv_of(u: dict, release: str) -> list[str] | None:
+    """The command line a unit runs with in ``release``: the first of its members there that has one; where the
+    release runs it nowhere (its CI scripts were dropped), the one the nearest release runs the same code with
+    (earlier releases first)."""
+    own = [m["argv"] for m in u["members"] if m["release"] == release and "argv" in m]
+    if own:
+        return own[0]
+    order = sorted({m["release"] for m in u["members"]}, key=release_key)
+    here = order.index(release) if release in order else 0
+    others = sorted((m for m in u["members"] if "argv" in m),
+                    key=lambda m: (abs(order.index(m["release"]) - here), order.index(m["release"]) > here))
+    return others[0]["argv"] if others else None
+
+
+def import_and_compare(text: str, release: str, name: str, argv: list[str] | None = None) -> dict:
     """Import ``text`` for ``release``, generate, compare the calls. {'status', 'message', 'seconds', ...}."""
     from codegen.errors import UserError
     from codegen.importer import import_source
@@ -573,7 +630,7 @@ def import_and_compare(text: str, release: str, name: str) -> dict:
         stage = "import"
         try:
             t0, c0 = time.perf_counter(), time.process_time()
-            result = import_source(src, release, "corpus_unit")
+            result = import_source(src, release, "corpus_unit", argv)
             stage = "write the spec"
             write_import(result, Path(tmp) / "specs")
             seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -581,10 +638,12 @@ def import_and_compare(text: str, release: str, name: str) -> dict:
             rendered = render_spec(open_spec(Path(tmp) / "specs" / f"{result.name}.yaml"))
             model_py = next(v for k, v in rendered.files.items() if str(k) == "model.py")
             stage = "compare"
-            diffs = compare_texts(text, model_py, src.name, release)
+            diffs = compare_texts(text, model_py, src.name, release, argv)
         except UserError as exc:
             first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
             msg = first.message.replace(tmp, "<tmp>").replace(str(src), "<unit>")
+            if first.fix.startswith("the script requires"):
+                msg += f"; {first.fix.split(':')[0]}"      # no published command line gives it
             return {"status": "refused", "stage": stage, "message": msg}
         except Exception:  # noqa: BLE001 - a traceback from our code is a bug; record it
             tb = traceback.format_exc().replace(tmp, "<tmp>")
@@ -596,7 +655,7 @@ def import_and_compare(text: str, release: str, name: str) -> dict:
     return {"status": "reproduced", "seconds": seconds, "cpu": cpu, "lines": lines}
 
 
-def _job(job: tuple[str, str, str]) -> dict:
+def _job(job: tuple[str, str, str, list[str] | None]) -> dict:
     return import_and_compare(*job)
 
 
@@ -612,7 +671,7 @@ def run(args: argparse.Namespace) -> None:
     keep = results_path.exists() and (args.release or args.unit)
     results = json.loads(results_path.read_text(encoding="utf-8")) if keep else {}
     t_all = time.perf_counter()
-    work = [(unit_text(cache, u["hash"]), r, "unit") for u, r in jobs]
+    work = [(unit_text(cache, u["hash"]), r, "unit", argv_of(u, r)) for u, r in jobs]
     if args.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -651,9 +710,10 @@ def cause(res: dict) -> str:
 
 
 # Refusals whose cause is the source itself on that release: an API fact the release lacks (from the API table), a
-# check HugeCTR itself makes (its own message), a required argument left out.
+# check HugeCTR itself makes (its own message), a required argument left out (of a hugectr call, or a required
+# command-line option that no published command line gives: argparse stops the script).
 _SOURCE_REJECTED = re.compile(r"is not in HugeCTR \d|HugeCTR rejects this|bottom tensor name does not exists|"
-                              r"which HugeCTR \S+ requires")
+                              r"which HugeCTR \S+ requires|the script requires \S+ on its command line")
 
 
 def source_rejected(res: dict | None) -> bool:
@@ -742,7 +802,10 @@ def report(args: argparse.Namespace) -> None:
       "and NVIDIA-Merlin/Merlin at every release tag, finds every single-model unit (a `.py` file, a notebook's "
       "`%%writefile *.py` cell, or a notebook's other code cells joined, that builds exactly one `hugectr.Model`), "
       "imports it with `ctrgen import` for its release, generates `model.py` from the spec and compares the hugectr "
-      "calls of both (function, every argument by value, order; file paths may differ).\n\n"
+      "calls of both (function, every argument by value, order; file paths may differ). A unit runs with the command "
+      "line its repository runs it with (`ctrgen import --args`): a notebook's own `!python NAME.py ...` for its "
+      "`%%writefile` cell, else the first README or CI script line of the release that runs the file, else the one "
+      "the nearest release runs the same code with; without one, its argparse defaults.\n\n"
       "*reproduced*: the calls are equal; *refused*: the importer stopped with a one-line message; *differing*: "
       "imported but the generated calls differ; *crashed*: a Python exception from ctrgen (a bug).\n\n")
     w("## Per release\n\n| release | tags read | units | reproduced | refused | differing | crashed | % | "
@@ -766,7 +829,7 @@ def report(args: argparse.Namespace) -> None:
     if rejected:
         w(f"Of the {o['refused']} refused units, {rejected} stop on what a release they are published in rejects "
           "itself (a function or argument that release does not have, a check HugeCTR itself makes, a required "
-          "argument left out): as published they do not run there, so no script can reproduce them.\n\n")
+          "argument left out, a required command-line option no published command line gives): as published they do not run there, so no script can reproduce them.\n\n")
     excluded = collections.Counter(u["kind"] for u in index["units"] if u["kind"] != "single")
     w("Not single-model (distinct units, excluded): " +
       "; ".join(f"{k}: {n}" for k, n in sorted(excluded.items())) + ".\n\n")

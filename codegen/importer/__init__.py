@@ -42,8 +42,13 @@ def default_name(path: Path) -> str:
     return stem if not stem[0].isdigit() else f"m_{stem}"
 
 
-def import_source(path: Path, hugectr_version: str | None = None, name: str | None = None) -> ImportResult:
-    """Read ``path`` and return the spec text and features; raises :class:`UserError` (one line) on refusal."""
+def import_source(path: Path, hugectr_version: str | None = None, name: str | None = None,
+                  argv: list[str] | None = None) -> ImportResult:
+    """Read ``path`` and return the spec text and features; raises :class:`UserError` (one line) on refusal.
+
+    ``argv`` is the command line the script runs with (argparse arguments and ``sys.argv`` then have its values);
+    without it, a notebook's ``%%writefile NAME.py`` cell takes the command line of the notebook's first run of
+    ``NAME.py``, and everything else its argparse defaults."""
     try:
         text = read_text(path)
         kind = kind_of(path, text)
@@ -53,6 +58,9 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise UserError([Problem(str(path), f"--name {name!r} is not a valid identifier", "name", None, None,
                                  "use letters, digits and '_' only, not starting with a digit")])
     if kind == "graph_json":
+        if argv is not None:
+            raise UserError([Problem(str(path), "--args applies to a script or notebook, not to a graph JSON",
+                                     "args", None, None, "leave out --args")])
         from .graph_json import import_graph_json
         return import_graph_json(path, text, hugectr_version, name)
     if hugectr_version is None:
@@ -62,11 +70,14 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     found: list[tuple[Unit, object]] = []
     first_error: UserError | None = None
     for unit in units:
+        unit_argv, note = (argv, "") if argv is not None or kind == "script" else notebook_argv(text, unit)
         try:
-            script = extract(unit.text, str(path))
+            script = extract(unit.text, str(path), unit_argv)
+            if note:
+                script.notes.insert(0, (0, note))
         except Located as exc:
             if kind == "script":
-                raise _fail(path, exc.message, exc.line) from None
+                raise _fail(path, exc.message, exc.line, exc.fix) from None
             first_error = first_error or _fail(path, exc.message, exc.line, unit=unit)
             continue
         if script.count("Model") + script.count("ModelPerfExt"):
@@ -77,8 +88,9 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         classes = [u for unit in units for u in _unread(unit)]
         if classes:
             line, what = classes[0]
-            raise _fail(path, f"the model is built inside {what}; ctrgen reads module-level code and the functions "
-                              "it calls, not classes", line, "build the model in a function or at module level")
+            raise _fail(path, f"the model is built inside {what}, which the module never instantiates statically "
+                              "(ctrgen reads a class's methods where the module creates it and calls them)", line,
+                        "create the object and call its methods at module level or in __main__")
         raise _fail(path, "no hugectr.Model(...) is built here", None,
                     "give the script or notebook that builds and trains the model")
     if len(found) > 1:
@@ -86,13 +98,39 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise _fail(path, f"{len(found)} parts build a model ({names}); import takes one model per file", None,
                     "split the notebook, or import the written script")
     unit, script = found[0]
+    if argv and not script.argv_read:
+        raise _fail(path, "--args given, but the script reads no command line (no argparse parse_args, no sys.argv)",
+                    None, "leave out --args", unit if kind != "script" else None)
     label = path.name if kind == "script" else f"{path.name} {unit.name}"
     try:
         imported: Imported = Mapper(script, hugectr_version, name or default_name(path), label).run()
     except Located as exc:
-        raise _fail(path, exc.message, exc.line, exc.fix, unit if kind != "script" else None) from None
+        fix = exc.fix
+        if script.required_args and argv is None:
+            # argparse would stop the script here too: say which command-line arguments it needs
+            fix = (f"the script requires {', '.join(script.required_args)} on its command line: pass {'it' if len(script.required_args) == 1 else 'them'} with "
+                   f"--args, e.g. --args \"{script.required_args[0]} VALUE\"")
+        raise _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     return _finish(path, imported, label, notes)
+
+
+def notebook_argv(notebook_text: str, unit: Unit) -> tuple[list[str] | None, str]:
+    """The command line of the notebook's first run of the file a ``%%writefile`` unit writes, and a note saying so."""
+    from .argv import describe, notebook_command_lines
+
+    m = re.match(r"cell \d+ \(%%writefile (\S+)\)$", unit.name)
+    if m is None:
+        return None, ""
+    runs = notebook_command_lines(notebook_text, m.group(1).lstrip("./"))
+    if not runs:
+        return None, ""
+    cell, first = runs[0]
+    note = f"command line of {m.group(1)}: {describe(first)}, from the notebook's cell {cell}"
+    others = {tuple(a) for _, a in runs} - {tuple(first)}
+    if others:
+        note += f" (the first of its {len(others) + 1} different runs in the notebook; pass --args for another)"
+    return first, note
 
 
 def _unread(unit: Unit) -> list[tuple[int, str]]:

@@ -84,6 +84,8 @@ class Script:
     notes: list[tuple[int, str]] = field(default_factory=list)   # (line, what the reader skipped or assumed)
     loops: list[int] = field(default_factory=list)          # lines of loops with hugectr calls it could not unroll
     unread: list[tuple[int, str]] = field(default_factory=list)   # classes that build a model (not followed)
+    argv_read: bool = False                                  # the script reads its command line (argparse, sys.argv)
+    required_args: list[str] = field(default_factory=list)   # required argparse options no command line gave
 
     def count(self, func: str) -> int:
         return sum(1 for c in self.all_calls if c.func == func)
@@ -98,13 +100,37 @@ class _Namespace(dict):
 
 @dataclass
 class _Parser:
-    args: dict = field(default_factory=dict)
+    args: dict = field(default_factory=dict)                         # dest -> default
+    specs: list[tuple[list, dict]] = field(default_factory=list)    # add_argument(*flags, **kwargs), for a command line
+    required: list[str] = field(default_factory=list)               # the option strings of required arguments
 
 
 @dataclass
 class _Function:
     node: ast.FunctionDef
     closure: dict
+
+
+@dataclass
+class _Class:
+    """A class of the script: its methods are read when the module instantiates it and calls them."""
+
+    node: ast.ClassDef
+    methods: dict
+
+
+class _Instance:
+    """An object of a script's class; ``self.x = ...`` in its methods binds ``attrs['x']``."""
+
+    def __init__(self, cls: _Class):
+        self.cls = cls
+        self.attrs: dict = {}
+
+
+@dataclass(frozen=True)
+class _BoundMethod:
+    fn: _Function
+    instance: _Instance
 
 
 class _Return(Exception):
@@ -137,8 +163,9 @@ def _known(v: object) -> bool:
 
 
 class Interpreter:
-    def __init__(self, filename: str, source: str):
+    def __init__(self, filename: str, source: str, argv: list[str] | None = None):
         self.script = Script(filename)
+        self.argv = argv                            # the command line it runs with (None: argparse defaults)
         self.source = source
         self.hugectr_modules: dict[str, str] = {}   # local name -> "hugectr" / "hugectr.inference" / ...
         self.hugectr_names: dict[str, str] = {}     # local name -> qualified hugectr attribute ("Layer_t")
@@ -236,10 +263,14 @@ class Interpreter:
             self.exec_body(node.finalbody, env)
         elif isinstance(node, ast.Return):
             raise _Return(self.eval(node.value, env) if node.value is not None else None)
-        elif isinstance(node, (ast.ClassDef, ast.AsyncFunctionDef)):
-            env[node.name] = Unknown(node.name, node.lineno)
+        elif isinstance(node, ast.ClassDef):
+            methods = {f.name: _Function(f, env) for f in node.body if isinstance(f, ast.FunctionDef)}
+            env[node.name] = _Class(node, methods)
             if "Model(" in (ast.get_source_segment(self.source, node) or ""):
+                # Read when instantiated; a model class the module never instantiates statically is refused.
                 self.script.unread.append((node.lineno, f"class {node.name}"))
+        elif isinstance(node, ast.AsyncFunctionDef):
+            env[node.name] = Unknown(node.name, node.lineno)
         # pass, global, assert, raise, delete, break/continue: nothing a model depends on
 
     def exec_for(self, node: ast.For, env: dict) -> None:
@@ -324,6 +355,8 @@ class Interpreter:
             base = self.eval(target.value, env)
             if isinstance(base, _Namespace):
                 base[target.attr] = value
+            elif isinstance(base, _Instance):
+                base.attrs[target.attr] = value
         elif isinstance(target, ast.Starred):
             self.assign(target.value, Unknown(self._text(target), getattr(node, "lineno", 0)), env, node)
 
@@ -389,12 +422,21 @@ class Interpreter:
                 return _SAFE_BUILTINS[node.id]
             return self.unknown(node)
         if isinstance(node, ast.Attribute):
+            if self.argv is not None and self._dotted(node) == "sys.argv":
+                self.script.argv_read = True
+                return [self.script.filename.rsplit("/", 1)[-1], *self.argv]
             path = self.hugectr_path(node)
             if path is not None:
                 return self._hugectr_value(path, node)
             base = self.eval(node.value, env)
             if isinstance(base, _Namespace):
                 return base.get(node.attr, self.unknown(node))
+            if isinstance(base, _Instance):
+                if node.attr in base.attrs:
+                    return base.attrs[node.attr]
+                if node.attr in base.cls.methods:
+                    return _BoundMethod(base.cls.methods[node.attr], base)
+                return self.unknown(node)
             if isinstance(base, Obj):
                 return Obj(f"{base.type}.{node.attr}", -1)
             if isinstance(base, Call) and any(k == node.attr for k, _ in base.kwargs):
@@ -614,6 +656,15 @@ class Interpreter:
         if isinstance(func, _HugeCTRFunc):
             args, kwargs = self._call_args(node, env)
             return self.record(func.path, args, kwargs, node, receiver=None)
+        # the script's own classes: instantiation runs __init__, a method call its body, with self bound
+        if isinstance(func, _BoundMethod):
+            return self.call_function(func.fn, node, env, bound=func.instance)
+        if isinstance(func, _Class):
+            instance = _Instance(func)
+            self.script.unread = [u for u in self.script.unread if u[1] != f"class {func.node.name}"]
+            if "__init__" in func.methods:
+                self.call_function(func.methods["__init__"], node, env, bound=instance)
+            return instance
         # methods of hugectr objects
         if isinstance(node.func, ast.Attribute):
             base = self.eval(node.func.value, env)
@@ -711,10 +762,12 @@ class Interpreter:
             parts.append(node.id)
         return ".".join(reversed(parts))
 
-    def call_function(self, func: _Function, node: ast.Call, env: dict) -> object:
+    def call_function(self, func: _Function, node: ast.Call, env: dict, bound: _Instance | None = None) -> object:
         if getattr(self, "_depth", 0) > 20:
             return self.unknown(node)
         args, kwargs = self._call_args(node, env)
+        if bound is not None:
+            args = [bound, *args]
         fn = func.node
         local = dict(func.closure)
         local.update({k: v for k, v in env.items() if k not in local})
@@ -765,11 +818,32 @@ class Interpreter:
                 except ValueError:
                     pass
             parser.args[dest] = default if _known(default) else Unknown(f"--{dest}", node.lineno)
+            if kw.get("required") is True and "default" not in kw:
+                parser.args[dest] = Unknown(f"--{dest}", node.lineno)     # argparse stops without it
+                parser.required.append(flags[0] if flags else dest)
+            from . import argv as cmdline
+            spec = {k: (v if _known(v) or k == "type" else cmdline.UNKNOWN) for k, v in kw.items()
+                    if k != "choices" or _known(v)}
+            parser.specs.append((flags, spec))
             return None
         if attr in ("parse_args", "parse_known_args"):
-            ns = _Namespace(parser.args)
-            self.script.notes.append((node.lineno, "command-line arguments read as their argparse defaults"))
-            return ns if attr == "parse_args" else (ns, [])
+            given = args[0] if args else kw.get("args")
+            argv = list(given) if isinstance(given, (list, tuple)) and _known(given) else self.argv
+            self.script.argv_read = self.script.argv_read or argv is self.argv
+            if argv is None:
+                self.script.required_args += parser.required
+                ns = _Namespace(parser.args)
+                self.script.notes.append((node.lineno, "command-line arguments read as their argparse defaults"))
+                return ns if attr == "parse_args" else (ns, [])
+            from . import argv as cmdline
+            try:
+                values, extra = cmdline.parse(parser.specs, argv, known_only=attr == "parse_known_args")
+            except ScriptError as exc:
+                raise ScriptError(exc.message, node.lineno, exc.fix) from None
+            ns = _Namespace({k: Unknown(f"--{k}", node.lineno) if v is cmdline.UNKNOWN else v
+                             for k, v in values.items()})
+            self.script.notes.append((node.lineno, f"command line: {cmdline.describe(argv)}"))
+            return ns if attr == "parse_args" else (ns, extra)
         return None
 
     def record(self, func: str, args: list, kwargs: list, node: ast.Call, receiver: str | None) -> Obj | Call:
@@ -827,7 +901,7 @@ _STR_METHODS = frozenset({"format", "join", "replace", "strip", "lower", "upper"
 ENUM_TYPES = ENUM_TYPE_NAMES
 
 
-def extract(text: str, filename: str = "<script>") -> Script:
+def extract(text: str, filename: str = "<script>", argv: list[str] | None = None) -> Script:
     """Read a script's hugectr calls. Raises :class:`Located` (with a line) on text that is not Python."""
     try:
         tree = ast.parse(text, filename=filename)
@@ -836,7 +910,7 @@ def extract(text: str, filename: str = "<script>") -> Script:
     except ValueError as exc:  # NUL bytes
         raise ScriptError(f"not valid Python: {exc}") from None
     try:
-        script = Interpreter(filename, text).run(tree)
+        script = Interpreter(filename, text, argv).run(tree)
     except RecursionError:
         raise ScriptError("the script nests too deeply to read statically") from None
     # Statements: every call that is not an argument of another hugectr call.

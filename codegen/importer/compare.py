@@ -148,7 +148,9 @@ def compare_scripts(src: Script, gen: Script) -> list[str]:
     return out
 
 
-def compare_texts(source: str, generated: str, source_name: str = "<source>", release: str | None = None) -> list[str]:
-    """``release``: the HugeCTR release both scripts target (names positional arguments)."""
+def compare_texts(source: str, generated: str, source_name: str = "<source>", release: str | None = None,
+                  argv: list[str] | None = None) -> list[str]:
+    """``release``: the HugeCTR release both scripts target (names positional arguments); ``argv``: the command
+    line the source runs with."""
     _RELEASE[0] = release
-    return compare_scripts(extract(source, source_name), extract(generated, "model.py"))
+    return compare_scripts(extract(source, source_name, argv), extract(generated, "model.py"))
