@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [known[n] for n in args.names] if args.names else list(MUTANTS)
     if args.list:
         for m in chosen:
-            print(f"{m.name:<24} {m.path:<36} {m.fact}{'  [issue 17]' if m.issue else ''}")
+            print(f"{m.name:<24} {m.path:<38} {m.fact}{'  [issue 17]' if m.issue else ''}")
         return 0
     stale = check_texts(chosen)
     if stale:
