@@ -32,13 +32,13 @@ Use it in CI or pre-commit: it never writes, and exits 1 when generated/ is out 
 # that `ctrgen --help` and `ctrgen check` do not load numpy, pyarrow or the demo's ETL. The short help is the one the
 # command declares (tests/test_startup.py keeps them equal).
 LAZY_COMMANDS = {
-    "assemble": ("codegen.triton.cli_assemble", "assemble_command",
+    "assemble": ("codegen.triton.commands.assemble", "assemble_command",
                  "Build a deployable Triton repository from generated files."),
     "demo": ("codegen.demo.cli", "demo_command",
              "Build the demo datasets (real NVTabular ETL), run the example specs."),
     "keysets": ("codegen.keysets.cli", "keysets_command",
                 "Write the keyset file of each training source."),
-    "validate": ("codegen.triton.cli_validate", "validate_command", "Lint a Triton repository of HugeCTR models."),
+    "validate": ("codegen.triton.commands.validate", "validate_command", "Lint a Triton repository of HugeCTR models."),
     "etl": ("codegen.etl.cli", "etl_command", "Generate etl.py from the spec's etl: section and run it."),
     "serve": ("codegen.serve.cli_serve", "serve_command", "Run the Triton server on an assembled repository."),
     "query": ("codegen.serve.cli_query", "query_command",

@@ -25,7 +25,7 @@ from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
 from .render.torch_model import FEATURES_FILE, render_features_json, render_train_torch
 from .render.triton import plan_for, render_triton
-from .triton.plan import TorchStep
+from .triton.plan.repository import TorchStep
 from .render.task import render_task_py
 from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
@@ -127,7 +127,7 @@ class Rendered:
     files: dict[PurePosixPath, str]  # relative to the output folder
     job: TrainingJob
     digest: str
-    triton: object = None            # codegen.triton.plan.RepositoryPlan when the spec's triton target is on
+    triton: object = None            # codegen.triton.plan.repository.RepositoryPlan when the spec's triton target is on
     triton_torch: object = None      # the same for generated/<name>/triton_torch/ (torch among the targets)
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from codegen.errors import Located, Problem, Problems, UserError, location
-from codegen.triton.findings import render_findings
+from codegen.triton.lint.findings import render_findings
 from conftest import run_ctrgen
 
 

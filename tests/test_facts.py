@@ -342,7 +342,7 @@ def test_max_batch_size_is_equal_in_every_config_and_ps_json(tmp_path, mbs):
 
 def test_config_text_parses_back_to_the_same_message(tmp_path):
     """config.pbtxt goes through text_format only (no per-run parse-back): the round trip is this test."""
-    from codegen.triton.configs import config_text, model_config
+    from codegen.triton.plan.configs import config_text, model_config
 
     hostile = 'x" }\ninput { name: "evil'
     lock = json.loads(json.dumps(MOVIELENS_LOCK))

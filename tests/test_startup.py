@@ -29,7 +29,8 @@ try:
 except SystemExit as exc:
     code = exc.code
 mods = sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r} or m == "tritonclient.grpc"
-              or m.startswith(("codegen.demo.", "codegen.keysets.", "codegen.triton.cli_", "codegen.triton.validate")))
+              or m.startswith(("codegen.demo.", "codegen.keysets.", "codegen.triton.commands.",
+                               "codegen.triton.deploy.", "codegen.triton.lint.")))
 print("\\n" + json.dumps({{"code": code, "modules": mods}}))
 """
 

@@ -12,8 +12,8 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from codegen.pipeline import open_spec, render_spec
 from codegen.triton import validate_repository
-from codegen.triton.findings import ERROR
-from codegen.triton.modelconfig import load_config
+from codegen.triton.lint.findings import ERROR
+from codegen.triton.lint.modelconfig import load_config
 from tests.conftest import REPO, SHARED, run_ctrgen
 from tests.schema_files import MOVIELENS, write_output_schema
 

@@ -92,7 +92,7 @@ def _deploy(spec: Path, workflow: Path, scratch: Path, *, past_the_lock_check: b
     _fake_weights(weights, rendered.triton)
     repo = scratch / "repos" / rendered.name
     if past_the_lock_check:
-        from codegen.triton.assemble import assemble
+        from codegen.triton.deploy.assemble import assemble
 
         assemble(rendered.triton, ctx.root / "generated" / rendered.name / "triton", workflow=workflow,
                  weights=weights, out=repo)

@@ -10,7 +10,7 @@ import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
 from codegen.pipeline import open_spec, render_spec
-from codegen.triton.modelconfig import load_config
+from codegen.triton.lint.modelconfig import load_config
 from tests.conftest import REPO, run_ctrgen
 from tests.schema_files import MOVIELENS, write_output_schema
 from tests.specfactory import MOVIELENS_LOCK, write_spec

@@ -26,8 +26,8 @@ from google.protobuf import text_format
 from tritonclient.grpc import model_config_pb2 as mc
 
 from codegen.triton import render_findings, validate_repository
-from codegen.triton.cli_validate import validate_command
-from codegen.triton.findings import ERROR, WARNING
+from codegen.triton.commands.validate import validate_command
+from codegen.triton.lint.findings import ERROR, WARNING
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -493,7 +493,7 @@ def test_repository_below_path(repo, tmp_path):
 
 
 def test_root_map_longest_prefix_wins(tmp_path):
-    from codegen.triton.paths import PathResolver
+    from codegen.triton.lint.paths import PathResolver
     (tmp_path / "b" / "x").mkdir(parents=True)
     resolver = PathResolver(tmp_path, {"/model": tmp_path / "a", "/model/sub/": tmp_path / "b"})
     r = resolver.resolve("/model/sub/x", [tmp_path])

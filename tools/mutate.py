@@ -66,10 +66,10 @@ MUTANTS = (
     Mutant("eval-mode", "evaluate() runs the model in eval mode", "templates/torch/train_torch.py.j2",
            '"""(AUC, mean BCE) over the evaluation rows of every rank."""\n    model.eval()\n',
            '"""(AUC, mean BCE) over the evaluation rows of every rank."""\n', "eval_mode", issue=True),
-    Mutant("tensor-dims", "Triton tensors are declared [-1]", "codegen/triton/plan.py",
+    Mutant("tensor-dims", "Triton tensors are declared [-1]", "codegen/triton/plan/repository.py",
            "dims: tuple[int, ...] = (-1,)", "dims: tuple[int, ...] = (1,)", "triton_tensor", issue=True),
     Mutant("ensemble-batch-rule", "validate: an ensemble's max_batch_size may equal its steps'",
-           "codegen/triton/rules_ensemble.py",
+           "codegen/triton/lint/rules_ensemble.py",
            "if member.config.max_batch_size < ens.config.max_batch_size:",
            "if member.config.max_batch_size <= ens.config.max_batch_size:", "ensemble_batch", issue=True),
     Mutant("keyset-signed", "32-bit keysets are unsigned", "codegen/keysets/write.py",
@@ -94,20 +94,22 @@ MUTANTS = (
            "templates/torch/train_torch.py.j2",
            "        labels.append(label[:, 0])\n    model.train()\n", "        labels.append(label[:, 0])\n",
            "eval_mode"),
-    Mutant("dtype-int64", "an int64 column is TYPE_INT64 in Triton", "codegen/triton/plan.py",
+    Mutant("dtype-int64", "an int64 column is TYPE_INT64 in Triton", "codegen/triton/plan/repository.py",
            '"int32": "TYPE_INT32", "int64": "TYPE_INT64",', '"int32": "TYPE_INT32", "int64": "TYPE_INT32",',
            "triton_tensor or request_dtypes"),
-    Mutant("dtype-request-fp64", "a float64 request column is TYPE_FP64", "codegen/triton/plan.py",
+    Mutant("dtype-request-fp64", "a float64 request column is TYPE_FP64", "codegen/triton/plan/repository.py",
            '"float64": "TYPE_FP64"', '"float64": "TYPE_FP32"', "request_dtypes"),
-    Mutant("model-key-dtype", "the HugeCTR model's CATCOLUMN is UINT32 for 32-bit keys", "codegen/triton/plan.py",
+    Mutant("model-key-dtype", "the HugeCTR model's CATCOLUMN is UINT32 for 32-bit keys",
+           "codegen/triton/plan/repository.py",
            'key = "TYPE_INT64" if job.i64_input_key else "TYPE_UINT32"',
            'key = "TYPE_INT64" if job.i64_input_key else "TYPE_INT32"', "i64_input_key"),
-    Mutant("nvt-key-dtype", "the preprocessing model's CATCOLUMN follows the key width", "codegen/triton/plan.py",
+    Mutant("nvt-key-dtype", "the preprocessing model's CATCOLUMN follows the key width",
+           "codegen/triton/plan/repository.py",
            'key = "TYPE_INT64" if pre.key_dtype == "int64" else "TYPE_UINT32"', 'key = "TYPE_INT64"',
            "i64_input_key"),
-    Mutant("ensemble-max-batch", "the ensemble's max_batch_size is its steps'", "codegen/triton/plan.py",
+    Mutant("ensemble-max-batch", "the ensemble's max_batch_size is its steps'", "codegen/triton/plan/repository.py",
            "max_batch_size=nvt.max_batch_size,", "max_batch_size=nvt.max_batch_size + 1,", "max_batch_size"),
-    Mutant("ps-max-batch", "ps.json max_batch_size equals config.pbtxt's", "codegen/triton/plan.py",
+    Mutant("ps-max-batch", "ps.json max_batch_size equals config.pbtxt's", "codegen/triton/plan/repository.py",
            '"max_batch_size": model.max_batch_size,', '"max_batch_size": model.max_batch_size - 1,',
            "max_batch_size"),
     Mutant("keyset-range", "32-bit keys reach 2**32 - 1", "codegen/keysets/write.py",
@@ -220,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [known[n] for n in args.names] if args.names else list(MUTANTS)
     if args.list:
         for m in chosen:
-            print(f"{m.name:<24} {m.path:<36} {m.fact}{'  [issue 17]' if m.issue else ''}")
+            print(f"{m.name:<24} {m.path:<38} {m.fact}{'  [issue 17]' if m.issue else ''}")
         return 0
     stale = check_texts(chosen)
     if stale:

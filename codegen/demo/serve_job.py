@@ -61,15 +61,15 @@ def train(generated: Path, out: Path) -> dict:
 
 def assemble_repo(ctx, rendered, workflow: Path, checkpoint: Path, out: Path) -> Path:
     """``ctrgen assemble SPEC --workflow W --checkpoint C --out OUT --force``."""
-    from ..triton.assemble import assemble, check_generated
-    from ..triton.lock_check import check_workflow_against_lock
+    from ..triton.commands.assemble import lock_checker
+    from ..triton.deploy.assemble import assemble, check_generated
 
     generated = ctx.root / "generated" / rendered.name / "triton_torch"
     files = {PurePosixPath(*p.parts[1:]): t for p, t in rendered.files.items() if p.parts[0] == "triton_torch"}
     check_generated(generated, files, ctx.display)
     assemble(rendered.triton_torch, generated, workflow=workflow, weights=checkpoint, out=out, force=True,
              features_json=rendered.files[PurePosixPath("features.json")],
-             check_workflow=lambda path: check_workflow_against_lock(ctx, path))
+             check_workflow=lock_checker(ctx))
     return out
 
 

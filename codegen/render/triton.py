@@ -1,5 +1,5 @@
 """The Triton model repositories: ``generated/<name>/triton/`` (HugeCTR model step) and, when ``torch`` is among the
-targets, ``generated/<name>/triton_torch/`` (PyTorch model step). Plan: codegen.triton.plan."""
+targets, ``generated/<name>/triton_torch/`` (PyTorch model step). Plan: codegen.triton.plan.repository."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import PurePosixPath
 from ..features import Features
 from ..graph.ir import TrainingJob
 from ..spec.model import TritonSpec
-from ..triton.configs import config_text
-from ..triton.plan import NVT_ARRAYS, NVT_SUFFIX, ModelStep, RepositoryPlan, TorchStep, plan_repository
+from ..triton.plan.configs import config_text
+from ..triton.plan.repository import NVT_ARRAYS, NVT_SUFFIX, ModelStep, RepositoryPlan, TorchStep, plan_repository
 from .env import render
 from .literals import ident, py
 

@@ -10,8 +10,8 @@ from ..errors import UserError
 
 def check_repository(repo: Path) -> list[str]:
     """``ctrgen validate``'s rules; raises UserError (the findings, one per line) on any error. Returns the models."""
-    from ..triton.findings import ERROR
-    from ..triton.validate import validate_repository
+    from ..triton.lint.findings import ERROR
+    from ..triton.lint.validate import validate_repository
     from .server import repository_models
 
     findings = validate_repository(repo)

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import click
 
-from ..cli_paths import out_path
-from ..errors import UserError
+from ...cli_paths import out_path
+from ...errors import UserError
+
+
+def lock_checker(ctx) -> Callable[[Path], None]:
+    """The workflow check ``assemble`` runs once the workflow folder is known to hold a workflow: the spec's lock and
+    the workflow are read here (through the pipeline) and compared in deploy/lock_check.py."""
+
+    def check(workflow: Path) -> None:
+        from ...features import read_lock
+        from ...pipeline import read_workflow_features, select_columns
+        from ...workflow import WORKFLOW_SCHEMA
+        from ..deploy.lock_check import check_workflow_against_lock
+
+        locked = select_columns(read_lock(ctx.lock_path), ctx.spec)
+        # The schema ctrgen's ETL helpers save beside the workflow is read without importing nvtabular (seconds).
+        fresh = read_workflow_features(ctx, workflow, allow_import=not (workflow / WORKFLOW_SCHEMA).is_file())
+        check_workflow_against_lock(locked, fresh, workflow, lock_name=ctx.lock_path.name, spec_display=ctx.display)
+
+    return check
+
 
 EPILOG = """\b
 Examples:
@@ -47,9 +67,8 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     print the tritonserver command line. --weights: the HugeCTR model (generated/<name>/triton/; the files ps.json
     and config.pbtxt name). --checkpoint: the PyTorch model (generated/<name>/triton_torch/; model.pt and the
     features.json it was trained on, which must equal the generated one)."""
-    from ..pipeline import open_spec, render_spec
-    from .assemble import assemble, check_generated
-    from .lock_check import check_workflow_against_lock
+    from ...pipeline import open_spec, render_spec
+    from ..deploy.assemble import assemble, check_generated
 
     if (weights is None) == (checkpoint is None):
         raise UserError.one(spec, "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)",
@@ -71,7 +90,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
     result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
                       force=force, features_json=features_json,
-                      check_workflow=lambda path: check_workflow_against_lock(ctx, path))
+                      check_workflow=lock_checker(ctx))
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)
     click.echo(f"Wrote {result.out}/ ({len(result.copied)} item(s) added to the generated repository).")

@@ -16,10 +16,10 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..atomic import clean_stale, stage as new_stage, swap_in
-from ..errors import Problems, UserError
-from ..output import check_out_root, compare
-from .plan import NVT_SUFFIX, RepositoryPlan, TorchStep
+from ...atomic import clean_stale, stage as new_stage, swap_in
+from ...errors import Problems, UserError
+from ...output import check_out_root, compare
+from ..plan.repository import NVT_SUFFIX, RepositoryPlan, TorchStep
 
 WORKFLOW_PICKLE = "workflow.pkl"
 SPARSE_PARTS = ("key", "emb_vector")
@@ -48,8 +48,8 @@ def _check_workflow(workflow: Path) -> None:
         raise UserError.one(workflow / WORKFLOW_PICKLE if workflow.is_dir() else workflow,
                             f"saved NVTabular workflow {what}", field="--workflow",
                             fix="pass the folder Workflow.save wrote (workflow.pkl, metadata.json, categories/)")
-    from ..inputs import check_regular
-    from ..workflow import MAX_PICKLE_BYTES, check_categories
+    from ...inputs import check_regular
+    from ...workflow import MAX_PICKLE_BYTES, check_categories
 
     check_regular(workflow / WORKFLOW_PICKLE, WORKFLOW_PICKLE, MAX_PICKLE_BYTES)
     check_categories(workflow)

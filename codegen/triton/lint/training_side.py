@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import Located
+from ...errors import Located
 from .context import Context
 from .findings import ERROR, WARNING
 from .graphjson import Graph, load_graph

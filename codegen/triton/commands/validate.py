@@ -4,14 +4,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
-from ..errors import UserError
-from .findings import ERROR, WARNING, count, render_findings
-from .validate import validate_repository
+from ...errors import UserError
+from ...features import Features
+from ..lint.findings import ERROR, WARNING, count, render_findings
+from ..lint.validate import validate_repository
 
 EPILOG = """\b
 Examples:
@@ -29,6 +31,15 @@ Checks (shared/reference/triton.md §2, §4, §5, §7):
   ensembles       input_map/output_map names and dtypes between steps, *_nvt naming, version folders
   features lock   slot_size_array, slot count, dense_dim, labels, NVT cats/conts order, key dtype
 """
+
+
+def spec_lock(spec: Path) -> tuple[Features, Path]:
+    """--spec: the spec's lock on the columns it trains on (read through the pipeline, so unknown columns fail with
+    generation's own messages) and the lock's path relative to the working directory."""
+    from ...pipeline import open_spec, spec_features
+
+    ctx = open_spec(Path(spec))
+    return spec_features(ctx), Path(os.path.relpath(ctx.lock_path))
 
 
 def _parse_root_map(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Path]:
@@ -64,7 +75,7 @@ def validate_command(path: Path, ps: Path | None, root_map: dict[str, Path], fea
     """
     try:
         findings = validate_repository(path, ps=ps, root_map=root_map, features_lock=features_lock,
-                                       spec=spec)
+                                       spec_lock=None if spec is None else (lambda: spec_lock(spec)))
     except UserError as exc:
         click.echo(exc.format(), err=True)
         sys.exit(2)

@@ -5,7 +5,7 @@ labels, and multi-hot slots wide enough for the longest list the schema records.
 
 from __future__ import annotations
 
-from ..features import Features
+from ...features import Features
 from .context import Context
 from .graphjson import Graph
 from .psjson import brief

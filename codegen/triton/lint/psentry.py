@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..errors import Located
+from ...errors import Located
 from .context import Context
 from .findings import ERROR
 from .psjson import PsModel, show

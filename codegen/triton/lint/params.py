@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import Located
+from ...errors import Located
 from .context import Context
 from .modelconfig import ConfigFile
 from .psjson import as_bool, as_float, as_int

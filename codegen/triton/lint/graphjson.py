@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Located
+from ...errors import Located
 
 
 def GraphError(field: str, message: str, line: int | None = None,  # noqa: N802 - raised like the class it was

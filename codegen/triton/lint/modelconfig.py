@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from google.protobuf import text_format
-from .pb import mc
+from ..pb import mc
 
-from ..errors import Located
+from ...errors import Located
 
 ModelConfig = mc.ModelConfig
 

@@ -7,9 +7,9 @@ cannot add fields. The text is parsed back and compared with the message before 
 from __future__ import annotations
 
 from google.protobuf import text_format
-from .pb import mc
+from ..pb import mc
 
-from .plan import ModelPlan
+from .repository import ModelPlan
 
 
 def model_config(plan: ModelPlan) -> mc.ModelConfig:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..errors import Located
+from ...errors import Located
 from .findings import ERROR, WARNING
 from .graphjson import Graph, Table
 from .psentry import PsEntry

@@ -11,13 +11,12 @@ everything wrong inside the repository is a :class:`codegen.errors.Problem` with
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from ..errors import Located, Problem, UserError
-from ..features import read_lock
+from ...errors import Located, Problem, UserError
+from ...features import Features, read_lock
 from .context import Context
 from .findings import WARNING
 from .graphjson import Graph
@@ -41,7 +40,10 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 
 def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping[str, Path] = MappingProxyType({}),
-                        features_lock: Path | None = None, spec: Path | None = None) -> list[Problem]:
+                        features_lock: Path | None = None,
+                        spec_lock: Callable[[], tuple[Features, Path]] | None = None) -> list[Problem]:
+    """``spec_lock``: the training side ``--spec`` names, read when needed (after the checks of PATH) by the command
+    (codegen/triton/commands/validate.py): the lock on the spec's columns and the lock file's path for messages."""
     path = Path(path)
     if not path.exists():
         raise UserError.one(path, "no such file or directory", fix="pass the folder of a Triton model repository")
@@ -50,16 +52,13 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
     if ps is not None and not Path(ps).is_file():
         raise UserError.one(ps, "ps.json not found", field="--ps", fix="name an existing ps.json")
     ctx = Context(root=path, resolver=PathResolver(path, dict(root_map)))
-    if features_lock is not None and spec is not None:
+    if features_lock is not None and spec_lock is not None:
         raise UserError.one(Path(features_lock), "--features-lock and --spec both name the training side",
                             field="--features-lock", fix="pass one of them (--spec reads the spec's own lock)")
     if features_lock is not None:
         ctx.lock, ctx.lock_path = read_lock(Path(features_lock)), Path(features_lock)
-    if spec is not None:
-        from ..pipeline import open_spec, spec_features
-
-        spec_ctx = open_spec(Path(spec))
-        ctx.lock, ctx.lock_path = spec_features(spec_ctx), Path(os.path.relpath(spec_ctx.lock_path))
+    if spec_lock is not None:
+        ctx.lock, ctx.lock_path = spec_lock()
 
     config_paths = _visible(path, CONFIG_NAME)
     if not config_paths:

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..features import Features
-from ..errors import Problems
+from ...features import Features
+from ...errors import Problems
 from .findings import ERROR
 from .modelconfig import ConfigFile
 from .paths import PathResolver

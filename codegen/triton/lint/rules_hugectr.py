@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import Located
+from ...errors import Located
 from .context import Context
 from .findings import WARNING
 from .modelconfig import ConfigFile, dtype_name, kind_name

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Located
+from ...errors import Located
 
 PS_NAME = "ps.json"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ..errors import Problem, sort_problems
+from ...errors import Problem, sort_problems
 
 ERROR = "error"      # the server refuses the model, or serves wrong results
 WARNING = "warning"  # depends on the data or the release; shown, but exit 0 unless --strict

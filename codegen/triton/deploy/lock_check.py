@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
-from ..features import Features, read_lock
+from ...errors import UserError
+from ...features import Features
 
 
 def _columns(features: Features) -> dict[str, tuple[str, object]]:
@@ -15,17 +15,13 @@ def _columns(features: Features) -> dict[str, tuple[str, object]]:
     return {c.name: (group, c) for group in ("categorical", "continuous", "labels") for c in getattr(features, group)}
 
 
-def check_workflow_against_lock(ctx, workflow: Path) -> None:
-    from ..pipeline import read_workflow_features, select_columns
-
-    from ..workflow import WORKFLOW_SCHEMA
-
-    locked = select_columns(read_lock(ctx.lock_path), ctx.spec)
-    # The schema ctrgen's ETL helpers save beside the workflow is read without importing nvtabular (seconds).
-    fresh = read_workflow_features(ctx, workflow, allow_import=not (workflow / WORKFLOW_SCHEMA).is_file())
+def check_workflow_against_lock(locked: Features, fresh: Features, workflow: Path, *, lock_name: str,
+                                spec_display: str) -> None:
+    """``locked``: the lock on the spec's columns; ``fresh``: the workflow at ``workflow`` read with the spec's column
+    selection (both read by the command, codegen/triton/commands/assemble.py). ``lock_name`` and ``spec_display``
+    only word the message."""
     lock_cols, flow_cols = _columns(locked), _columns(fresh)
-    lock_name = ctx.lock_path.name
-    fix = (f"pass the workflow {lock_name} was recorded from, or record this one ('ctrgen lock {ctx.display} "
+    fix = (f"pass the workflow {lock_name} was recorded from, or record this one ('ctrgen lock {spec_display} "
            "--workflow DIR'), regenerate and retrain")
     for name, (group, col) in lock_cols.items():
         if name not in flow_cols:
