@@ -154,3 +154,12 @@ def test_standin_still_needs_compile_for_other_tensors(tmp_path: Path):
     run.mkdir()
     ran = run_with_standin(model_py, "23.06", cwd=run, env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
     assert ran.returncode != 0 and "before calling Model.compile()" in ran.stderr
+
+
+def test_reader_check_with_triton_is_refused(tmp_path: Path):
+    """No graph JSON is written for a model that is never compiled, so there is nothing for Triton to serve."""
+    spec, _ = _roundtrip(tmp_path, _source(tmp_path), "23.06")
+    text = spec.read_text(encoding="utf-8")
+    spec.write_text(text.replace("triton: {enabled: false}", "triton: {enabled: true}"), encoding="utf-8")
+    with pytest.raises(UserError, match="reader_check renders model.py only"):
+        render_spec(open_spec(spec))
