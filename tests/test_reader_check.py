@@ -75,6 +75,8 @@ def test_reader_test_round_trips_and_runs(tmp_path: Path, reader: str, tensor: s
     assert sorted(p.name for p in out.iterdir()) == ["MANIFEST.json", "README.md", "model.py"]  # never compiled
     model_py = (out / "model.py").read_text(encoding="utf-8")
     assert "model.compile" not in model_py and "model.fit" not in model_py
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "model.summary()` or graph JSON" in card and "Model Summary" not in card
     run = tmp_path / "run"
     run.mkdir()
     ran = run_with_standin(out / "model.py", version, cwd=run, env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
