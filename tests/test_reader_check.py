@@ -165,3 +165,33 @@ def test_reader_check_with_triton_is_refused(tmp_path: Path):
     spec.write_text(text.replace("triton: {enabled: false}", "triton: {enabled: true}"), encoding="utf-8")
     with pytest.raises(UserError, match="reader_check renders model.py only"):
         render_spec(open_spec(spec))
+
+
+STANDIN_EPOCH = """\
+import hugectr
+
+solver = hugectr.CreateSolver(batchsize=64, vvgpu=[[0]], repeat_dataset=False, i64_input_key=True)
+reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Parquet, source=["train.txt"],
+                                  eval_source="eval.txt", slot_size_array=[10], check_type=hugectr.Check_t.Non)
+model = hugectr.Model(solver, reader, hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.Adam))
+data_reader = model.get_data_reader_train()
+try:
+    data_reader.read_a_batch_to_device()
+except RuntimeError as exc:
+    print("before input:", exc)
+model.add(hugectr.Input(label_dim=1, label_name="label", dense_dim=2, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("s", 1, True, 1)]))
+print("sizes:", [data_reader.read_a_batch_to_device() for _ in range(4)])
+"""
+
+
+def test_standin_reader_reads_batches_of_an_epoch(tmp_path: Path):
+    """The stand-in's read_a_batch_to_device: the data reader exists once the Input is added; in epoch mode the
+    batches run out (size 0), as HugeCTR's reader returns 0 at the end of the file list."""
+    script = tmp_path / "epoch.py"
+    script.write_text(STANDIN_EPOCH, encoding="utf-8")
+    ran = run_with_standin(script, "23.06", cwd=tmp_path, env={"CTRGEN_STANDIN_SKIP_DATA": "1",
+                                                               "CTRGEN_STANDIN_BATCHES": "3"})
+    assert ran.returncode == 0, ran.stderr
+    assert "before input: hugectr stand-in: the data reader is created by Model.add(Input)" in ran.stdout
+    assert "sizes: [64, 64, 64, 0]" in ran.stdout
