@@ -183,12 +183,14 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
                                                        spec_text=ctx.loaded.text, name=job.name)
     targets = set(ctx.spec.targets)
     # What graph_to_json and summary() print for an embedding collection is not established: neither is written.
-    collection = job.graph.collection is not None
+    # A reader_check model is never compiled: it has no graph JSON or summary either.
+    collection = job.graph.collection is not None or job.reader_check is not None
+    what_only = "an embedding_collection renders model.py only (its graph JSON is not established)" \
+        if job.graph.collection is not None else "reader_check renders model.py only (it is never compiled)"
     if collection:
         for field, on in (("triton", ctx.spec.triton.enabled), ("targets", bool(targets - {"hugectr"}))):
             if on:
-                raise ctx.loaded.error((field,), "a model with an embedding_collection renders model.py only (its "
-                                       "graph JSON is not established)", fix="triton: {enabled: false}; targets: "
+                raise ctx.loaded.error((field,), f"a model with {what_only}", fix="triton: {enabled: false}; targets: "
                                        "[hugectr]" if field == "triton" else "targets: [hugectr]")
     else:
         files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)

@@ -18,6 +18,7 @@ from .embedding_collection import build_collection
 from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
 from .param_types import param_problem
 from .presets import RawLayer, expand_preset
+from .reader_check import build_reader_check
 from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
 from ..hugectr.versions import ENUM_TYPE_NAMES
 
@@ -228,7 +229,7 @@ class Builder:
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
             model_name=s.name if s.solver.model_name else "", continuous=continuous, nodes=len(s.solver.vvgpu),
-            save_weights=s.training.save_weights)
+            save_weights=s.training.save_weights, reader_check=build_reader_check(self))
         self.raise_if_failed()   # the argument checks above (args: maps) must not drop anything silently
         return job
 
@@ -673,6 +674,8 @@ class Builder:
             shapes.update(zip(raw.tops, outs))
             layers.append(Layer(type=raw.type, bottoms=raw.bottoms, tops=raw.tops, params=params,
                                 out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin, group=raw.group))
+        if self.spec.reader_check is not None:
+            return layers   # a data-reader test: no loss, never compiled
         if layers and layers[-1].type not in LOSS_LAYERS and not self.problems:
             self.fail(("model",), "the last layer must be a loss (e.g. BinaryCrossEntropyLoss)")
         if len(layers) < 2 and not self.problems:

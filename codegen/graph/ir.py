@@ -170,6 +170,16 @@ class OfflineInference:
 
 
 @dataclass(frozen=True)
+class ReaderCheck:
+    """model.py reads ``batches`` batches with the model's ``reader`` ("train"/"eval") data reader and makes
+    ``calls`` for each: (of "reader" or "model", method, keyword arguments)."""
+
+    reader: str
+    batches: int
+    calls: tuple[tuple[str, str, Args], ...]
+
+
+@dataclass(frozen=True)
 class TrainingJob:
     """Everything model.py does, in call order."""
 
@@ -199,6 +209,7 @@ class TrainingJob:
     data_source: tuple[Args, bool] | None = None   # DataSourceParams keywords, move_to_local (3.4 up to 3.9)
     nodes: int = 1                    # rows of solver.vvgpu: one HugeCTR process per node, over MPI
     save_weights: bool = True         # training.save_weights: see final_save
+    reader_check: "ReaderCheck | None" = None   # a data-reader test instead of compile and fit
 
     @property
     def last_snapshot(self) -> int | None:

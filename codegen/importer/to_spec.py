@@ -172,6 +172,8 @@ class Mapper:
         data_source: dict | None = None
         generated = False
         inference: dict | None = None
+        reader_check: dict | None = None   # a data-reader test: get_data_reader_*() and calls per batch
+        reader_getter = ""
         for call in s.statements:
             f = call.func
             if f == "CreateSolver":
@@ -271,6 +273,17 @@ class Mapper:
             elif f == "Model.fit":
                 self._after(after, "fit", call, compiled, then)
                 fit = self.fit(call)
+            elif f in ("Model.get_data_reader_train", "Model.get_data_reader_eval") and not compiled and \
+                    reader_check is None and not kwargs_of(call):
+                reader_check = {"reader": f.rsplit("_", 1)[1], "calls": []}
+                reader_getter = f
+            elif reader_check is not None and not compiled and (
+                    f.startswith(reader_getter + ".") or f == "Model.check_out_tensor"):
+                kw = kwargs_of(call)
+                entry = {"of": "model" if f.startswith("Model.check") else "reader", "method": f.rsplit(".", 1)[1]}
+                if kw:
+                    entry["args"] = {k: spec_value(v, call, k) for k, v in kw.items()}
+                reader_check["calls"].append(entry)
             elif self.ebc.handles(call):
                 self.ebc.take(call)
             elif f in ("DenseLayer", "SparseEmbedding", "Input", "DataReaderSparseParam"):
@@ -334,7 +347,12 @@ class Mapper:
             if needed not in setup:
                 raise Refusal(f"the model has no {needed} (hugectr.{ {'solver': 'CreateSolver', 'reader': 'DataReaderParams', 'optimizer': 'CreateOptimizer'}[needed]}(...))",
                               model_call.line)
-        if not compiled:
+        if reader_check is not None:
+            if compiled or layers or embeddings or fit is not None or then or before_fit or ct is not None:
+                raise Refusal(f"model.{reader_getter[6:]}() in a model that is also trained: a reader_check spec "
+                              "builds the Input layer only and reads batches", model_call.line)
+            spec["reader_check"] = _reader_check(reader_check, model_call)
+        elif not compiled:
             raise Refusal("model.compile() is never called", model_call.line)
         if len(inputs) != 1:
             raise Refusal(f"{len(inputs)} hugectr.Input layers; a model has exactly one", model_call.line)
@@ -346,11 +364,11 @@ class Mapper:
         spec["model"] = {"preset": "layers", "layers": layers}
         if fit is not None:
             spec.setdefault("training", {}).update(fit)
-        else:
+        elif reader_check is None:
             spec.setdefault("training", {})
         if then:
             spec.setdefault("training", {})["then"] = then
-        if _writes_no_weights(spec["training"], then):
+        if reader_check is None and _writes_no_weights(spec["training"], then):
             spec["training"]["save_weights"] = False       # the source saves nothing: neither does the spec
         if before_fit:
             if "fit" not in after:
@@ -377,6 +395,8 @@ class Mapper:
             if pending_pass is not None:
                 passes.append({**pending_pass, "fit": False})   # a source set last, not trained on here
             self.continuous(spec, ct, passes, hmem, fit, after, model_call)
+        if reader_check is not None and not after:
+            after = ["summary", "graph_to_json", "fit"]   # never compiled: the order after compile is moot
         if setup != ["solver", "reader", "optimizer"] or after != ["summary", "graph_to_json", "fit"] or \
                 self.before_compile or perf_ext:
             spec["script"] = {"setup": setup, "after_compile": after}
@@ -391,7 +411,8 @@ class Mapper:
         spec = compact(spec, features)
         ordered = {k: spec[k] for k in ("version", "name", "hugectr_version", "data", "features", "solver",
                                         "optimizer", "input", "embeddings", "embedding_collection", "model",
-                                        "training", "script", "continuous_training", "offline_inference", "triton")
+                                        "training", "script", "continuous_training", "reader_check",
+                                        "offline_inference", "triton")
                    if k in spec}
         return Imported(ordered, features, self.assumptions)
 
@@ -751,3 +772,13 @@ def _writes_no_weights(training: dict, then: list[dict]) -> bool:
         return False
     writes = snapshot > 0 and (max_iter - 1) // snapshot > 0
     return not writes and not any(entry["method"] == "save_params_to_files" for entry in then)
+
+
+def _reader_check(rc: dict, model_call: Call) -> dict:
+    """The calls made after get_data_reader_*() -> reader_check: the shortest run of calls they repeat."""
+    calls = rc["calls"]
+    if not calls:
+        raise Refusal(f"model.get_data_reader_{rc['reader']}() and no batch is read from it", model_call.line)
+    n = len(calls)
+    period = next(p for p in range(1, n + 1) if n % p == 0 and calls == calls[:p] * (n // p))
+    return {"reader": rc["reader"], "batches": n // period, "each_batch": calls[:period]}

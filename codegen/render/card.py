@@ -45,8 +45,8 @@ def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: 
         mixed=job.mixed_precision, slots=slots, dense_dim=g.dense_dim,
         dense_columns=", ".join(md_cell(c) for c in dense_cols[:8]) + (", ..." if len(dense_cols) > 8 else ""),
         label=", ".join(md_cell(x) for x in g.label_names), mermaid=render_mermaid(job),
-        summary=None if g.collection is not None else render_summary(job),
-        continuous=_continuous_card(job))
+        summary=None if g.collection is not None or job.reader_check is not None else render_summary(job),
+        continuous=_continuous_card(job), reader_check=job.reader_check)
 
 
 def _continuous_card(job: TrainingJob) -> dict | None:

@@ -128,6 +128,9 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         embeddings=embeddings,
         collection=collection_context(g.collection),
         layers=layers,
+        reader_check=None if job.reader_check is None else {
+            "reader": job.reader_check.reader, "batches": job.reader_check.batches,
+            "calls": [(of, method, kwargs(args)) for of, method, args in job.reader_check.calls]},
     )
 
 

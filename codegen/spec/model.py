@@ -241,7 +241,7 @@ class LayerSpec(BaseModel):
 
 class ExplicitGraph(Strict):
     preset: Literal["layers"]
-    layers: list[LayerSpec] = Field(..., min_length=1)
+    layers: list[LayerSpec] = Field(..., description="at least one, except in a reader_check spec")
 
 
 ModelSpec = Annotated[Union[MLPPreset, WDLPreset, DCNPreset, DLRMPreset, DeepFMPreset, ExplicitGraph],
@@ -537,6 +537,7 @@ class ClusterSpec(Strict):
 
 
 from .embedding_collection import EmbeddingCollectionSpec  # noqa: E402  (it builds on the classes above)
+from .reader_check import ReaderCheckSpec  # noqa: E402  (it builds on the classes above)
 
 
 class Spec(Strict):
@@ -563,6 +564,9 @@ class Spec(Strict):
     script: ScriptSpec = Field(default_factory=ScriptSpec, description="statement order of model.py")
     offline_inference: OfflineInferenceSpec | None = Field(
         None, description="predict with hugectr.inference.InferenceModel after training (and compare)")
+    reader_check: ReaderCheckSpec | None = Field(
+        None, description="a data-reader test instead of training: read batches and check tensors (no loss, "
+                          "compile or fit)")
     continuous_training: ContinuousTrainingSpec | None = Field(
         None, description="incremental passes with the embedding training cache (renders model.py with fit per "
                           "pass and model_low_level.py)")
@@ -586,6 +590,8 @@ class Spec(Strict):
 
     @model_validator(mode="after")
     def _some_embedding(self) -> "Spec":
-        if not self.embeddings and self.embedding_collection is None:
+        if self.reader_check is None and isinstance(self.model, ExplicitGraph) and not self.model.layers:
+            raise ValueError("model.layers: at least one layer is needed (none only with reader_check)")
+        if not self.embeddings and self.embedding_collection is None and self.reader_check is None:
             raise ValueError("embeddings: at least one embedding (or an embedding_collection) is needed")
         return self

@@ -15,7 +15,7 @@ from .model import Spec
 
 SECTION_ORDER = ("version", "name", "hugectr_version", "workflow", "features_lock", "data", "features", "solver",
                  "optimizer", "input", "embeddings", "embedding_collection", "model", "training", "script",
-                 "continuous_training", "offline_inference", "targets", "vertex", "cluster", "triton", "etl")
+                 "continuous_training", "reader_check", "offline_inference", "targets", "vertex", "cluster", "triton", "etl")
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./-]*$")
 _RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
 WIDTH = 118

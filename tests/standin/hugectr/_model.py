@@ -53,6 +53,21 @@ class DataReader(_Obj):
         bind("DataReader.is_eof", [], args, kwargs)
         return self._left <= 0
 
+    def read_a_batch_to_device(self, *args, **kwargs) -> int:
+        """One batch onto the GPUs (HugeCTR's data-reader tests call this without compile); returns its size."""
+        record("DataReader.read_a_batch_to_device", args, kwargs)
+        bind("DataReader.read_a_batch_to_device", [], args, kwargs)
+        if self._model._input is None:
+            raise HugeCTRError("hugectr stand-in: the data reader is created by Model.add(Input); "
+                               "read_a_batch_to_device before it")
+        self._started = True
+        if not self._next_batch():
+            if not self._model._solver.repeat_dataset:
+                return 0
+            self._left = _batches()     # repeat_dataset: the file list starts over
+            self._next_batch()
+        return self._model._solver.batchsize
+
     def _next_batch(self) -> bool:
         if not self._started:
             what = "train" if self._role == "train" else "eval"
@@ -624,7 +639,10 @@ class Model(_Obj):
         record("Model.check_out_tensor", args, kwargs)
         b = bind("Model.check_out_tensor", [P("tensor_name", kind="str"), P("tensor_type", kind="Tensor_t")],
                  args, kwargs)
-        self._need_compiled()
+        # The Input layer's tensors (label, dense, sparse) exist from Model.add(Input) on: HugeCTR's data-reader
+        # tests check them out without compiling.
+        if not self._is_input_tensor(b["tensor_name"]):
+            self._need_compiled()
         if b["tensor_name"] not in self._tensors:
             raise HugeCTRError(f"Cannot find tensor: {b['tensor_name']}")
         built = self._tensors[b["tensor_name"]].built
@@ -632,6 +650,12 @@ class Model(_Obj):
         def zeros(dims):
             return [0.0] * dims[0] if len(dims) == 1 else [zeros(dims[1:]) for _ in range(dims[0])]
         return zeros(built)
+
+    def _is_input_tensor(self, name: str) -> bool:
+        inp = self._input
+        if inp is None:
+            return False
+        return name in (*inp.labels, inp.dense_name, *(sp.top_name for sp in inp.data_reader_sparse_param_array))
 
     def export_predictions(self, *args, **kwargs) -> None:
         record("Model.export_predictions", args, kwargs)
