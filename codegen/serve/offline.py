@@ -32,6 +32,7 @@ def _version_dir(model_dir: Path) -> Path:
 
 def _load_script(path: Path):
     spec = importlib.util.spec_from_file_location("ctrgen_offline_train_torch", path)
+    assert spec is not None and spec.loader is not None     # a .py path always has a loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -189,8 +189,8 @@ class Server:
                "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
         cmd = self.command(load)
         self.log = self.scratch / "tritonserver.log"
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        with open(self.log, "wb") as log_file:
+            self.proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                          env=env, cwd=self.scratch, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
