@@ -45,7 +45,7 @@ def build_repo(root: Path, name: str, kind: str, model: torch.nn.Module, feature
     dest = root / name
     shutil.copytree(src, dest)
     config = (dest / "config.pbtxt").read_text()
-    generated_group = re.search(r"instance_group \{\n  count: \d+\n\}", config)
+    generated_group = re.search(r"instance_group \{\n(?:  count: \d+\n)?\}", config)
     if generated_group is None:
         raise SystemExit(f"error: {src / 'config.pbtxt'}: no instance_group without a kind to set the kind of")
     (dest / "config.pbtxt").write_text(config.replace(generated_group.group(0),

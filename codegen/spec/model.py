@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema,
+                      model_validator)
+from pydantic_core import PydanticCustomError
 
 from ..inputs import INT32_MAX, INT64_MAX, UINT64_MAX
 from .etl import EtlSpec
@@ -381,11 +383,25 @@ class ContinuousTrainingSpec(Strict):
 InstanceKind = Literal["KIND_GPU", "KIND_CPU", "KIND_AUTO"]
 
 
+def _instance_count(value: Any) -> int | str:
+    if value == "auto" or (type(value) is int and 0 < value <= INT32_MAX):
+        return value
+    raise PydanticCustomError("instance_count", "must be 'auto' or an integer from 1 to {limit}, got {got}",
+                              {"limit": INT32_MAX, "got": repr(value)})
+
+
+# One error line for both forms (a plain union would report one line per branch).
+InstanceCount = Annotated[Union[int, Literal["auto"]], PlainValidator(_instance_count),
+                          WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 1, "maximum": INT32_MAX},
+                                                    {"const": "auto"}]})]
+
+
 class InstanceSpec(Strict):
     """One Triton ``instance_group`` (NVTabular's exporter hard-coded these, triton.md §6.5, R11)."""
 
     kind: InstanceKind = "KIND_CPU"
-    count: PosInt = 1
+    count: InstanceCount = Field(
+        "auto", description="instances (per GPU on a GPU); auto: chosen for the machine by ctrgen assemble (--cores)")
     gpus: list[NonNegInt] | None = Field(None, description="GPU ids (KIND_GPU only; default: every GPU)")
 
     @model_validator(mode="after")
@@ -407,9 +423,9 @@ class DynamicBatchingSpec(Strict):
 class PreprocessingSpec(Strict):
     """The ``<name>_nvt`` python-backend model that runs the saved NVTabular workflow (compiled to numpy lookups)."""
 
-    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(count=2),
-                                   description="instance_group (default: 2 CPU instances, so that the workflow "
-                                               "step is not the one queue of the ensemble)")
+    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(),
+                                   description="instance_group (default: CPU instances, as many as ctrgen assemble "
+                                               "chooses for the machine: one per 2 cores)")
     dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)
 
 
@@ -445,9 +461,10 @@ class TorchServingSpec(Strict):
     """The ``<name>`` python-backend model of ``generated/<name>/triton_torch/`` (rendered when ``torch`` is among
     ``targets``): it loads train_torch.py's ``Model`` with the trained ``model.pt`` + ``features.json``."""
 
-    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(kind="KIND_AUTO", count=2),
+    instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(kind="KIND_AUTO"),
                                    description="instance_group (default KIND_AUTO: a GPU when the server has one; "
-                                               "2 instances, one thread each, suit a small CPU box)")
+                                               "count auto: ctrgen assemble chooses one per GPU, else one per "
+                                               "`threads` cores)")
     threads: Annotated[int, Field(ge=1, le=256)] = Field(
         1, description="torch.set_num_threads of each instance on the CPU (instances x threads <= cores)")
     dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)

@@ -44,6 +44,12 @@ The result is the repository to mount at triton.model_root (default /model) in t
   <out>/ps.json, <out>/<name>/1/{<name>.json, <prefix>_dense_<N>.model, <prefix><i>_sparse_<N>.model/},
   <out>/<name>_nvt/1/{model.py, workflow/}, <out>/<name>_ens/1/
 With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.json} (python backend), no ps.json.
+
+\b
+Instances with 'count: auto' (the default of <name>_nvt and of the PyTorch model) get a count for this machine
+(one <name>_nvt instance per 2 cores; one PyTorch instance per 'threads' cores, or one per GPU); --cores N chooses
+for a server of N cores. A count set in the spec is kept.
+  ctrgen assemble specs/movielens.yaml --workflow data/workflow --checkpoint torch_out --out deploy/model --cores 16
 """
 
 
@@ -61,8 +67,10 @@ With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.
               help="the generated repository (default: generated/<name>/triton, or triton_torch with "
                    "--checkpoint, beside specs/)")
 @click.option("--force", is_flag=True, help="replace --out when it exists")
+@click.option("--cores", type=click.IntRange(1, 4096), metavar="N",
+              help="choose the 'count: auto' instance counts for a server of N cores (default: this machine's)")
 def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoint: Path | None, out: Path,
-                     generated: Path | None, force: bool) -> None:
+                     generated: Path | None, force: bool, cores: int | None) -> None:
     """Copy the generated Triton repository of SPEC, add the saved workflow and the trained files, check them, and
     print the tritonserver command line. --weights: the HugeCTR model (generated/<name>/triton/; the files ps.json
     and config.pbtxt name). --checkpoint: the PyTorch model (generated/<name>/triton_torch/; model.pt and the
@@ -90,9 +98,11 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
     result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
                       force=force, features_json=features_json,
-                      check_workflow=lock_checker(ctx))
+                      check_workflow=lock_checker(ctx), cores=cores)
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)
+    for note in result.counts:
+        click.echo(f"instances {note} (count: auto)", err=True)
     click.echo(f"Wrote {result.out}/ ({len(result.copied)} item(s) added to the generated repository).")
     image = ("Triton image whose python backend can import torch and nvtabular" if torch
              else "Merlin inference image with the HugeCTR backend")

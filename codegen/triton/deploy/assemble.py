@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ...atomic import clean_stale, stage as new_stage, swap_in
@@ -30,6 +30,7 @@ class Assembled:
     out: Path
     copied: list[str]            # paths added to the generated files, relative to out
     command: str                 # the tritonserver command line
+    counts: list[str] = field(default_factory=list)   # "<model>: N instance(s)" chosen for the machine
 
 
 def check_generated(generated: Path, files: dict[PurePosixPath, str], spec_display: str) -> None:
@@ -109,10 +110,13 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
 
 
 def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: Path, out: Path,
-             force: bool = False, features_json: str = "", check_workflow=None) -> Assembled:
+             force: bool = False, features_json: str = "", check_workflow=None, cores: int | None = None) -> Assembled:
     """``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
     checkpoint folder, whose features.json must equal ``features_json`` (the rendered one). ``check_workflow``:
-    called with the workflow folder after the files are found, before anything is written."""
+    called with the workflow folder after the files are found, before anything is written. ``count: auto``
+    instances get the count for this machine, or for one of ``cores`` cores (deploy/instances.py)."""
+    from .instances import this_machine, write_counts
+
     nvt_name = plan.name + NVT_SUFFIX
     _check_workflow(workflow)
     if plan.step == TorchStep.kind:
@@ -156,11 +160,12 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
                 if src.is_file() and ntp.is_file():
                     shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
                     copied.append(f"{model.name}/{plan.version}/{ntp.name}")
+        counts = write_counts(stage, plan, this_machine(cores))
         swap_in(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    return Assembled(out=out, copied=copied, command=server_command(plan))
+    return Assembled(out=out, copied=copied, command=server_command(plan), counts=counts)
 
 
 def server_command(plan: RepositoryPlan) -> str:

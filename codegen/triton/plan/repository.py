@@ -56,7 +56,7 @@ class Tensor:
 @dataclass(frozen=True)
 class Instance:
     kind: str                         # "KIND_GPU", "KIND_CPU", "KIND_AUTO"
-    count: int | None = None
+    count: int | None = None          # None: Triton's default (1) in generated/, chosen for the machine at assemble
     gpus: tuple[int, ...] | None = None
 
 
@@ -207,8 +207,11 @@ def _slot_keys(col: Column, nnz: int) -> int:
 
 
 def _instance(spec_instance) -> Instance:
+    """``count: auto`` plans no count: the generated config.pbtxt is the same on every machine and ``ctrgen assemble``
+    writes the count for the machine (deploy/instances.py)."""
     gpus = tuple(spec_instance.gpus) if spec_instance.gpus is not None else None
-    return Instance(kind=spec_instance.kind, count=spec_instance.count, gpus=gpus)
+    count = None if spec_instance.count == "auto" else spec_instance.count
+    return Instance(kind=spec_instance.kind, count=count, gpus=gpus)
 
 
 def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...], output_model: str) -> ModelPlan:
