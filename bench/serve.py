@@ -117,6 +117,21 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
     return {"repo": repo, "plan": plan, "raw": paths[dataset]["raw"]}
 
 
+def _config(repo: Path, model: str):
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    return text_format.Parse((repo / model / "config.pbtxt").read_text(), mc.ModelConfig())
+
+
+def instances(repo: Path, model: str) -> int:
+    return sum(g.count for g in _config(repo, model).instance_group)
+
+
+def torch_threads(repo: Path, model: str) -> str:
+    return _config(repo, model).parameters["torch_num_threads"].string_value
+
+
 def raw_rows(raw: Path, plan, rows: int) -> dict[str, np.ndarray]:
     """Validation rows as a client sends them: one [rows, 1] array per request column (rows whose string and integer
     columns are set: BYTES and INT64 carry no nulls; float columns keep their NaNs, the workflow fills them)."""
@@ -299,6 +314,8 @@ def main() -> int:
             roles = [("ensemble", f"{name}_ens"), ("model alone", name), ("nvt step", nvt), ("floor", FLOOR)]
             print(f"{name}: one Triton 2.51 server on the CPU ({os.cpu_count()} cores), gRPC clients, "
                   f"{args.requests} requests per client thread and point, best of {args.rounds} rounds")
+            print(f"instances: {instances(d['repo'], nvt)} {nvt}, {instances(d['repo'], name)} {name} x "
+                  f"{torch_threads(d['repo'], name)} torch thread(s) (as ctrgen assemble wrote them)")
             print("| model | batch | concurrency | p50 (ms) | p99 (ms) | samples/s | server queue (ms) | "
                   "server compute (ms) |")
             print("|---|---:|---:|---:|---:|---:|---:|---:|")

@@ -179,3 +179,80 @@ def test_an_operator_without_a_numpy_step_is_reported(arrays, tmp_path, monkeypa
         workflow.fit(nvt.Dataset(frame, cpu=True))
     with pytest.raises(arrays.Unsupported, match="operator UDF"):
         arrays.compile_workflow(workflow)
+
+
+def as_request(frame: pd.DataFrame) -> pd.DataFrame:
+    """String columns as a BYTES tensor delivers them (UTF-8 bytes; nulls stay None)."""
+    out = frame.copy()
+    for name in out.columns:
+        if out[name].dtype == object:
+            out[name] = [v.encode("utf-8") if isinstance(v, str) else v for v in out[name]]
+    return out
+
+
+@pytest.mark.parametrize("dataset, labels", [("criteo", ["label"]), ("movielens_genres", ["rating"])])
+def test_bytes_from_the_request_map_like_the_workflows_strings(arrays, dataset, labels):
+    """The served path: strings stay bytes (no decoding per request) and map to what the workflow gives the str."""
+    demo = built_demo()
+    workflow = load_workflow(demo.paths[dataset]["workflow"], labels)
+    raw = pd.read_parquet(demo.paths[dataset]["raw"] / "valid.parquet")
+    frame = raw[workflow.input_schema.column_names].head(200).reset_index(drop=True)
+    strings = [c for c in frame.columns if frame[c].dtype == object]
+    if dataset == "criteo":
+        assert len(strings) == 26
+        frame.loc[:2, "C1"] = ["never-seen", None, "ünïcode"]          # unseen, null, non-ASCII
+    want = offline(workflow, frame)
+    assert_same(arrays, want, served(arrays, workflow, as_request(frame)))
+    plan = arrays.compile_workflow(workflow)
+    lookups = [lk for s in plan.steps.values() for lk in getattr(s, "lookups", {}).values() if lk.table is not None]
+    assert all(isinstance(k, (bytes, tuple, int, float)) for lk in lookups for k in list(lk.table)[:50])
+
+
+def test_one_pass_lookup_and_stacked_columns_match_column_by_column(arrays):
+    """The Criteo plan takes the one-pass path for C1-C26 and the stacked path for I1-I13 (asserted through the
+    views they return); its answers equal the workflow's, on batches of 1 and 64 rows as requests carry them."""
+    demo = built_demo()
+    workflow = load_workflow(demo.paths["criteo"]["workflow"], ["label"])
+    raw = pd.read_parquet(demo.paths["criteo"]["raw"] / "valid.parquet")
+    frame = as_request(raw[workflow.input_schema.column_names].head(64).reset_index(drop=True))
+    plan = arrays.compile_workflow(workflow)
+    want = offline(workflow, raw[workflow.input_schema.column_names].head(64).reset_index(drop=True))
+    for rows in (1, 64):
+        part = frame.head(rows)
+        got = plan.transform({c: part[c].to_numpy() for c in part.columns})
+        assert got["C1"].base is not None and got["C1"].base is got["C2"].base      # one (26, rows) matrix
+        assert got["I1"].base is not None and got["I1"].base is got["I13"].base     # one (rows, 13) matrix
+        assert_same(arrays, want.head(rows), got)
+
+
+def _wheel_deserializer():
+    import importlib.util
+
+    from codegen.serve.server import pytriton_dir
+
+    path = pytriton_dir() / "backends" / "python" / "triton_python_backend_utils.py"
+    spec = importlib.util.spec_from_file_location("wheel_triton_python_backend_utils", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("values", [
+    [b"%08x" % i for i in range(64)],                      # Criteo's hashed ids: one width, the numpy path
+    [b"a", b"bb", b"ccc"] * 20,                            # lengths differ
+    [b"ab\x00"] * 40 + [b"cd\x00"],                        # trailing NUL bytes (numpy's fixed width drops them)
+    [b"\x00abc"] * 40,                                     # leading NULs are kept
+    [b""] * 50,                                            # empty strings
+    ["é".encode() * 4] * 30,                               # multi-byte UTF-8
+    [b"abcdefgh"] * 3,                                     # short: the original loop
+    [],
+])
+def test_fast_bytes_deserializer_returns_what_the_backend_returns(arrays, values):
+    utils = _wheel_deserializer()
+    fast = arrays.fast_bytes_deserializer(utils.deserialize_bytes_tensor)
+    encoded = utils.serialize_byte_tensor(np.array(values, dtype=object)) if values else b""
+    encoded = encoded.item() if hasattr(encoded, "item") else encoded
+    for buffer in (np.frombuffer(encoded, dtype=np.int8), encoded):     # the stub passes an int8 array
+        want, got = utils.deserialize_bytes_tensor(buffer), fast(buffer)
+        assert got.dtype == want.dtype == object and got.shape == want.shape
+        assert [type(v) for v in got] == [type(v) for v in want] and list(got) == list(want)

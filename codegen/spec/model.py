@@ -425,7 +425,7 @@ class PreprocessingSpec(Strict):
 
     instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(),
                                    description="instance_group (default: CPU instances, as many as ctrgen assemble "
-                                               "chooses for the machine: one per 2 cores)")
+                                               "chooses for the machine: one per core, at most 8)")
     dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)
 
 

@@ -6,10 +6,11 @@ The generated ``config.pbtxt`` stays machine-independent (an ``instance_group`` 
 assembled repository for the machine it runs on, or for ``--cores N`` (a repository assembled on one machine and
 served on another). A count written in the spec is kept as it is.
 
-The rule, measured with ``bench/serve.py`` on a 2-core CPU box (docs/benchmarks.md): the model step is where the
-time goes, one instance per ``threads`` cores; the preprocessing step is cheaper, one instance per 2 cores (one on
-2 cores: queued requests then share one transform instead of two stub processes fighting for the cores). An
-instance that runs on a GPU (KIND_GPU, or KIND_AUTO on a machine with a GPU) counts per GPU: one.
+The rule, measured with ``bench/serve.py`` on a 2-core CPU box (docs/benchmarks.md): one preprocessing instance
+per core (one stub process is a queue at batch 64, where the dynamic batcher cannot join requests of max_batch_size
+samples: MovieLens' ensemble at batch 64 x 8 clients ran at 0.51 of the model alone with one, 0.60-0.71 with two)
+and one PyTorch instance per ``threads`` cores, both capped (each instance is a process holding the lookups or the
+model). An instance that runs on a GPU (KIND_GPU, or KIND_AUTO on a machine with a GPU) counts per GPU: one.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def auto_count(model: ModelPlan, instance: Instance, machine: Machine, preproces
     if instance.kind == "KIND_GPU" or (instance.kind == "KIND_AUTO" and machine.gpus):
         return 1
     if preprocessing:
-        return max(1, min(MAX_PREPROCESSING, machine.cores // 2))
+        return max(1, min(MAX_PREPROCESSING, machine.cores))
     threads = next((int(v) for k, v in model.parameters if k == "torch_num_threads"), 1)
     return max(1, min(MAX_MODEL, machine.cores // max(1, threads)))
 
