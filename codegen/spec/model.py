@@ -464,7 +464,7 @@ class TorchServingSpec(Strict):
     instance: InstanceSpec = Field(default_factory=lambda: InstanceSpec(kind="KIND_AUTO"),
                                    description="instance_group (default KIND_AUTO: a GPU when the server has one; "
                                                "count auto: ctrgen assemble chooses one per GPU, else one per "
-                                               "`threads` cores)")
+                                               "2 x `threads` cores)")
     threads: Annotated[int, Field(ge=1, le=256)] = Field(
         1, description="torch.set_num_threads of each instance on the CPU (instances x threads <= cores)")
     dynamic_batching: DynamicBatchingSpec = Field(default_factory=DynamicBatchingSpec)

@@ -47,7 +47,7 @@ With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.
 
 \b
 Instances with 'count: auto' (the default of <name>_nvt and of the PyTorch model) get a count for this machine
-(one <name>_nvt instance per core; one PyTorch instance per 'threads' cores, or one per GPU); --cores N chooses
+(one <name>_nvt instance per core; one PyTorch instance per 2 x 'threads' cores, or one per GPU); --cores N chooses
 for a server of N cores. A count set in the spec is kept.
   ctrgen assemble specs/movielens.yaml --workflow data/workflow --checkpoint torch_out --out deploy/model --cores 16
 """

@@ -6,11 +6,14 @@ The generated ``config.pbtxt`` stays machine-independent (an ``instance_group`` 
 assembled repository for the machine it runs on, or for ``--cores N`` (a repository assembled on one machine and
 served on another). A count written in the spec is kept as it is.
 
-The rule, measured with ``bench/serve.py`` on a 2-core CPU box (docs/benchmarks.md): one preprocessing instance
-per core (one stub process is a queue at batch 64, where the dynamic batcher cannot join requests of max_batch_size
-samples: MovieLens' ensemble at batch 64 x 8 clients ran at 0.51 of the model alone with one, 0.60-0.71 with two)
-and one PyTorch instance per ``threads`` cores, both capped (each instance is a process holding the lookups or the
-model). An instance that runs on a GPU (KIND_GPU, or KIND_AUTO on a machine with a GPU) counts per GPU: one.
+The rule, measured with ``bench/serve.py`` on a 2-core CPU box (docs/benchmarks.md): both steps of the ensemble
+share the cores. One preprocessing instance per core (its stub mostly waits on the server: with one, MovieLens'
+ensemble at batch 64 x 8 clients ran at 0.51 of the model alone, with two at 0.60-0.71; the dynamic batcher cannot
+join requests of max_batch_size samples). One PyTorch instance per 2 x ``threads`` cores (a forward keeps its
+``threads`` busy; on 2 cores the ensemble served as much or more with one instance as with two: Wide & Deep 1,171
+against 991-1,161 requests/s at batch 1 x 8 clients, MovieLens 151 k against 118-129 k samples/s at batch 64 x 8).
+Both are capped (each instance is a process holding the lookups or the model). An instance on a GPU (KIND_GPU, or
+KIND_AUTO on a machine with a GPU) counts per GPU: one.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def auto_count(model: ModelPlan, instance: Instance, machine: Machine, preproces
     if preprocessing:
         return max(1, min(MAX_PREPROCESSING, machine.cores))
     threads = next((int(v) for k, v in model.parameters if k == "torch_num_threads"), 1)
-    return max(1, min(MAX_MODEL, machine.cores // max(1, threads)))
+    return max(1, min(MAX_MODEL, machine.cores // (2 * max(1, threads))))
 
 
 def for_machine(plan: RepositoryPlan, machine: Machine) -> list[ModelPlan]:
