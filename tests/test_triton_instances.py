@@ -58,9 +58,14 @@ def test_a_count_in_the_spec_is_kept(tmp_path):
     assert [m.instances[0].count for m in pinned.models[:2]] == [3, 1]
 
 
-@pytest.mark.parametrize("value, ok", [("auto", True), ("1", True), ("0", False), ("-1", False), ("many", False),
-                                       ('"2"', False), ("2.0", False), ("true", False)])
-def test_count_is_a_positive_integer_or_auto(tmp_path, value, ok):
+@pytest.mark.parametrize("value, ok, message", [
+    ("auto", True, ""), ("1", True, ""), ("2147483647", True, ""),
+    ("0", False, "must be 'auto' or greater than 0, got 0"), ("-1", False, "greater than 0, got -1"),
+    ("2147483648", False, "less than or equal to 2147483647 (2**31-1, the C++ int it becomes)"),
+    ("many", False, "must be 'auto' or an integer, not a string 'many'"), ('"2"', False, "not a string '2'"),
+    ("Auto", False, "not a string 'Auto'"), ("2.0", False, "not a float 2.0"), ("true", False, "not a boolean True"),
+    ("[1]", False, "not a list")])
+def test_count_is_a_positive_integer_or_auto(tmp_path, value, ok, message):
     path = write_spec(tmp_path, BASE + f"triton:\n  preprocessing:\n    instance: {{count: {value}}}\n",
                       MOVIELENS_LOCK, name="movielens")
     result = run_ctrgen("generate", str(path), "--out", str(tmp_path / "out"))
@@ -68,8 +73,9 @@ def test_count_is_a_positive_integer_or_auto(tmp_path, value, ok):
         assert result.returncode == 0, result.stderr
         return
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    line = result.stderr.strip().splitlines()[-1]
-    assert "movielens.yaml:" in line and "triton.preprocessing.instance.count" in line
+    assert result.stderr.strip().count("\n") == 0, result.stderr          # one line
+    line = result.stderr.strip()
+    assert "movielens.yaml:" in line and "triton.preprocessing.instance.count: " in line and message in line
     assert not (tmp_path / "out").exists()
 
 

@@ -384,10 +384,20 @@ InstanceKind = Literal["KIND_GPU", "KIND_CPU", "KIND_AUTO"]
 
 
 def _instance_count(value: Any) -> int | str:
-    if value == "auto" or (type(value) is int and 0 < value <= INT32_MAX):
+    """'auto' or a positive C++ int; the messages read like the other integer fields' (spec/load.py)."""
+    if value == "auto":
         return value
-    raise PydanticCustomError("instance_count", "must be 'auto' or an integer from 1 to {limit}, got {got}",
-                              {"limit": INT32_MAX, "got": repr(value)})
+    if type(value) is not int:
+        kinds = ((bool, "a boolean"), (str, "a string"), (float, "a float"), (list, "a list"), (dict, "a mapping"))
+        name = next((n for t, n in kinds if isinstance(value, t)), type(value).__name__)
+        shown = name if isinstance(value, (list, dict)) else f"{name} {value!r}"
+        raise PydanticCustomError("instance_count", "must be 'auto' or an integer, not {got}", {"got": shown})
+    if value < 1:
+        raise PydanticCustomError("instance_count", "must be 'auto' or greater than 0, got {got}", {"got": value})
+    if value > INT32_MAX:
+        raise PydanticCustomError("instance_count", "must be 'auto' or less than or equal to {limit} (2**31-1, the "
+                                  "C++ int it becomes), got {got}", {"limit": INT32_MAX, "got": value})
+    return value
 
 
 # One error line for both forms (a plain union would report one line per branch).
