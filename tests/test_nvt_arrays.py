@@ -256,3 +256,28 @@ def test_fast_bytes_deserializer_returns_what_the_backend_returns(arrays, values
         want, got = utils.deserialize_bytes_tensor(buffer), fast(buffer)
         assert got.dtype == want.dtype == object and got.shape == want.shape
         assert [type(v) for v in got] == [type(v) for v in want] and list(got) == list(want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_stacked_normalize_matches_nvtabular(arrays, tmp_path, monkeypatch, dtype):
+    """FillMissing >> Clip >> LogOp >> Normalize over several columns runs on one matrix (per-column means and stds,
+    one with std 0) and gives what NVTabular gives, in float32 and float64 inputs."""
+    import nvtabular as nvt
+    from nvtabular import ops
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(1)
+    n = 500
+    train = pd.DataFrame({f"x{i}": rng.exponential(3.0 * (i + 1), n).astype(dtype) for i in range(4)})
+    train["x3"] = np.asarray(7.0, dtype=dtype)                                   # a constant: std 0
+    train.loc[rng.random(n) < 0.1, "x0"] = np.nan
+    names = list(train.columns)
+    workflow = nvt.Workflow(names >> ops.FillMissing(0) >> ops.Clip(min_value=0) >> ops.LogOp() >> ops.Normalize())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        workflow.fit(nvt.Dataset(train, cpu=True))
+    test = train.sample(100, random_state=2).reset_index(drop=True)
+    test.loc[:4, "x1"] = -5.0                                                    # clipped
+    got = served(arrays, workflow, test)
+    assert got["x0"].base is not None and got["x0"].base is got["x3"].base      # one matrix
+    assert_same(arrays, offline(workflow, test), got)
