@@ -302,3 +302,15 @@ def test_arrow_columns_read_as_pyarrow_reads_them():
                   lists.flatten()):
         ours, theirs = m.to_numpy(array), array.to_numpy(zero_copy_only=False)
         assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), (array, ours, theirs)
+
+
+def test_first_step_bench_reports_every_phase():
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "first_step.py"), "--device", "cpu", "--runs", "1",
+                           "--models", "movielens"], capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("| movielens | 1 |"))
+    cells = [float(c) for c in row.strip("| ").split(" | ")[2:]]
+    assert len(cells) == 7 and all(c >= 0 for c in cells)
+    assert cells[5] >= cells[0] + cells[4]      # time to first step covers the import and the first step
