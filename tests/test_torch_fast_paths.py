@@ -299,7 +299,7 @@ def test_arrow_columns_read_as_pyarrow_reads_them():
     lists = pa.array([[1, 2], [3], [4, 5, 6], []], type=pa.list_(pa.int64()))[1:]
     for array in (bools, bools[3:], pa.array(np.arange(10, dtype=np.int32))[2:7], pa.array(np.arange(5, dtype=np.uint16)),
                   pa.array(np.linspace(0, 1, 9, dtype=np.float32))[1:], pa.array([1.5, -2.5]), lists.offsets,
-                  lists.flatten()):
+                  lists.flatten(), pa.array([], type=pa.int64()), bools[11:]):
         ours, theirs = m.to_numpy(array), array.to_numpy(zero_copy_only=False)
         assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), (array, ours, theirs)
 
