@@ -143,7 +143,8 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
             loc = tuple(err["loc"])
             # Discriminated unions add the tag to the location ("model.mlp.units"); drop it for the YAML lookup.
             yaml_loc = tuple(p for i, p in enumerate(loc) if not (i == 1 and loc[0] == "model" and p in ("mlp", "layers", "wdl", "dcn", "dlrm", "deepfm")))
-            yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "list[constrained-int]"))
+            yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "constrained-int",
+                                                              "list[constrained-int]"))
             line, col = locate(tree, yaml_loc)
             problems.append(Problem(str(path), _message(err), _dotted(yaml_loc), line, col, _fix(err)))
         raise UserError(problems) from None

@@ -59,12 +59,14 @@ def _arg_names(args: dict) -> dict:
     for k in args:
         if not isinstance(k, str) or not k.isidentifier():
             raise ValueError(f"{k!r} is not an argument name")
-    return {k: _json_like(v) for k, v in args.items()}
+    return args
 
 
 # Further arguments of one HugeCTR call, by HugeCTR's own names; checked against the target release's API table.
-# Enum members are written "Type.Member" (e.g. "AllReduceAlgo.NCCL"); a map with enum keys as {"AUC": 1.0}.
-ExtraArgs = Annotated[dict[str, Any], AfterValidator(_arg_names)]
+# Enum members are written "Type.Member" (e.g. "AllReduceAlgo.NCCL"); a map with enum keys as {"AUC": 1.0}. Each
+# value is checked on its own, so that a problem names its argument (and its line). The C++ type of the parameter
+# it becomes is checked by the build (codegen/hugectr/arg_types.py).
+ExtraArgs = Annotated[dict[str, Annotated[Any, AfterValidator(lambda v: _json_like(v))]], AfterValidator(_arg_names)]
 # Tensor and column names as HugeCTR accepts them (strings in the graph JSON; emitted as string literals).
 TensorName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", max_length=128)]
 

@@ -1,0 +1,301 @@
+"""Every validation rule with a boundary, on both sides of it (issue 17 item 2): the value at the boundary is
+accepted, one step past it is refused with the rule's own message on the field's line. In-process and fast: the spec
+is loaded (pydantic rules) or built into the typed model (the build's rules) from a project in tmp_path, nothing is
+rendered. docs/testing.md lists every rule and the tests that pin it (this module and the older ones).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen.errors import UserError
+from codegen.features import read_lock
+from codegen.pipeline import build, load_features, open_spec
+from codegen.spec.load import load_spec
+from conftest import REPO
+
+BASE = yaml.safe_load((REPO / "specs" / "movielens.yaml").read_text())
+for _key in ("workflow", "features_lock", "etl"):
+    BASE.pop(_key, None)
+LOCK = json.loads((REPO / "specs" / "movielens.features.lock.json").read_text())
+
+
+def spec_with(changes: dict[str, object], base: dict | None = None) -> dict:
+    """BASE with dotted paths set (``solver.args.num_samples``; a number part indexes a list); None deletes."""
+    spec = copy.deepcopy(base if base is not None else BASE)
+    for dotted, value in changes.items():
+        node: object = spec
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node.setdefault(p, {})  # type: ignore[index,union-attr]
+        key: object = int(leaf) if isinstance(node, list) else leaf
+        if value is None:
+            node.pop(key)  # type: ignore[union-attr]
+        else:
+            node[key] = value  # type: ignore[index]
+    return spec
+
+
+def project(tmp_path: Path, spec: dict, lock: dict | None = None) -> Path:
+    folder = tmp_path / "specs"
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {**spec, "name": "m"}
+    (folder / "m.features.lock.json").write_text(json.dumps(lock or LOCK))
+    path = folder / "m.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def load(tmp_path: Path, spec: dict) -> None:
+    load_spec(project(tmp_path, spec))
+
+
+def build_job(tmp_path: Path, spec: dict, lock: dict | None = None):
+    ctx = open_spec(project(tmp_path, spec, lock))
+    features, _ = load_features(ctx, check_stale=False)
+    return build(ctx, features)
+
+
+def refused(call, field: str, fragment: str) -> None:
+    """``call()`` fails with one problem: on ``field`` (dotted; list indexes are shown as ``[0]``), at a line of the
+    spec, with ``fragment`` in the message."""
+    field = re.sub(r"\.(\d+)", r"[\1]", field)
+    with pytest.raises(UserError) as info:
+        call()
+    problems = info.value.problems
+    assert {p.field for p in problems} == {field}, info.value.format()      # one field (a union: one per branch)
+    assert any(fragment in p.message and p.line is not None for p in problems), info.value.format()
+
+
+def both_sides(tmp_path: Path, step, field: str, ok: dict, bad: dict, fragment: str) -> None:
+    step(tmp_path / "ok", spec_with(ok))
+    refused(lambda: step(tmp_path / "bad", spec_with(bad)), field, fragment)
+
+
+# ---- the spec's own types (codegen/spec/model.py, pydantic) -------------------------------------------------------------
+
+INT32 = 2**31 - 1
+LE_INT32 = "less than or equal to 2147483647 (2**31-1, the C++ int it becomes)"
+
+# (field as reported, accepted value, refused value, message fragment)
+SPEC_BOUNDS = [
+    ("solver.batchsize", 1, 0, "greater than 0"),
+    ("solver.batchsize", INT32, INT32 + 1, LE_INT32),
+    ("solver.batchsize_eval", INT32, INT32 + 1, LE_INT32),
+    ("solver.max_eval_batches", 1, 0, "greater than 0"),
+    ("solver.warmup_steps", 1, 0, "greater than 0"),
+    ("solver.decay_start", 0, -1, "greater than or equal to 0"),
+    ("solver.decay_steps", INT32, INT32 + 1, LE_INT32),
+    ("solver.seed", 0, -1, "greater than or equal to 0"),
+    ("solver.seed", 2**64 - 1, 2**64, "(2**64-1, the C++ uint64 it becomes)"),
+    ("solver.lr", 1e-300, 0.0, "greater than 0"),
+    ("solver.vvgpu.0.0", 0, -1, "greater than or equal to 0"),
+    ("data.num_workers", 1, 0, "greater than 0"),
+    ("data.train_files", INT32, INT32 + 1, LE_INT32),
+    ("input.label_dim", 1, 0, "greater than or equal to 1"),
+    ("input.label_dim", 4096, 4097, "less than or equal to 4096"),
+    ("input.sparse.0.nnz_per_slot", 1, 0, "greater than 0"),
+    ("embeddings.0.embedding_vec_size", 1, 0, "greater than or equal to 1"),
+    ("embeddings.0.embedding_vec_size", 1024, 1025, "less than or equal to 1024"),
+    ("embeddings.0.workspace_size_per_gpu_in_mb", INT32, INT32 + 1, LE_INT32),
+    ("model.units.0", 1, 0, "greater than 0"),
+    ("model.dropout", 0.0, -1e-9, "greater than or equal to 0"),
+    ("model.dropout", 0.999999, 1.0, "less than 1"),
+    ("training.max_iter", 0, -1, "greater than or equal to 0"),
+    ("training.display", 1, 0, "greater than 0"),
+    ("training.eval_interval", INT32, INT32 + 1, LE_INT32),
+    ("training.snapshot", 0, -1, "greater than or equal to 0"),
+    ("triton.max_batch_size", 1, 0, "greater than 0"),
+    ("triton.version", 1, 0, "greater than 0"),
+    ("triton.hugectr.count", 1, 0, "greater than 0"),
+    ("triton.hugectr.gpucacheper", 1.0, 1.000001, "less than or equal to 1"),
+    ("triton.hugectr.gpucacheper", 1e-9, 0.0, "greater than 0"),
+    ("triton.hugectr.hit_rate_threshold", 0.0, -1e-9, "greater than or equal to 0"),
+    ("triton.hugectr.hit_rate_threshold", 1.0, 1.000001, "less than or equal to 1"),
+    ("triton.hugectr.cache_refresh_percentage_per_iteration", 1.0, 1.000001, "less than or equal to 1"),
+    ("triton.hugectr.num_of_refresher_buffer_in_pool", 1, 0, "greater than 0"),
+    ("triton.preprocessing.instance.count", 1, 0, "greater than 0"),
+    ("triton.preprocessing.dynamic_batching.max_queue_delay_microseconds", 0, -1, "greater than or equal to 0"),
+    ("triton.preprocessing.dynamic_batching.max_queue_delay_microseconds", 1_000_000, 1_000_001,
+     "less than or equal to 1000000"),
+    ("triton.torch.threads", 1, 0, "greater than or equal to 1"),
+    ("triton.torch.threads", 256, 257, "less than or equal to 256"),
+]
+
+
+@pytest.mark.parametrize("field, ok, bad, fragment", SPEC_BOUNDS,
+                         ids=[f"{f}={bad}" for f, _, bad, _ in SPEC_BOUNDS])
+def test_spec_number_bounds(tmp_path, field, ok, bad, fragment):
+    both_sides(tmp_path, load, field, {field: ok}, {field: bad}, fragment)
+
+
+NAME_64, NAME_65 = "n" * 64, "n" * 65
+
+
+@pytest.mark.parametrize("field, ok, bad, fragment", [
+    ("embeddings.0.name", NAME_64, NAME_65, "at most 64 characters"),
+    ("input.label_name", "t" * 128, "t" * 129, "at most 128 characters"),
+    ("embeddings.0.name", "_a1", "1a", "should match pattern"),                 # an identifier
+    ("input.dense_name", "a.b-c", "a b", "should match pattern"),               # a tensor name
+    ("triton.model_root", "/", "model", "should match pattern"),                 # absolute
+    ("triton.hugectr.snapshot_prefix", "a-b.c_", "a/b", "should match pattern"),
+], ids=["name-64", "tensor-name-128", "identifier", "tensor-name", "model-root", "snapshot-prefix"])
+def test_spec_name_bounds(tmp_path, field, ok, bad, fragment):
+    changes_ok, changes_bad = {field: ok}, {field: bad}
+    if field == "embeddings.0.name":    # the model names its embedding: keep the preset's wiring out of the way
+        changes_ok["embeddings.0.input"] = changes_bad["embeddings.0.input"] = "data1"
+    both_sides(tmp_path, load, field, changes_ok, changes_bad, fragment)
+
+
+def test_spec_lists_need_one_item(tmp_path):
+    for field in ("data.train", "solver.vvgpu", "input.sparse", "features.label"):
+        refused(lambda: load(tmp_path, spec_with({field: []})), field, "must have at least 1 item")
+    load(tmp_path, spec_with({"data.train": ["a"], "features.label": ["rating"]}))
+
+
+def test_worker_buffers_at_least_the_instance_count(tmp_path):
+    both_sides(tmp_path, load, "triton.hugectr",
+               {"triton.hugectr.count": 2, "triton.hugectr.num_of_worker_buffer_in_pool": 2},
+               {"triton.hugectr.count": 2, "triton.hugectr.num_of_worker_buffer_in_pool": 1},
+               "num_of_worker_buffer_in_pool must be >= count")
+
+
+def test_instance_gpus_only_with_kind_gpu(tmp_path):
+    both_sides(tmp_path, load, "triton.preprocessing.instance",
+               {"triton.preprocessing.instance": {"kind": "KIND_GPU", "gpus": [0]}},
+               {"triton.preprocessing.instance": {"kind": "KIND_CPU", "gpus": [0]}},
+               "gpus is only valid with kind: KIND_GPU")
+
+
+# ---- args: maps (generic JSON-like values, then the C++ type of the HugeCTR parameter) -----------------------------------
+
+@pytest.mark.parametrize("ok, bad", [(-(2**63), -(2**63) - 1), (2**64 - 1, 2**64)], ids=["low", "high"])
+def test_args_integers_without_a_known_type_fit_64_bits(tmp_path, ok, bad):
+    # checked when the spec is read, before the argument is looked up in the release (x is none of HugeCTR's)
+    both_sides(tmp_path, load, "solver.args.x", {"solver.args.x": ok}, {"solver.args.x": bad},
+               f"{bad} does not fit a 64-bit integer")
+
+
+def test_args_nesting_depth(tmp_path):
+    def nested(n):
+        value: object = 1
+        for _ in range(n):
+            value = [value]
+        return value
+    both_sides(tmp_path, load, "solver.args.x", {"solver.args.x": nested(8)}, {"solver.args.x": nested(9)},
+               "nested too deeply")
+
+
+# (the spec's args: map, argument, C++ type as the message names it, accepted, refused) at HugeCTR 3.3; the types
+# are api_table.json's, read from the release's pybind sources (DataReaderParams(..., long long num_samples, ...)).
+ARG_TYPES = [
+    ("data.args", "num_samples", "long long", 2**63 - 1, 2**63),
+    ("data.args", "num_samples", "long long", -(2**63), -(2**63) - 1),
+    ("data.args", "cache_eval_data", "int", INT32, INT32 + 1),
+    ("data.args", "cache_eval_data", "int", -(2**31), -(2**31) - 1),
+    ("solver.args", "num_iterations_statistics", "size_t / uint64", 0, -1),
+    ("solver.args", "num_iterations_statistics", "size_t / uint64", 2**64 - 1, 2**64),
+    ("training.args", "snapshot_prefix", None, "x", None),
+]
+
+
+@pytest.mark.parametrize("section, arg, cpp, ok, bad", ARG_TYPES[:-1],
+                         ids=[f"{a}={bad}" for _, a, _, _, bad in ARG_TYPES[:-1]])
+def test_args_integers_fit_the_cpp_type_they_become(tmp_path, section, arg, cpp, ok, bad):
+    field = f"{section}.{arg}"
+    fragment = "does not fit a 64-bit integer" if not -(2**63) <= bad <= 2**64 - 1 else \
+        f"{bad} does not fit the C++ {cpp} it becomes"
+    step = load if "64-bit" in fragment else build_job
+    both_sides(tmp_path, step, field, {field: ok}, {field: bad}, fragment)
+
+
+@pytest.mark.parametrize("value, fragment", [
+    (1.0, "must be an integer (int), not 1.0"), (True, "must be an integer (int), not a boolean"),
+    ("1", "must be an integer (int), not a string '1'"),
+])
+def test_args_strict_types_where_the_cpp_type_is_an_int(tmp_path, value, fragment):
+    build_job(tmp_path / "ok", spec_with({"data.args.cache_eval_data": 1}))
+    refused(lambda: build_job(tmp_path / "bad", spec_with({"data.args.cache_eval_data": value})),
+            "data.args.cache_eval_data", fragment)
+
+
+def test_args_floats_fit_the_cpp_float(tmp_path):
+    # DataGeneratorParams(..., float alpha, ...)
+    gen = {"format": "DataReaderType_t.Parquet", "label_dim": 1, "dense_dim": 0, "num_slot": 2,
+           "source": "a/_file_list.txt", "eval_source": "b/_file_list.txt", "slot_size_array": [10, 10]}
+    both_sides(tmp_path, build_job, "data.generate.alpha",
+               {"data.generate": {**gen, "alpha": 3.4028234663852886e38}},
+               {"data.generate": {**gen, "alpha": 3.5e38}}, "does not fit the C++ float it becomes")
+    refused(lambda: build_job(tmp_path / "str", spec_with({"data.generate": {**gen, "alpha": "1.2"}})),
+            "data.generate.alpha", "must be a number (float), not a string")
+
+
+def test_args_lists_are_checked_per_element(tmp_path):
+    # DataReaderParams(..., std::vector<long long>& slot_size_array, ...) is its own field here: a DataGeneratorParams
+    # list instead (const std::vector<size_t>& slot_size_array)
+    gen = {"format": "DataReaderType_t.Parquet", "label_dim": 1, "dense_dim": 0, "num_slot": 2,
+           "source": "a/_file_list.txt", "eval_source": "b/_file_list.txt"}
+    both_sides(tmp_path, build_job, "data.generate.slot_size_array",
+               {"data.generate": {**gen, "slot_size_array": [0, 2**64 - 1]}},
+               {"data.generate": {**gen, "slot_size_array": [0, -1]}},
+               "[1] -1 does not fit the C++ size_t / uint64 it becomes")
+
+
+# ---- the build (codegen/graph/build.py) --------------------------------------------------------------------------------
+
+def test_max_iter_above_zero_in_iteration_mode(tmp_path):
+    both_sides(tmp_path, build_job, "training.max_iter", {"training.max_iter": 1}, {"training.max_iter": 0},
+               "Require max_iter>0 under non-epoch mode")
+
+
+def test_num_epochs_above_zero_in_epoch_mode(tmp_path):
+    epoch = {"solver.repeat_dataset": False, "training.max_iter": None}
+    both_sides(tmp_path, build_job, "training.num_epochs", {**epoch, "training.num_epochs": 1},
+               {**epoch, "training.num_epochs": 0}, "Require num_epochs>0 under epoch mode")
+
+
+def test_parquet_needs_a_file_per_gpu(tmp_path):
+    gpus = {"solver.vvgpu": [[0, 1]]}
+    both_sides(tmp_path, build_job, "data.train_files", {**gpus, "data.train_files": 2},
+               {**gpus, "data.train_files": 1}, "1 Parquet file(s) for 2 GPUs")
+
+
+@pytest.mark.parametrize("dtype, total_ok", [("int32", 2**32), ("int64", 2**63)])
+def test_slot_offsets_fit_the_key_type_at_the_boundary(tmp_path, dtype, total_ok):
+    """Keys are ids plus the slot's offset (the sum of the cardinalities before it, hugectr.md §1.2): the largest
+    key is the sum of all cardinalities minus one, so the sum may equal 2**32 (unsigned int) or 2**63 (long long)."""
+    def lock_of(total):
+        lock = copy.deepcopy(LOCK)
+        first = total // 2
+        for column, card in zip(lock["categorical"], (first, total - first)):
+            column["cardinality"], column["dtype"] = card, dtype
+        return lock
+    build_job(tmp_path / "ok", BASE, lock_of(total_ok))
+    refused(lambda: build_job(tmp_path / "bad", BASE, lock_of(total_ok + 1)), "features.categorical",
+            f"the cardinalities add up to {total_ok + 1}, more keys than")
+
+
+# ---- the features lock (codegen/features.py) ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key, ok, bad, fragment", [
+    ("cardinality", 1, 0, "cardinality must be a positive integer of at most 2**63-1"),
+    ("max_len", 1, 0, "max_len must be a positive integer of at most 2**31-1"),
+    ("max_len", INT32, INT32 + 1, "max_len must be a positive integer of at most 2**31-1"),
+])
+def test_lock_column_bounds(tmp_path, key, ok, bad, fragment):
+    def write(value, name):
+        lock = copy.deepcopy(LOCK)
+        lock["categorical"][0][key] = value
+        if key == "max_len":
+            lock["categorical"][0]["multi_hot"] = True
+        path = tmp_path / f"{name}.features.lock.json"
+        path.write_text(json.dumps(lock, indent=2))
+        return path
+    assert getattr(read_lock(write(ok, "ok")).categorical[0], key) == ok
+    refused(lambda: read_lock(write(bad, "bad")), "categorical[0]", fragment)
