@@ -153,10 +153,10 @@ def test_spec_name_bounds(tmp_path, field, ok, bad, fragment):
     both_sides(tmp_path, load, field, changes_ok, changes_bad, fragment)
 
 
-def test_spec_lists_need_one_item(tmp_path):
-    for field in ("data.train", "solver.vvgpu", "input.sparse", "features.label"):
-        refused(lambda: load(tmp_path, spec_with({field: []})), field, "must have at least 1 item")
-    load(tmp_path, spec_with({"data.train": ["a"], "features.label": ["rating"]}))
+@pytest.mark.parametrize("field, one", [("data.train", ["a"]), ("solver.vvgpu", [[0]]),
+                                       ("input.sparse", [{"name": "data1"}]), ("features.label", ["rating"])])
+def test_spec_lists_need_one_item(tmp_path, field, one):
+    both_sides(tmp_path, load, field, {field: one}, {field: []}, "must have at least 1 item")
 
 
 def test_worker_buffers_at_least_the_instance_count(tmp_path):
@@ -299,3 +299,149 @@ def test_lock_column_bounds(tmp_path, key, ok, bad, fragment):
         return path
     assert getattr(read_lock(write(ok, "ok")).categorical[0], key) == ok
     refused(lambda: read_lock(write(bad, "bad")), "categorical[0]", fragment)
+
+
+# ---- other example specs as the base: launch targets, continuous training, the ETL section --------------------------
+
+CRITEO_LOCK = json.loads((REPO / "specs" / "criteo.features.lock.json").read_text())
+
+
+def example(name: str, keep_etl: bool = False) -> dict:
+    spec = yaml.safe_load((REPO / "specs" / f"{name}.yaml").read_text())
+    for key in ("workflow", "features_lock") + (() if keep_etl else ("etl",)):
+        spec.pop(key, None)
+    return spec
+
+
+def loaded_job(tmp_path: Path, spec: dict, lock: dict):
+    ctx = open_spec(project(tmp_path, spec, lock))
+    features, _ = load_features(ctx, check_stale=False)
+    return ctx.loaded, build(ctx, features)
+
+
+@pytest.mark.parametrize("param, ok, bad, field, fragment", [
+    ({"type": "double", "min": 0.001}, {"max": 0.0011}, {"max": 0.001}, "max", "max 0.001 must be greater than min"),
+    ({"type": "double", "max": 0.01, "scale": "log"}, {"min": 1e-12}, {"min": 0.0}, "min", "a log scale needs min > 0"),
+    ({"type": "discrete"}, {"values": [0.4, 0.5]}, {"values": [0.5, 0.5]}, "values",
+     "discrete values must be distinct numbers in increasing order"),
+], ids=["max-above-min", "log-min-above-0", "discrete-increasing"])
+def test_vertex_study_parameter_bounds(tmp_path, param, ok, bad, field, fragment):
+    from codegen.render.vertex import check_vertex
+
+    def check(folder, extra):
+        spec = example("deepfm_vertex")
+        spec["vertex"]["study"]["parameters"] = [{"name": "lr", **param, **extra}]
+        loaded, job = loaded_job(folder, spec, CRITEO_LOCK)
+        check_vertex(loaded, job)
+    check(tmp_path / "ok", ok)
+    refused(lambda: check(tmp_path / "bad", bad), f"vertex.study.parameters.0.{field}", fragment)
+
+
+@pytest.mark.parametrize("changes, field, fragment", [
+    ({"cluster.gpus_per_node": 7}, "cluster.gpus_per_node", "7, but each solver.vvgpu row lists 8 GPU(s)"),
+    ({"cluster.hosts": ["node0", "node1", "node2"]}, "cluster.hosts", "3 host(s) for 2 node(s)"),
+    ({"cluster.hosts": ["node0"]}, "cluster.hosts", "1 host(s) for 2 node(s)"),
+    ({"solver.vvgpu": [[0, 1], [0, 1, 2]]}, "solver.vvgpu", "rows of [2, 3] GPUs"),
+    ({"solver.vvgpu": [[0, 0], [0, 1]], "cluster.gpus_per_node": 2}, "solver.vvgpu.0", "GPU listed twice in [0, 0]"),
+], ids=["gpus-per-node", "hosts-over", "hosts-under", "rows-differ", "gpu-twice"])
+def test_cluster_launch_rules(tmp_path, changes, field, fragment):
+    from codegen.render.cluster import check_cluster
+
+    ok = example("deepfm_multinode")
+    ok["cluster"]["gpus_per_node"] = 8          # equal to the rows: accepted
+    check_cluster(load_spec(project(tmp_path / "ok", ok, CRITEO_LOCK)))
+    refused(lambda: check_cluster(load_spec(project(tmp_path / "bad", spec_with(changes, ok), CRITEO_LOCK))),
+            field, fragment)
+
+
+def test_hmem_cache_hit_rate_bounds(tmp_path):
+    base = example("wdl_continuous_etc")
+    for ok, bad, fragment in ((1.0, 1.000001, "less than or equal to 1"), (1e-9, 0.0, "greater than 0")):
+        field = "continuous_training.hmem_cache.target_hit_rate"
+        load_spec(project(tmp_path / "ok", spec_with({field: ok}, base), CRITEO_LOCK))
+        refused(lambda: load_spec(project(tmp_path / "bad", spec_with({field: bad}, base), CRITEO_LOCK)),  # noqa: B023
+                field, fragment)
+
+
+@pytest.mark.parametrize("field, ok, bad, fragment", [
+    ("etl.split.valid_fraction", 1e-9, 0.0, "greater than 0"),
+    ("etl.split.valid_fraction", 0.999999, 1.0, "less than 1"),
+    ("etl.split.seed", 0, -1, "greater than or equal to 0"),
+    ("etl.output.out_files_per_proc", 1, 0, "greater than 0"),
+    ("etl.inputs.sep", "|" * 8, "|" * 9, "at most 8 characters"),
+    ("etl.groups.0.columns.0", "u" * 256, "u" * 257, "at most 256 characters"),
+    ("etl.output.part_size", "1B", "1TB", "should match pattern"),
+], ids=["fraction-low", "fraction-high", "split-seed", "files-per-proc", "separator", "column-name", "part-size"])
+def test_etl_bounds(tmp_path, field, ok, bad, fragment):
+    base = example("movielens", keep_etl=True)
+    load_spec(project(tmp_path / "ok", spec_with({field: ok}, base)))
+    refused(lambda: load_spec(project(tmp_path / "bad", spec_with({field: bad}, base))), field, fragment)
+
+
+def test_etl_clip_bounds_may_be_equal(tmp_path):
+    base = example("movielens", keep_etl=True)
+    field = "etl.groups.1.ops"
+    load_spec(project(tmp_path / "ok", spec_with({field: [{"Clip": {"min_value": 3, "max_value": 3}}]}, base)))
+    refused(lambda: load_spec(project(tmp_path / "bad", spec_with(
+        {field: [{"Clip": {"min_value": 3.000001, "max_value": 3}}]}, base))), field, "min_value is greater than max_value")
+
+
+def test_etl_cross_needs_two_columns(tmp_path):
+    base = example("movielens", keep_etl=True)
+    load_spec(project(tmp_path / "ok", spec_with({"etl.cross": [{"columns": ["userId", "movieId"]}]}, base)))
+    refused(lambda: load_spec(project(tmp_path / "bad", spec_with({"etl.cross": [{"columns": ["userId"]}]}, base))),
+            "etl.cross.0.columns", "must have at least 2 items")
+
+
+def test_offline_inference_max_mse_not_negative(tmp_path):
+    section = {"params": {}, "predict": {}}
+    both_sides(tmp_path, load, "offline_inference.max_mse", {"offline_inference": {**section, "max_mse": 0.0}},
+               {"offline_inference": {**section, "max_mse": -1e-12}}, "greater than or equal to 0")
+
+
+def test_reader_check_reads_at_least_one_batch(tmp_path):
+    section = {"each_batch": [{"of": "reader", "method": "read_a_batch_to_device"}]}
+    both_sides(tmp_path, load, "reader_check.batches", {"reader_check": {**section, "batches": 1}},
+               {"reader_check": {**section, "batches": 0}}, "greater than 0")
+
+
+def test_torch_target_trains_a_label_of_dimension_one(tmp_path):
+    """Reachable with explicit layers only (a preset's last layer has one unit, so HugeCTR's loss refuses it first)."""
+    from codegen.pipeline import render_spec
+
+    def graph(width):
+        return {"model": {"preset": "layers", "layers": [
+            {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
+            {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": width},
+            {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]},
+            "input.label_dim": width}
+    assert "train_torch.py" in {str(k) for k in render_spec(open_spec(project(tmp_path / "ok", spec_with(graph(1))))).files}
+    refused(lambda: render_spec(open_spec(project(tmp_path / "bad", spec_with(graph(2))))), "input.label_dim",
+            "the torch target trains a label of dimension 1")
+
+
+# ---- the embedding collection's tables: the C++ int of max_vocabulary_size up to 23.09, long long from 23.12 ---------
+
+@pytest.mark.parametrize("version, ok, bad, cpp", [("23.06", 2**31 - 1, 2**31, "int"),
+                                                   ("23.12", 2**63 - 1, 2**63, "long long")])
+def test_collection_table_size_fits_the_release_type(tmp_path, version, ok, bad, cpp):
+    from test_embedding_collection import CONFIG, _import
+
+    _, path = _import(tmp_path, CONFIG, "23.06")
+    spec = yaml.safe_load(path.read_text())
+    spec["hugectr_version"] = version
+    field = "embedding_collection.tables.0.max_vocabulary_size"
+
+    def build_with(folder, size):
+        changed = spec_with({field: size}, spec)
+        folder.mkdir()
+        path = folder / "ebc.yaml"
+        path.write_text(yaml.safe_dump(changed, sort_keys=False))
+        (folder / "ebc.features.lock.json").write_text((tmp_path / "specs" / "ebc.features.lock.json").read_text())
+        ctx = open_spec(path)
+        features, _ = load_features(ctx, check_stale=False)
+        build(ctx, features)
+    build_with(tmp_path / "ok", ok)
+    refused(lambda: build_with(tmp_path / "bad", bad), field, f"{bad} does not fit the C++ {cpp} it becomes")
+    build_with(tmp_path / "dynamic", -1)                     # -1: a dynamic table (4.2+), the spec's lower bound
+    refused(lambda: build_with(tmp_path / "below", -2), field, "greater than or equal to -1")
