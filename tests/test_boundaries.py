@@ -534,3 +534,96 @@ RULES = [
 @pytest.mark.parametrize("step, ok, bad, field, fragment", [r[1:] for r in RULES], ids=[r[0] for r in RULES])
 def test_rule_on_both_sides(tmp_path, step, ok, bad, field, fragment):
     both_sides(tmp_path, step, field, ok, bad, fragment)
+
+
+# ---- codegen/triton/lint: file sizes of the trained weights (hugectr.md §5) --------------------------------------------
+
+def _clean_lint_repo(tmp_path: Path) -> Path:
+    import os
+    import shutil
+
+    src = REPO.parent / "shared" / "fixtures" / "lint" / "clean_movielens_onehot"
+    dst = tmp_path / "repo"
+    shutil.copytree(src, dst, copy_function=shutil.copyfile)
+    for root, dirs, _ in os.walk(dst):
+        for d in [root, *(Path(root) / d for d in dirs)]:
+            os.chmod(d, 0o755)
+    for extra in ("expect.txt", "NOTES.md"):
+        (dst / extra).unlink()
+    return dst
+
+
+def _lint_errors(repo: Path) -> list[str]:
+    from codegen.triton import validate_repository
+    from codegen.triton.lint.findings import ERROR
+
+    return [f"{f.field}: {f.message}" for f in validate_repository(repo) if f.severity == ERROR]
+
+
+def test_dense_weights_are_whole_float32_values(tmp_path):
+    repo = _clean_lint_repo(tmp_path)
+    dense = repo / "movielens" / "1" / "_dense_1900.model"
+    data = dense.read_bytes()
+    dense.write_bytes(data + bytes(4))                           # one more float: still whole values
+    assert _lint_errors(repo) == []
+    dense.write_bytes(data + bytes(5))
+    assert [e for e in _lint_errors(repo) if f"holds {len(data) + 5} bytes, not whole float32 values" in e]
+
+
+def test_sparse_keys_are_whole_int64_values(tmp_path):
+    repo = _clean_lint_repo(tmp_path)
+    folder = repo / "movielens" / "1" / "0_sparse_1900.model"
+    key, emb = folder / "key", folder / "emb_vector"
+    keys, vectors = key.read_bytes(), emb.read_bytes()
+    per_key = len(vectors) // (len(keys) // 8)
+    key.write_bytes(keys + bytes(8))                             # one more key with its vector: consistent
+    emb.write_bytes(vectors + bytes(per_key))
+    assert _lint_errors(repo) == []
+    key.write_bytes(keys + bytes(9))
+    assert [e for e in _lint_errors(repo) if f"key holds {len(keys) + 9} bytes, not whole int64 keys" in e]
+
+
+# ---- input files (codegen/inputs.py): size limits and the YAML caps ------------------------------------------------------
+
+@pytest.mark.parametrize("what, limit_name", [("spec", "MAX_SPEC_BYTES"), ("features lock", "MAX_LOCK_BYTES"),
+                                              ("schema", "MAX_SCHEMA_BYTES")])
+def test_input_file_size_limits(tmp_path, what, limit_name):
+    import os
+
+    from codegen import inputs
+
+    limit = getattr(inputs, limit_name)
+    path = tmp_path / "f"
+    path.write_bytes(b"")
+    os.truncate(path, limit)                                    # sparse: only the size matters before reading
+    inputs.check_regular(path, what, limit)
+    os.truncate(path, limit + 1)
+    with pytest.raises(UserError) as info:
+        inputs.check_regular(path, what, limit)
+    assert f"{what} is {limit + 1} bytes, more than the {limit} a {what} may have" in info.value.format()
+
+
+def test_yaml_depth_cap():
+    from codegen.inputs import MAX_YAML_DEPTH, check_yaml_tree
+
+    def doc(levels):                                            # the root mapping is level 1
+        node: object = 1
+        for _ in range(levels - 1):
+            node = [node]
+        return {"a": node} if levels > 1 else {}
+    check_yaml_tree(doc(MAX_YAML_DEPTH), "x.yaml")
+    with pytest.raises(UserError, match=f"nested more than {MAX_YAML_DEPTH} levels deep"):
+        check_yaml_tree(doc(MAX_YAML_DEPTH + 1), "x.yaml")
+
+
+def test_yaml_value_cap_counts_aliases_without_expanding():
+    from codegen.inputs import MAX_YAML_NODES, check_yaml_tree
+
+    shared = [0] * 40_000                                      # one list referenced twice (an alias): counted twice
+    doc: dict = {"a": shared, "b": shared}
+    pads = MAX_YAML_NODES - (1 + 2 * (1 + len(shared)))        # the root, the two lists with their items, the pads
+    doc.update({f"k{i}": 0 for i in range(pads)})              # exactly MAX_YAML_NODES values once expanded
+    check_yaml_tree(doc, "x.yaml")
+    doc["one_more"] = 0
+    with pytest.raises(UserError, match=f"expands to more than {MAX_YAML_NODES} values"):
+        check_yaml_tree(doc, "x.yaml")
