@@ -115,3 +115,17 @@ def test_template_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
     (tmp_path / "file").write_text("")                         # not a folder: no cache, no error
     assert bytecode_cache() is None
+
+
+def test_schema_proto_alone_then_the_package_as_before():
+    """codegen.tfmd loads schema_pb2 without its six siblings; the package still gives each of them afterwards."""
+    code = ("import sys; from codegen.tfmd import schema_pb2; s = schema_pb2()\n"
+            "loaded = sorted(m.rpartition('.')[2] for m in sys.modules if m.startswith('tensorflow_metadata.proto.v0.'))\n"
+            "import tensorflow_metadata.proto as p; from tensorflow_metadata.proto.v0 import statistics_pb2\n"
+            "print(loaded, p.v0.schema_pb2 is s is p.schema_pb2, p.anomalies_pb2.__name__, statistics_pb2.__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["['derived_feature_pb2',", "'path_pb2',", "'schema_pb2']", "True",
+                                   "tensorflow_metadata.proto.v0.anomalies_pb2",
+                                   "tensorflow_metadata.proto.v0.statistics_pb2"]
