@@ -627,3 +627,25 @@ def test_yaml_value_cap_counts_aliases_without_expanding():
     doc["one_more"] = 0
     with pytest.raises(UserError, match=f"expands to more than {MAX_YAML_NODES} values"):
         check_yaml_tree(doc, "x.yaml")
+
+
+def test_the_api_table_gives_the_cpp_types_of_the_release():
+    import sys
+
+    from codegen.hugectr import api as A
+
+    assert A.cpp_type("DataReaderParams", "23.06", "num_samples") == "int64"        # long long
+    assert A.cpp_type("DataReaderParams", "23.06", "num_workers") == "int32"        # int
+    assert A.cpp_type("CreateSolver", "3.3", "seed") == "uint64"                     # unsigned long long
+    assert A.cpp_type("CreateSolver", "23.06", "vvgpu") == "list[list[int32]]"
+    assert A.cpp_type("EmbeddingTableConfig", "23.09", "max_vocabulary_size") == "int32"
+    assert A.cpp_type("EmbeddingTableConfig", "23.12", "max_vocabulary_size") == "int64"
+    assert A.cpp_type("DataReaderParams", "23.06", "source") is None                 # a string: no number type
+    sys.path.insert(0, str(REPO / "tools"))
+    try:
+        from hugectr_api import cpp_kind
+    finally:
+        sys.path.pop(0)
+    assert [cpp_kind(t) for t in ("const size_t", "std::vector<long long>&", "const std::vector<float>&", "double",
+                                  "unsigned int", "std::string", "Check_t")] == [
+        "uint64", "list[int64]", "list[float32]", "float64", "uint32", None, None]
