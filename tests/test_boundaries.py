@@ -649,3 +649,16 @@ def test_the_api_table_gives_the_cpp_types_of_the_release():
     assert [cpp_kind(t) for t in ("const size_t", "std::vector<long long>&", "const std::vector<float>&", "double",
                                   "unsigned int", "std::string", "Check_t")] == [
         "uint64", "list[int64]", "list[float32]", "float64", "uint32", None, None]
+
+
+def test_an_args_value_beyond_its_cpp_type_is_one_line_exit_2_and_nothing_written(tmp_path):
+    from conftest import run_ctrgen
+
+    path = project(tmp_path, spec_with({"data.args.num_samples": 2**63}))
+    result = run_ctrgen("generate", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    line = path.read_text().splitlines().index("    num_samples: 9223372036854775808") + 1
+    assert result.stderr.splitlines() == [
+        f"{path}:{line}:5: data.args.num_samples: DataReaderParams argument 'num_samples': 9223372036854775808 does "
+        "not fit the C++ long long it becomes (-2**63 to 2**63-1) (fix: give a value of that type)"]
+    assert not (tmp_path / "out").exists()
