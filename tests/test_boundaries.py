@@ -81,6 +81,7 @@ def both_sides(tmp_path: Path, step, field: str, ok: dict, bad: dict, fragment: 
 # ---- the spec's own types (codegen/spec/model.py, pydantic) -------------------------------------------------------------
 
 INT32 = 2**31 - 1
+FLT_MAX = 3.4028234663852886e38                 # the largest finite C++ float
 LE_INT32 = "less than or equal to 2147483647 (2**31-1, the C++ int it becomes)"
 
 # (field as reported, accepted value, refused value, message fragment)
@@ -95,6 +96,11 @@ SPEC_BOUNDS = [
     ("solver.seed", 0, -1, "greater than or equal to 0"),
     ("solver.seed", 2**64 - 1, 2**64, "(2**64-1, the C++ uint64 it becomes)"),
     ("solver.lr", 1e-300, 0.0, "greater than 0"),
+    ("solver.lr", FLT_MAX, 3.5e38, "(FLT_MAX, the C++ float it becomes)"),
+    ("solver.end_lr", -FLT_MAX, -3.5e38, "(FLT_MAX, the C++ float it becomes)"),
+    ("optimizer.beta1", FLT_MAX, 3.5e38, "(FLT_MAX, the C++ float it becomes)"),
+    ("optimizer.epsilon", -FLT_MAX, -3.5e38, "(FLT_MAX, the C++ float it becomes)"),
+    ("triton.hugectr.default_value_for_each_table", FLT_MAX, 3.5e38, "(FLT_MAX, the C++ float it becomes)"),
     ("solver.vvgpu.0.0", 0, -1, "greater than or equal to 0"),
     ("data.num_workers", 1, 0, "greater than 0"),
     ("data.train_files", INT32, INT32 + 1, LE_INT32),

@@ -70,7 +70,8 @@ def locate(tree: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | Non
 
 _TYPE_NAMES = {bool: "a boolean", str: "a string", float: "a float", int: "an integer", type(None): "null",
                list: "a list", dict: "a mapping"}
-_CPP_LIMITS = {2**31 - 1: "2**31-1, the C++ int it becomes", 2**64 - 1: "2**64-1, the C++ uint64 it becomes"}
+_CPP_LIMITS = {2**31 - 1: "2**31-1, the C++ int it becomes", 2**64 - 1: "2**64-1, the C++ uint64 it becomes",
+               3.4028234663852886e38: "FLT_MAX, the C++ float it becomes"}
 
 
 def _got(value: Any) -> str:
@@ -105,7 +106,8 @@ def _message(err: dict) -> str:
     if err["type"] in ("dict_type", "model_type", "model_attributes_type"):
         return f"must be a mapping, not {_got(err.get('input'))}"
     if err["type"] in ("less_than_equal", "greater_than_equal", "greater_than", "less_than"):
-        bound = (err.get("ctx") or {}).get("le")
+        bound = (err.get("ctx") or {}).get("le", (err.get("ctx") or {}).get("ge"))
+        bound = -bound if isinstance(bound, float) and bound < 0 else bound
         why = f" ({_CPP_LIMITS[bound]})" if bound in _CPP_LIMITS else ""
         return msg.replace("Input should be", "must be") + why + f", got {err.get('input')!r}"
     return msg
