@@ -472,9 +472,13 @@ RULES = [
     ("tf32-or-mixed", build_job, {"solver.use_mixed_precision": True, "solver.scaler": 1024},
      {"solver.use_mixed_precision": True, "solver.scaler": 1024, "solver.enable_tf32_compute": True},
      "solver.enable_tf32_compute", "use_mixed_precision and enable_tf32_compute cannot be true at the same time"),
-    ("scaler-before-4.0", build_job, {"solver.use_mixed_precision": True, "solver.scaler": 1024},
+    ("scaler-up-to-4.3", build_job, {"solver.use_mixed_precision": True, "solver.scaler": 1024},
      {"solver.use_mixed_precision": True, "solver.scaler": 2048}, "solver.scaler",
      "requires a mixed-precision scaler of 128/256/512/1024, got 2048"),
+    ("scaler-checked-at-4.3", build_job, {"solver.use_mixed_precision": True, "solver.scaler": 1024,
+                                          "hugectr_version": "4.3"},
+     {"solver.use_mixed_precision": True, "solver.scaler": 2048, "hugectr_version": "4.3"}, "solver.scaler",
+     "HugeCTR 4.3 requires a mixed-precision scaler"),
     ("model-name-from-3.3", build_job, {"solver.model_name": True},
      {"solver.model_name": True, "hugectr_version": "3.2"}, "solver.model_name", "CreateSolver(model_name=...) needs"),
     ("num-epochs-needs-epoch-mode", build_job, {"training.num_epochs": None},
@@ -540,6 +544,12 @@ RULES = [
 @pytest.mark.parametrize("step, ok, bad, field, fragment", [r[1:] for r in RULES], ids=[r[0] for r in RULES])
 def test_rule_on_both_sides(tmp_path, step, ok, bad, field, fragment):
     both_sides(tmp_path, step, field, ok, bad, fragment)
+
+
+def test_scaler_is_free_from_23_02(tmp_path):
+    """The release after 4.3 no longer checks the scaler (its check is commented out in v23.02.00)."""
+    build_job(tmp_path, spec_with({"solver.use_mixed_precision": True, "solver.scaler": 2048,
+                                   "hugectr_version": "23.02", "embeddings.0.workspace_size_per_gpu_in_mb": 100}))
 
 
 # ---- codegen/triton/lint: file sizes of the trained weights (hugectr.md §5) --------------------------------------------

@@ -243,7 +243,9 @@ class Builder:
             self.fail(("solver", "enable_tf32_compute"),
                       '"use_mixed_precision and enable_tf32_compute cannot be true at the same time"',
                       fix="drop one of them")
-        if s.use_mixed_precision and p.release < (4, 0):
+        # CreateSolver checks the scaler up to 4.3 (v4.3.1's pybind/solver_wrapper.hpp); v23.02.00 comments the
+        # check out (hugectr.md §1.1: "the check is commented out by v23.06").
+        if s.use_mixed_precision and p.release < (23, 2):
             scaler = s.scaler if s.scaler is not None else 1.0
             if scaler not in (128, 256, 512, 1024):
                 self.fail(("solver", "scaler"),
