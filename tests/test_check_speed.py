@@ -37,8 +37,9 @@ def test_fast_yaml_path_reads_each_example_spec_as_the_round_trip_reader(path):
     "x: " + "[" * 70 + "]" * 70 + "\n", "x: " + "[" * 200_000 + "]" * 200_000 + "\n",
     "x: " + "- " * 200_000 + "a\n", "x: &a [1, 1]\n" + "".join(f"{c}: &{c} [*{p}, *{p}]\n" for p, c in
                                                             zip("abcdefghijklmnopqrs", "bcdefghijklmnopqrst")),
+    "%YAML 1.1\n---\na: yes\n", "a: !!set {b}\n", "a: !local b\n",
 ], ids=["unknown-alias", "merge", "not-a-mapping", "syntax-error", "duplicate-key", "deep", "deeper-than-libyaml-can",
-        "deep-block", "alias-bomb"])
+        "deep-block", "alias-bomb", "yaml-1.1", "explicit-tag", "local-tag"])
 def test_fast_yaml_path_leaves_doubtful_documents_to_the_round_trip_reader(text):
     from codegen.spec import load
 

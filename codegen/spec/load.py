@@ -157,8 +157,10 @@ def _fast(text: str) -> dict | None:
     """The document as plain data when libyaml reads it as a small, alias-free mapping; None otherwise."""
     # libyaml's composer recurses in C, one level per nesting level, with no limit: a document that could nest
     # deeper than a few thousand levels (each level needs one of these characters or a new line) takes the careful
-    # path, which refuses it. Merge keys too (the two readers' merge rules need not agree).
-    if sum(text.count(c) for c in "[{-:?") + text.count("\n") > _FAST_MAX_INDICATORS or "<<" in text:
+    # path, which refuses it. Merge keys, YAML directives (%YAML 1.1) and explicit tags too: the two readers need
+    # not agree on them.
+    if sum(text.count(c) for c in "[{-:?") + text.count("\n") > _FAST_MAX_INDICATORS or any(
+            mark in text for mark in ("<<", "%YAML", "!!")):
         return None
     try:
         data = YAML(typ="safe", pure=False).load(text)
