@@ -24,7 +24,7 @@ class _QuietCache(FileSystemBytecodeCache):
     def load_bytecode(self, bucket: Bucket) -> None:
         try:
             super().load_bytecode(bucket)
-        except (OSError, EOFError, ValueError):
+        except Exception:   # a truncated or foreign file (unpickling, unmarshalling, reading): compile instead
             bucket.reset()
 
     def dump_bytecode(self, bucket: Bucket) -> None:
