@@ -19,10 +19,11 @@ def test_ctrl_c_during_the_imports_is_one_line_and_130(tmp_path):
     # from source, so that the interval between codegen.entry and codegen.cli is long enough to aim at.
     env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # Python's own SIGINT handler in the child, also where this process ignores SIGINT (a background job).
-    proc = subprocess.Popen([sys.executable, "-X", "importtime", str(ctrgen), "check"], cwd=REPO, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # Python's own SIGINT handler in the child, also where this process ignores SIGINT (a background job): a small
+    # launcher resets the disposition and execs the real command (no preexec_fn: unsafe with threads).
+    launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    proc = subprocess.Popen([sys.executable, "-c", launcher, sys.executable, "-X", "importtime", str(ctrgen), "check"],
+                            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     seen, entry_done = [], False
     for line in proc.stderr:                      # aim at the first click module: inside codegen.cli's imports
