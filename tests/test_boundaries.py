@@ -678,3 +678,64 @@ def test_an_args_value_beyond_its_cpp_type_is_one_line_exit_2_and_nothing_writte
         f"{path}:{line}:5: data.args.num_samples: DataReaderParams argument 'num_samples': 9223372036854775808 does "
         "not fit the C++ long long it becomes (-2**63 to 2**63-1) (fix: give a value of that type)"]
     assert not (tmp_path / "out").exists()
+
+
+# ---- continuous training (codegen/graph/continuous.py), from specs/wdl_continuous_etc.yaml (3.3, CreateETC) and
+# specs/wdl_continuous.yaml (3.2, CreateMOS) ----------------------------------------------------------------------------
+
+CT = "continuous_training"
+PASS2 = {"source": ["/d/3/_file_list.txt", "/d/4/_file_list.txt"], "keyset": ["/d/3/k", "/d/4/k"]}
+
+CONTINUOUS_RULES = [
+    ("epoch-mode", "wdl_continuous_etc", {"solver.repeat_dataset": False}, {"solver.repeat_dataset": True},
+     "solver.repeat_dataset", "continuous training needs epoch mode"),
+    ("etc-kinds", "wdl_continuous_etc", {f"{CT}.ps": ["staged", "cached"]}, {f"{CT}.ps": ["staged", "host_memory"]},
+     f"{CT}.ps", "are CreateMOS parameter servers"),
+    ("etc-one-kind-per-table", "wdl_continuous_etc", {f"{CT}.ps": ["staged", "cached"]},
+     {f"{CT}.ps": ["staged", "cached", "staged"]}, f"{CT}.ps", "3 parameter servers for 2 embeddings"),
+    ("mos-kinds", "wdl_continuous", {f"{CT}.ps": "ssd"}, {f"{CT}.ps": "staged"}, f"{CT}.ps",
+     "are CreateETC parameter servers"),
+    ("mos-one-server", "wdl_continuous", {f"{CT}.ps": ["host_memory"]}, {f"{CT}.ps": ["host_memory", "ssd"]},
+     f"{CT}.ps", "CreateMOS takes one parameter server for all tables"),
+    ("mos-no-hmem-cache", "wdl_continuous", {f"{CT}.hmem_cache": None}, {f"{CT}.hmem_cache": {"num_blocks": 1}},
+     f"{CT}.hmem_cache", "CreateMOS has no hmem_cache"),
+    ("a-sparse-model-per-table", "wdl_continuous_etc", {f"{CT}.sparse_models": ["./a", "./b"]},
+     {f"{CT}.sparse_models": ["./a"]}, f"{CT}.sparse_models", "1 sparse model for 2 embeddings"),
+    ("sparse-models-differ", "wdl_continuous_etc", {f"{CT}.sparse_models": ["./a", "./b"]},
+     {f"{CT}.sparse_models": ["./a", "./a"]}, f"{CT}.sparse_models", "two embeddings share a sparse model folder"),
+    ("hmem-cache-needs-a-cached-table", "wdl_continuous_etc", {f"{CT}.ps": ["staged", "cached"]},
+     {f"{CT}.ps": ["staged", "staged"]}, f"{CT}.hmem_cache", "only cached tables use it, and no table is cached"),
+    ("a-local-path-per-node", "wdl_continuous_etc", {f"{CT}.local_paths": ["./"]},
+     {f"{CT}.local_paths": ["./", "./"]}, f"{CT}.local_paths", "2 local paths for 1 node"),
+    ("dense-model-when-continuing", "wdl_continuous_etc",
+     {f"{CT}.train_from_scratch": False, f"{CT}.dense_model": "d.model"},
+     {f"{CT}.train_from_scratch": True, f"{CT}.dense_model": "d.model"}, f"{CT}.dense_model",
+     "a dense model is loaded only when continuing"),
+    ("first-pass-reads-the-reader-source", "wdl_continuous_etc",
+     {f"{CT}.passes.0.source": ["/data/criteo/day_0/_file_list.txt", "/data/criteo/day_1/_file_list.txt"]},
+     {f"{CT}.passes.0.source": ["/data/criteo/day_0/_file_list.txt", "/data/criteo/day_9/_file_list.txt"]},
+     f"{CT}.passes.0.source", "the first pass trains on the reader's source"),
+    ("first-pass-evaluates-the-reader-eval", "wdl_continuous_etc",
+     {f"{CT}.passes.0.eval_source": "/data/criteo/day_2/_file_list.txt"},
+     {f"{CT}.passes.0.eval_source": "/data/criteo/day_9/_file_list.txt"}, f"{CT}.passes.0.eval_source",
+     "the first pass evaluates on the reader's eval_source"),
+    ("later-passes-name-their-source", "wdl_continuous_etc", {f"{CT}.passes.1.source": PASS2["source"]},
+     {f"{CT}.passes.1.source": None}, f"{CT}.passes.1.source", "field required (passes after the first"),
+    ("a-keyset-per-source", "wdl_continuous_etc", {f"{CT}.passes.1.keyset": PASS2["keyset"]},
+     {f"{CT}.passes.1.keyset": PASS2["keyset"][:1]}, f"{CT}.passes.1.keyset", "1 keyset file for 2 training sources"),
+    ("first-pass-fits", "wdl_continuous_etc", {f"{CT}.passes.0.fit": True}, {f"{CT}.passes.0.fit": False},
+     f"{CT}.passes.0.fit", "the first pass trains on the reader's source"),
+    ("no-launch-targets", "wdl_continuous_etc", {"targets": ["hugectr"]}, {"targets": ["hugectr", "task"]},
+     "targets", "run task.py, one fit without the incremental passes"),
+]
+
+
+@pytest.mark.parametrize("base, ok, bad, field, fragment", [r[1:] for r in CONTINUOUS_RULES],
+                         ids=[r[0] for r in CONTINUOUS_RULES])
+def test_continuous_training_rule_on_both_sides(tmp_path, base, ok, bad, field, fragment):
+    spec = example(base)
+
+    def step(folder, changes):
+        build_job(folder, spec_with(changes, spec), CRITEO_LOCK)
+    step(tmp_path / "ok", ok)
+    refused(lambda: step(tmp_path / "bad", bad), field, fragment)
