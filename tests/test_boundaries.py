@@ -739,3 +739,94 @@ def test_continuous_training_rule_on_both_sides(tmp_path, base, ok, bad, field, 
         build_job(folder, spec_with(changes, spec), CRITEO_LOCK)
     step(tmp_path / "ok", ok)
     refused(lambda: step(tmp_path / "bad", bad), field, fragment)
+
+
+# ---- the torch target (codegen/render/torch_model.py): what train_torch.py cannot translate -------------------------
+
+def _render(folder: Path, spec: dict, lock: dict | None = None):
+    from codegen.pipeline import render_spec
+
+    return render_spec(open_spec(project(folder, spec, lock)))
+
+
+def _layers(middle: dict) -> dict:
+    return {"model": {"preset": "layers", "layers": [
+        {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32}, middle,
+        {"type": "InnerProduct", "bottom": "s", "top": "fc", "num_output": 1},
+        {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}, "hugectr_version": "23.06"}
+
+
+TORCH_RULES = [
+    ("optimizer", {"optimizer.type": "RMSProp", "hugectr_version": "23.06"},
+     {"optimizer.type": "Ftrl", "hugectr_version": "23.06"}, "optimizer.type", "the torch target has no Ftrl optimizer"),
+    ("layer-type", _layers({"type": "ReduceMean", "bottom": "r", "top": "s", "axis": 1}),
+     _layers({"type": "PReLU_Dice", "bottom": "r", "top": "s", "elu_alpha": 0.1, "eps": 1e-8}), "model.layers.1",
+     "layer 's': the torch target has no translation for layer type 'PReLU_Dice'"),
+]
+
+
+@pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in TORCH_RULES], ids=[r[0] for r in TORCH_RULES])
+def test_torch_target_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
+    assert "train_torch.py" in {str(k) for k in _render(tmp_path / "ok", spec_with(ok)).files}
+    refused(lambda: _render(tmp_path / "bad", spec_with(bad)), field, fragment)
+
+
+def test_torch_target_trains_a_single_label(tmp_path):
+    two = copy.deepcopy(LOCK)
+    two["labels"] = [{"name": "rating", "dtype": "float32"}, {"name": "liked", "dtype": "float32"}]
+    labels = {"hugectr_version": "23.06", "model.units": [128, 2]}      # a two-wide output for two labels
+    _render(tmp_path / "ok", spec_with({**labels, "features.label": ["rating"], "model.units": [128, 128]}), two)
+    refused(lambda: _render(tmp_path / "bad", spec_with({**labels, "features.label": ["rating", "liked"]}), two),
+            "features.label", "the torch target trains a single label")
+
+
+def test_torch_continuous_training_needs_a_row_sparse_optimizer(tmp_path):
+    spec = example("wdl_continuous_etc")
+    _render(tmp_path / "ok", spec_with({"optimizer.type": "AdaGrad"}, spec), CRITEO_LOCK)
+    refused(lambda: _render(tmp_path / "bad", spec_with({"optimizer.type": "MomentumSGD"}, spec), CRITEO_LOCK),
+            "optimizer.type", "continuous training with the torch target updates only the embedding rows")
+
+
+# ---- Vertex AI (codegen/render/vertex.py): the section, the targets and each tuned parameter -------------------------
+
+VERTEX_RULES = [
+    ("needs-the-section", {}, {"vertex": None}, "targets", "the vertex target needs a vertex: section"),
+    ("needs-task-py", {}, {"targets": ["hugectr", "vertex"]}, "targets", "the vertex target runs task.py"),
+    ("one-node", {"solver.vvgpu": [[0, 1]]}, {"solver.vvgpu": [[0], [0]]}, "solver.vvgpu", "2 nodes"),
+    ("tuned-once", {"vertex.study.parameters": [{"name": "lr", "type": "double", "min": 0.001, "max": 0.01}]},
+     {"vertex.study.parameters": [{"name": "lr", "type": "double", "min": 0.001, "max": 0.01}] * 2},
+     "vertex.study.parameters.1.name", "'lr' is tuned twice"),
+    ("tunable", {"vertex.study.parameters": [{"name": "lr", "type": "double", "min": 0.001, "max": 0.01}]},
+     {"vertex.study.parameters": [{"name": "momentum", "type": "double", "min": 0.1, "max": 0.9}]},
+     "vertex.study.parameters.0.name", "'momentum' is not a tunable task.py argument"),
+    ("double-takes-min-max", {"vertex.study.parameters": [{"name": "lr", "type": "double", "min": 0.001, "max": 0.01}]},
+     {"vertex.study.parameters": [{"name": "lr", "type": "double", "values": [0.001, 0.01]}]},
+     "vertex.study.parameters.0.type", "a double parameter takes min and max (no values)"),
+    ("discrete-takes-values", {"vertex.study.parameters": [{"name": "lr", "type": "discrete", "values": [0.1, 0.2]}]},
+     {"vertex.study.parameters": [{"name": "lr", "type": "discrete", "min": 0.1, "max": 0.2}]},
+     "vertex.study.parameters.0.values", "a discrete parameter takes values (no min/max)"),
+    ("categorical-no-scale", {"vertex.study.parameters": [{"name": "lr", "type": "categorical",
+                                                            "values": ["0.1", "0.2"]}]},
+     {"vertex.study.parameters": [{"name": "lr", "type": "categorical", "values": ["0.1", "0.2"], "scale": "log"}]},
+     "vertex.study.parameters.0.scale", "a categorical parameter has no scale"),
+    ("categorical-values-parse", {"vertex.study.parameters": [{"name": "lr", "type": "categorical",
+                                                                "values": ["0.1", "0.2"]}]},
+     {"vertex.study.parameters": [{"name": "lr", "type": "categorical", "values": ["0.1", "fast"]}]},
+     "vertex.study.parameters.0.values", "they must be distinct float strings, not ['fast']"),
+    ("float-arg-not-integer", {"vertex.study.parameters": [{"name": "lr", "type": "double", "min": 0.001, "max": 0.01}]},
+     {"vertex.study.parameters": [{"name": "lr", "type": "integer", "min": 1, "max": 2}]},
+     "vertex.study.parameters.0.type", "task.py argument 'lr' takes a float"),
+]
+
+
+@pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in VERTEX_RULES], ids=[r[0] for r in VERTEX_RULES])
+def test_vertex_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
+    from codegen.render.vertex import check_vertex
+
+    base = example("deepfm_vertex")
+
+    def check(folder, changes):
+        loaded, job = loaded_job(folder, spec_with(changes, base), CRITEO_LOCK)
+        check_vertex(loaded, job)
+    check(tmp_path / "ok", ok)
+    refused(lambda: check(tmp_path / "bad", bad), field, fragment)
