@@ -830,3 +830,43 @@ def test_vertex_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
         check_vertex(loaded, job)
     check(tmp_path / "ok", ok)
     refused(lambda: check(tmp_path / "bad", bad), field, fragment)
+
+
+# ---- the embedding collection section (codegen/spec/embedding_collection.py) ------------------------------------------
+
+@pytest.fixture(scope="module")
+def collection_spec(tmp_path_factory) -> tuple[dict, str]:
+    """specs of test_embedding_collection's 4.2+ script (3 tables, 4 lookups), imported once; and its lock."""
+    from test_embedding_collection import CONFIG, _import
+
+    folder = tmp_path_factory.mktemp("ebc")
+    _, path = _import(folder, CONFIG, "23.06")
+    return yaml.safe_load(path.read_text()), (folder / "specs" / "ebc.features.lock.json").read_text()
+
+
+EC = "embedding_collection"
+COLLECTION_RULES = [
+    ("table-index", {f"{EC}.lookups.3.table": 2}, {f"{EC}.lookups.3.table": 3}, EC,
+     "lookups[3].table is 3, but there are 3 tables"),
+    ("every-table-looked-up", {f"{EC}.lookups.1.table": 0}, {f"{EC}.lookups.1.table": 0, f"{EC}.lookups.2.table": 0}, EC,
+     "tables [1] are not looked up by any lookup"),
+    ("tops-differ", {f"{EC}.lookups.1.top": "e1"}, {f"{EC}.lookups.1.top": "e0"}, EC, "lookup tops must all differ"),
+    ("grouped-all-lists", {}, {f"{EC}.lookups.0.table": [0]}, f"{EC}.lookups.0",
+     "the grouped form gives table, bottom and combiner as lists (all three)"),
+    ("grouped-one-per-lookup", {}, {f"{EC}.lookups.0": {"table": [0, 1], "bottom": ["s0"], "combiner": ["sum", "sum"],
+                                                        "top": "g"}},
+     f"{EC}.lookups.0", "table, bottom and combiner lists must have one entry per lookup"),
+    ("grouped-is-the-only-lookup", {}, {f"{EC}.lookups.0": {"table": [0], "bottom": ["s0"], "combiner": ["sum"],
+                                                            "top": "g"}},
+     EC, "lookups[0] is grouped (lists): HugeCTR takes it as the only lookup"),
+    ("combiner-names", {f"{EC}.lookups.0.combiner": "average"}, {f"{EC}.lookups.0.combiner": "mean"},
+     f"{EC}.lookups.0.combiner", "'mean' is not a combiner of the embedding collection"),
+]
+
+
+@pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in COLLECTION_RULES],
+                         ids=[r[0] for r in COLLECTION_RULES])
+def test_collection_rule_on_both_sides(tmp_path, collection_spec, ok, bad, field, fragment):
+    spec, _ = collection_spec
+    load(tmp_path / "ok", spec_with(ok, spec))
+    refused(lambda: load(tmp_path / "bad", spec_with(bad, spec)), field, fragment)
