@@ -744,9 +744,10 @@ def test_continuous_training_rule_on_both_sides(tmp_path, base, ok, bad, field, 
 # ---- the torch target (codegen/render/torch_model.py): what train_torch.py cannot translate -------------------------
 
 def _render(folder: Path, spec: dict, lock: dict | None = None):
+    """A fresh render with the torch target, without the Triton repositories (not what these rules are about)."""
     from codegen.pipeline import render_spec
 
-    return render_spec(open_spec(project(folder, spec, lock)))
+    return render_spec(open_spec(project(folder, spec_with({"triton.enabled": False}, spec), lock)))
 
 
 def _layers(middle: dict) -> dict:
