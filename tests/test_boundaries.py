@@ -871,3 +871,44 @@ def test_collection_rule_on_both_sides(tmp_path, collection_spec, ok, bad, field
     spec, _ = collection_spec
     load(tmp_path / "ok", spec_with(ok, spec))
     refused(lambda: load(tmp_path / "bad", spec_with(bad, spec)), field, fragment)
+
+
+# ---- the build's rules on the features and on the target release ----------------------------------------------------
+
+def _lock_with(dtypes=("int64", "int64"), labels=("rating",)) -> dict:
+    lock = copy.deepcopy(LOCK)
+    for column, dtype in zip(lock["categorical"], dtypes):
+        column["dtype"] = dtype
+    lock["labels"] = [{"name": n, "dtype": "float32"} for n in labels]
+    return lock
+
+
+# (id, spec changes, lock accepted, lock refused or None (the same), spec changes refused, field, fragment)
+FEATURE_RULES = [
+    ("ids-one-width", {}, _lock_with(("int32", "uint32")), _lock_with(("int64", "int32")), {}, "features.categorical",
+     "categorical columns mix 32- and 64-bit ids"),
+    ("single-label-before-multi-label", {"features.label": ["rating"]}, _lock_with(labels=("rating", "liked")), None,
+     {"features.label": ["rating", "liked"]}, "features.label", "2 labels, but HugeCTR 3.3 takes a single label"),
+    ("label-dim-one-label", {"hugectr_version": "23.06", "input.label_dim": 2, "features.label": ["rating"],
+                             "targets": ["hugectr"], "model": {"preset": "layers", "layers": [
+                                 {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
+                                 {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": 2},
+                                 {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}},
+     _lock_with(labels=("rating", "liked")), None, {"features.label": ["rating", "liked"]}, "input.label_dim",
+     "label_dim applies to a single label"),
+    ("optimizer-in-release", {"optimizer.type": "AdaGrad"}, LOCK, None, {"optimizer.type": "Ftrl"},
+     "optimizer.type", "Ftrl"),
+    ("model-class-in-release", {"script.model_class": "ModelPerfExt"}, LOCK, None, {"hugectr_version": "23.06"},
+     "script.model_class", "ModelPerfExt is not in HugeCTR 23.06"),
+    ("inference-api-in-release", {"offline_inference": {"params": {}, "predict": {}}, "hugectr_version": "3.4"}, LOCK,
+     None, {"hugectr_version": "3.3", "offline_inference.api": "InferenceModel"}, "offline_inference",
+     "inference.InferenceModel"),
+]
+
+
+@pytest.mark.parametrize("ok, lock_ok, lock_bad, bad, field, fragment", [r[1:] for r in FEATURE_RULES],
+                         ids=[r[0] for r in FEATURE_RULES])
+def test_feature_and_release_rule_on_both_sides(tmp_path, ok, lock_ok, lock_bad, bad, field, fragment):
+    base = spec_with(ok)
+    build_job(tmp_path / "ok", base, lock_ok)
+    refused(lambda: build_job(tmp_path / "bad", spec_with(bad, base), lock_bad or lock_ok), field, fragment)
