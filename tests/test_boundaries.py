@@ -912,3 +912,52 @@ def test_feature_and_release_rule_on_both_sides(tmp_path, ok, lock_ok, lock_bad,
     base = spec_with(ok)
     build_job(tmp_path / "ok", base, lock_ok)
     refused(lambda: build_job(tmp_path / "bad", spec_with(bad, base), lock_bad or lock_ok), field, fragment)
+
+
+# ---- reader_check (codegen/graph/reader_check.py) and what the pipeline renders (codegen/pipeline.py) ---------------
+
+READER = {"hugectr_version": "23.06", "model": {"preset": "layers", "layers": []}, "training": None,
+          "targets": ["hugectr"], "triton": {"enabled": False},
+          "reader_check": {"batches": 2, "each_batch": [
+              {"of": "reader", "method": "read_a_batch_to_device"},
+              {"of": "model", "method": "check_out_tensor",
+               "args": {"tensor_name": "dense", "tensor_type": "Tensor_t.Train"}}]}}
+RC = "reader_check.each_batch"
+
+READER_RULES = [
+    ("reads-only", {}, {"training": {"max_iter": 10}}, "training", "a reader_check spec reads batches only"),
+    ("reader-method", {f"{RC}.0.method": "read_a_batch_to_device"}, {f"{RC}.0.method": "read_everything"},
+     f"{RC}.0.method", "the data reader has no method 'read_everything' in HugeCTR 23.06"),
+    ("method-args", {f"{RC}.1.args.tensor_name": "dense"}, {f"{RC}.1.args.tensor_nam": "dense"},
+     f"{RC}.1.args.tensor_nam", "Model.check_out_tensor has no argument 'tensor_nam'"),
+    ("required-args", {f"{RC}.1.args.tensor_name": "dense"}, {f"{RC}.1.args.tensor_name": None}, f"{RC}.1.args",
+     "Model.check_out_tensor needs 'tensor_name'"),
+]
+
+
+@pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in READER_RULES], ids=[r[0] for r in READER_RULES])
+def test_reader_check_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
+    base = spec_with(READER)
+    build_job(tmp_path / "ok", spec_with(ok, base))
+    refused(lambda: build_job(tmp_path / "bad", spec_with(bad, base)), field, fragment)
+
+
+PIPELINE_RULES = [
+    ("reader-check-renders-model-py-only", spec_with(READER), spec_with({"triton.enabled": True}, spec_with(READER)),
+     "triton", "a model with reader_check renders model.py only"),
+    ("triton-torch-needs-the-torch-target", spec_with({"triton.torch": {"threads": 2}}),
+     spec_with({"triton.torch": {"threads": 2}, "targets": ["hugectr"]}), "triton.torch",
+     "triton.torch configures generated/<name>/triton_torch/, which is rendered only for the torch target"),
+    ("triton-torch-needs-triton", spec_with({"targets": ["hugectr", "torch"], "triton.enabled": False}),
+     spec_with({"targets": ["hugectr", "torch"], "triton.enabled": False, "triton.torch": {"threads": 2}}),
+     "triton.torch", "triton.torch configures the PyTorch Triton repository, but the Triton target is off"),
+]
+
+
+@pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in PIPELINE_RULES],
+                         ids=[r[0] for r in PIPELINE_RULES])
+def test_pipeline_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
+    from codegen.pipeline import render_spec
+
+    render_spec(open_spec(project(tmp_path / "ok", ok)))
+    refused(lambda: render_spec(open_spec(project(tmp_path / "bad", bad))), field, fragment)
