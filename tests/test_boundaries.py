@@ -961,3 +961,49 @@ def test_pipeline_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
 
     render_spec(open_spec(project(tmp_path / "ok", ok)))
     refused(lambda: render_spec(open_spec(project(tmp_path / "bad", bad))), field, fragment)
+
+
+# ---- the features lock's structure (codegen/features.py) ---------------------------------------------------------------
+
+def _set(path: tuple, value):
+    def change(lock):
+        node = lock
+        for p in path[:-1]:
+            node = node[p]
+        if value is None:
+            del node[path[-1]]
+        else:
+            node[path[-1]] = value
+    return change
+
+
+LOCK_RULES = [
+    ("lock-version", _set(("ctrgen_features_lock",), 1), _set(("ctrgen_features_lock",), 2), "",
+     'not a ctrgen features lock (expected "ctrgen_features_lock": 1)'),
+    ("known-keys", _set(("categorical", 0, "max_len"), 3), _set(("categorical", 0, "maxlen"), 3), "categorical[0]",
+     "unknown keys ['maxlen']"),
+    ("name-and-dtype", _set(("categorical", 0, "name"), "userId"), _set(("categorical", 0, "name"), None),
+     "categorical[0]", "each column needs a string 'name' and 'dtype'"),
+    ("multi-hot-bool", _set(("categorical", 0, "multi_hot"), False), _set(("categorical", 0, "multi_hot"), 0),
+     "categorical[0]", "multi_hot must be true or false, got 0"),
+    ("groups-are-lists", _set(("continuous",), []), _set(("continuous",), {}), "continuous", "must be a list"),
+    ("categorical-cardinality",   # an imported script's lock may hash its keys: no cardinality; a recorded one may not
+     lambda lock: (_set(("source",), "imported")(lock), _set(("categorical", 0, "cardinality"), None)(lock)),
+     _set(("categorical", 0, "cardinality"), None),
+     "categorical[0]", "categorical column 'userId' has no cardinality"),
+]
+
+
+@pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in LOCK_RULES], ids=[r[0] for r in LOCK_RULES])
+def test_lock_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
+    def write(change, name):
+        lock = copy.deepcopy(LOCK)
+        change(lock)
+        path = tmp_path / f"{name}.features.lock.json"
+        path.write_text(json.dumps(lock, indent=2))
+        return path
+    read_lock(write(ok, "ok"))
+    with pytest.raises(UserError) as info:
+        read_lock(write(bad, "bad"))
+    assert any(p.field == field and fragment in p.message and p.line is not None for p in info.value.problems), \
+        info.value.format()
