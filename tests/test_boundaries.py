@@ -459,6 +459,11 @@ TWO_SPARSE = [{"name": "data1", "columns": ["userId"]}, {"name": "data2", "colum
 EMB2 = {"name": "sparse_embedding2", "input": "data1", "embedding_type": "LocalizedSlotSparseEmbeddingHash",
         "workspace_size_per_gpu_in_mb": 100, "embedding_vec_size": 16}
 
+GROUP_FUSED = {"hugectr_version": "23.06", "targets": ["hugectr"], "model": {"preset": "layers", "layers": [
+    {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
+    {"type": "GroupFusedInnerProduct", "bottom": "r", "top": ["g1", "g2"], "num_outputs": [16, 1]},
+    {"type": "BinaryCrossEntropyLoss", "bottom": ["g2", "label"], "top": "loss"}]}}
+
 # (id, step, accepted changes, refused changes, field, message fragment); BASE is specs/movielens.yaml at HugeCTR 3.3
 RULES = [
     ("column-in-output", build_job, {"features.categorical": ["userId", "movieId"]},
@@ -534,6 +539,12 @@ RULES = [
     ("a-layer-needed", load, {"model": {"preset": "layers", "layers": [
         {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}},
      {"model": {"preset": "layers", "layers": []}}, "", "model.layers: at least one layer is needed"),
+    ("group-fused-needs-mixed-precision", build_job, {**GROUP_FUSED, "solver.use_mixed_precision": True},
+     {**GROUP_FUSED, "solver.use_mixed_precision": False}, "model.layers.1",
+     "GroupFusedInnerProduct can only be used when use_mixed_precision is set true"),
+    ("group-fused-widths", build_job, {**GROUP_FUSED, "solver.use_mixed_precision": True},
+     {**GROUP_FUSED, "solver.use_mixed_precision": True, "model.layers.1.num_outputs": [1]}, "model.layers.1",
+     "takes num_outputs (one width per top, at least two)"),
     ("args-finite", load, {"solver.args": {"x": 1e308}}, {"solver.args": {"x": float("inf")}}, "solver.args.x",
      "must be a finite number"),
     ("args-argument-names", load, {"solver.args": {"x_1": 1}}, {"solver.args": {"x-1": 1}}, "solver.args",
@@ -896,6 +907,8 @@ FEATURE_RULES = [
                                  {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}},
      _lock_with(labels=("rating", "liked")), None, {"features.label": ["rating", "liked"]}, "input.label_dim",
      "label_dim applies to a single label"),
+    ("a-target-column", {"features.label": None}, LOCK, _lock_with(labels=()), {}, "features.label",
+     "the workflow tags no target column"),
     ("optimizer-in-release", {"optimizer.type": "AdaGrad"}, LOCK, None, {"optimizer.type": "Ftrl"},
      "optimizer.type", "Ftrl"),
     ("model-class-in-release", {"script.model_class": "ModelPerfExt"}, LOCK, None, {"hugectr_version": "23.06"},
