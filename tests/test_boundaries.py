@@ -90,7 +90,7 @@ SPEC_BOUNDS = [
     ("solver.batchsize", INT32, INT32 + 1, LE_INT32),
     ("solver.batchsize_eval", INT32, INT32 + 1, LE_INT32),
     ("solver.max_eval_batches", 1, 0, "greater than 0"),
-    ("solver.warmup_steps", 1, 0, "greater than 0"),
+    ("solver.warmup_steps", 0, -1, "greater than or equal to 0"),     # 0 before 23.04: test_lr_schedule_rules.py
     ("solver.decay_start", 0, -1, "greater than or equal to 0"),
     ("solver.decay_steps", INT32, INT32 + 1, LE_INT32),
     ("solver.seed", 0, -1, "greater than or equal to 0"),

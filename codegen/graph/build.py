@@ -252,6 +252,12 @@ class Builder:
                           f'HugeCTR {p.name} requires a mixed-precision scaler of 128/256/512/1024, got {scaler:g} '
                           '("Scaler of mixed precision training should be either 128/256/512/1024")',
                           fix="set solver.scaler: 1024")
+        for step in ("warmup_steps", "decay_steps"):
+            if getattr(s, step) == 0 and not p.has("lr_steps_zero"):
+                self.fail(("solver", step),
+                          f'HugeCTR {p.name} requires {step} >= 1 ("base_lr < 0 || warmup_steps < 1 || decay_steps < 1 '
+                          f'|| decay_power < 1.0 || end_lr < 0.f"); 0 is accepted from 23.04',
+                          fix=f"set solver.{step}: 1 (HugeCTR's default)")
         if s.model_name and not p.has("model_name"):
             self.fail(("solver", "model_name"), V.BEHAVIOUR["model_name"].describe().join(
                 ("CreateSolver(model_name=...) needs ", f"; the target is {p.name}")), fix="remove it")

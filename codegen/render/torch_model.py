@@ -291,7 +291,7 @@ def _passes_literal(passes: list[dict]) -> str:
 def _lr_schedule(job: TrainingJob) -> dict:
     solver = dict(job.solver)
     return {"lr": float(solver.get("lr", DEFAULT_LR)), "warmup_steps": int(solver.get("warmup_steps", 0) or 0),
-            "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1) or 1),
+            "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1)),
             "decay_power": float(solver.get("decay_power", 2.0)), "end_lr": float(solver.get("end_lr", 0.0))}
 
 

@@ -121,9 +121,10 @@ class SolverSpec(Strict):
     max_eval_batches: PosInt = 100
     vvgpu: list[list[NonNegInt]] = Field(default_factory=lambda: [[0]], min_length=1)
     lr: Annotated[float, Field(gt=0.0, le=FLT_MAX, allow_inf_nan=False, strict=True)] | None = None
-    warmup_steps: PosInt | None = None
+    # 0 is valid from 23.04 (the build checks the release: BEHAVIOUR["lr_steps_zero"])
+    warmup_steps: NonNegInt | None = None
     decay_start: NonNegInt | None = None
-    decay_steps: PosInt | None = None
+    decay_steps: NonNegInt | None = None
     decay_power: Float32 | None = None
     end_lr: Float32 | None = None
     repeat_dataset: bool = True
