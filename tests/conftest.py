@@ -195,6 +195,9 @@ def no_process_left_behind():
     yield
     import psutil
 
+    from warm_python import stop_all           # the warm Python servers of tests/warm_python.py are expected; stop them
+
+    stop_all()
     left = psutil.Process().children(recursive=True)
     _, alive = psutil.wait_procs(left, timeout=5)
     described = []
