@@ -185,6 +185,18 @@ def scratch_lock(name: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# ---- servers shared by modules --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def torch_served():
+    """One Triton server with the demo's PyTorch models (tests/test_triton_torch_serving.py deploys them), for the
+    modules of its xdist group that only query it: (server, {name: deployment})."""
+    from tests.test_triton_torch_serving import serve_deployed
+
+    with serve_deployed() as value:
+        yield value
+
+
 # ---- no process left behind -----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session", autouse=True)
