@@ -188,9 +188,10 @@ def scratch_lock(name: str):
 # ---- servers shared by modules --------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
-def torch_served():
+def torch_served(no_process_left_behind):
     """One Triton server with the demo's PyTorch models (tests/test_triton_torch_serving.py deploys them), for the
-    modules of its xdist group that only query it: (server, {name: deployment})."""
+    modules of its xdist group that only query it: (server, {name: deployment}). (It names the process check so that
+    pytest stops this server before the check runs.)"""
     from tests.test_triton_torch_serving import serve_deployed
 
     with serve_deployed() as value:

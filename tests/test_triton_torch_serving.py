@@ -35,7 +35,9 @@ from tests.triton_server import Server
 # One worker, one server: tests/test_serving_errors.py queries the same server (conftest's torch_served fixture).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]
 SERVED = {"movielens": (40, 256), "movielens_genres": (40, 256), "wdl": (30, 256)}   # iterations, batch
-CPU_INSTANCE = "triton:\n  torch:\n    instance: {kind: KIND_CPU}\n"
+# One CPU instance per python model: each instance is a backend process importing NVTabular or torch (2-3 s of CPU
+# on start); tests/test_demo_serve.py and bench/serve.py --tiny serve the default two.
+CPU_INSTANCE = "triton:\n  preprocessing:\n    instance: {count: 1}\n  torch:\n    instance: {kind: KIND_CPU}\n"
 TOLERANCE = 1e-5
 
 
