@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
 
@@ -21,8 +22,8 @@ pytestmark = pytest.mark.slow
 def bench(script: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)          # the scripts need torch, numpy and pyarrow only (serve_torch: pytriton)
-    return subprocess.run([sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=REPO)
+    # A process forked from the warm Python of the trainer runs (the scripts import torch first).
+    return run_warm([sys.executable, str(REPO / "bench" / script), *args], env=env, timeout=600, cwd=REPO)
 
 
 def test_two_ranks_reach_the_auc_of_one_rank():
