@@ -63,12 +63,13 @@ class WarmPython:
             self.proc.stdin.flush()
             pid = self._read(timeout=60)["pid"]
             try:
-                status = self._read(timeout=timeout)["status"]
+                done = self._read(timeout=timeout)
             except TimeoutError:
                 os.kill(pid, signal.SIGKILL)
                 self._read(timeout=60)
                 raise subprocess.TimeoutExpired(cmd, timeout, _text(out), _text(err)) from None
-            return subprocess.CompletedProcess(cmd, status, _text(out), _text(err))
+            _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]        # CPU of the runs (for profiling)
+            return subprocess.CompletedProcess(cmd, done["status"], _text(out), _text(err))
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -140,8 +141,8 @@ def _serve() -> dict | None:
             proto_out.close()
             return request
         answer({"pid": pid})
-        _, status = os.waitpid(pid, 0)
-        answer({"status": os.waitstatus_to_exitcode(status)})
+        _, status, usage = os.wait4(pid, 0)
+        answer({"status": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime})
     return None
 
 
