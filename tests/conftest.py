@@ -198,6 +198,25 @@ def torch_served(no_process_left_behind):
         yield value
 
 
+def stop_later(server, remove: Path | None = None) -> None:
+    """Stop a module's Triton server in a background thread, then remove its folder ``remove``: its exit timeout and
+    clean-up overlap the next tests. The session's process check (below) waits for these stops first."""
+    import threading
+    import types
+
+    def stop():
+        try:
+            server.stop()
+        finally:
+            if remove is not None:
+                shutil.rmtree(remove, ignore_errors=True)
+
+    thread = threading.Thread(target=stop, name=f"stop-triton-{server.http_port}", daemon=True)
+    thread.start()
+    state = sys.modules.setdefault("_ctrgen_test_stops", types.ModuleType("_ctrgen_test_stops"))  # one list, also
+    state.__dict__.setdefault("threads", []).append(thread)          # when this file is imported as tests.conftest
+
+
 # ---- no process left behind -----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session", autouse=True)
@@ -210,6 +229,8 @@ def no_process_left_behind():
 
     from warm_python import stop_all           # the warm Python servers of tests/warm_python.py are expected; stop them
 
+    for thread in getattr(sys.modules.get("_ctrgen_test_stops"), "threads", []):     # stop_later's
+        thread.join(timeout=120)
     stop_all()
     left = psutil.Process().children(recursive=True)
     _, alive = psutil.wait_procs(left, timeout=5)

@@ -60,7 +60,9 @@ def test_serving_bench_measures_every_point_and_scores_alike():
     ensemble scoring what the model alone scores on the preprocessed rows (the speed verdicts vary with the load)."""
     from demo_data import built_demo        # the session's demo build (the bench writes only its own subfolder)
 
+    # One preprocessing instance: each is a backend process importing NVTabular (tests/test_demo_serve.py serves two).
     proc = bench("serve.py", "--tiny", "--model", "movielens", "--concurrency", "1", "2",
+                 "--serving", "triton: {preprocessing: {instance: {count: 1}}, torch: {instance: {kind: KIND_CPU}}}",
                  "--root", str(built_demo().root))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line

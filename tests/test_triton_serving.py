@@ -21,7 +21,7 @@ import pytest
 from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
 from codegen.pipeline import open_spec, read_workflow_features, render_spec
-from tests.conftest import REPO, run_ctrgen
+from tests.conftest import REPO, run_ctrgen, stop_later
 from tests.demo_data import built_demo
 from tests.triton_server import Server
 
@@ -142,8 +142,9 @@ def deployed():
         yield server, out
     finally:
         if server is not None:
-            server.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+            stop_later(server, remove=scratch)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def request_frame(raw: Path, plan) -> pd.DataFrame:
