@@ -130,9 +130,11 @@ def _run_in_process(args: list[str], cwd: Path) -> CliResult:
 
 # Modules in this order, before all others (pytest's order within each). With xdist's loadgroup scheduling and
 # --no-loadscope-reorder (pyproject addopts), the first worker starts on a Triton server group (and builds the demo)
-# while the other runs the bench scripts, which need no demo; the many short tests fill the end.
-FIRST = ("test_triton_torch_serving.py", "test_bench_scripts.py", "test_triton_serving.py", "test_serve.py",
-         "test_torch_continuous.py", "test_torch_target.py", "test_demo_serve.py", "test_demo_cli.py")
+# while the other runs the bench scripts, which need no demo; then the other long tests (trainings, Dask, mypy), so
+# that only the many short tests fill the end and the workers finish together.
+FIRST = ("test_triton_torch_serving.py", "test_serving_errors.py", "test_bench_scripts.py", "test_triton_serving.py",
+         "test_serve.py", "test_torch_continuous.py", "test_torch_target.py", "test_demo_serve.py",
+         "test_torch_fast_paths.py", "test_etl_bench.py", "test_etl.py", "test_lint.py", "test_demo_cli.py")
 
 
 def pytest_collection_modifyitems(config, items):
