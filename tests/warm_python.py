@@ -15,6 +15,7 @@ pid and then its exit status, one JSON line each.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -67,7 +68,13 @@ class WarmPython:
             except TimeoutError:
                 os.kill(pid, signal.SIGKILL)
                 self._read(timeout=60)
-                raise subprocess.TimeoutExpired(cmd, timeout, _text(out), _text(err)) from None
+                raise subprocess.TimeoutExpired(cmd, timeout, _bytes(out), _bytes(err)) from None   # bytes, as run()
+            except BaseException:       # interrupted (pytest-timeout, Ctrl-C): neither the run nor the server stays
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                self.proc.kill()
+                self.proc.wait()
+                raise
             _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]        # CPU of the runs (for profiling)
             return subprocess.CompletedProcess(cmd, done["status"], _text(out), _text(err))
 
@@ -82,12 +89,15 @@ class WarmPython:
         self.proc.stdout.close()
 
 
+def _bytes(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
 def _text(path: Path) -> str:
     """As subprocess.run(text=True) decodes: the locale's encoding, universal newlines."""
     import locale
 
-    data = path.read_bytes() if path.exists() else b""
-    return data.decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
+    return _bytes(path).decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
 
 
 def run(cmd: list[str], *, cwd: Path | str, env: dict, timeout: float | None = None) -> subprocess.CompletedProcess:
