@@ -2,8 +2,9 @@
 
 The real Triton server of tests/test_triton_torch_serving.py (one per session: conftest's ``torch_served``) serves
 the PyTorch repository of ``movielens`` (trained a few iterations on the demo data and assembled there): the
-preprocessing model ``movielens_nvt``, the model step ``movielens`` and the ensemble ``movielens_ens``. Each bad request must be refused with 400 and a line that names
-the input; the models stay ready and answer the next good request.
+preprocessing model ``movielens_nvt``, the model step ``movielens`` and the ensemble ``movielens_ens``. Each bad
+request must be refused with 400 and a line that names the input; the models stay ready and answer the next good
+request.
 """
 
 from __future__ import annotations

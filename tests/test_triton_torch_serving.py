@@ -36,7 +36,7 @@ from tests.triton_server import Server
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]
 SERVED = {"movielens": (40, 256), "movielens_genres": (40, 256), "wdl": (30, 256)}   # iterations, batch
 # One CPU instance per python model: each instance is a backend process importing NVTabular or torch (2-3 s of CPU
-# on start); tests/test_demo_serve.py and bench/serve.py --tiny serve the default two.
+# on start); tests/test_demo_serve.py serves the default two preprocessing instances.
 CPU_INSTANCE = "triton:\n  preprocessing:\n    instance: {count: 1}\n  torch:\n    instance: {kind: KIND_CPU}\n"
 TOLERANCE = 1e-5
 

@@ -1,6 +1,9 @@
-"""A warm Python for the many runs of generated train_torch.py scripts: each run is still its own process running
-the real script as ``__main__``, but forked from a server process that imported torch, numpy, pyarrow and the
-modules torch loads lazily on a first training step (about 2 s of CPU per run otherwise, ~40 runs a session).
+"""A warm Python for the many runs of generated train_torch.py scripts (and the bench scripts): each run is still its
+own process running the real script as ``__main__``, but forked from a server process that imported torch, numpy,
+pyarrow and the modules torch loads lazily on a first training step (about 2 s of CPU per run otherwise, ~40 runs a
+session). The server only imports (no thread pool of torch or pyarrow has run) and freezes its heap for the gc
+before forking; pyarrow's import leaves two idle threads (jemalloc's background thread, the AWS SDK's event loop),
+which a forked child does not have; the scripts read local files only.
 
 ``run(cmd, cwd=, env=, timeout=)`` takes the arguments ``subprocess.run(cmd, capture_output=True, text=True)`` would
 and returns the same ``CompletedProcess`` (exit status, stdout, stderr; an uncaught exception prints its traceback and
