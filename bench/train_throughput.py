@@ -6,9 +6,9 @@ then measures, per batch size and precision (fp32, tf32, bf16, fp16):
 
 * generated: train_torch.py with --compile on (what auto picks for runs of 1000 steps or more): columns resident in
   GPU memory, batches gathered by a permuted index, embedding rows updated in place (where the spec's optimizer
-  allows), dense layers compiled, the whole step captured as one CUDA graph;
-* eager: the same script with --compile off --cuda-graph off --embedding-update dense (torch.optim over whole
-  tables, one kernel launch at a time from Python), the same data, steps and precision: the plain loop whose AUC
+  allows; SGD rows by the script's Triton kernels), dense layers compiled, the whole step captured as one CUDA graph;
+* eager: the same script with --compile off --cuda-graph off --embedding-update dense (the spec's optimizer over
+  whole tables, one kernel launch at a time from Python), the same data, steps and precision: the plain loop whose AUC
   the fast path keeps.
 
 With --scale criteo-kaggle the DLRM tables get the 26 Criteo-Kaggle cardinalities (33.8 M rows; at vec 128, 4.3 B

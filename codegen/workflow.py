@@ -400,7 +400,9 @@ def _read_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str | 
 def _parse_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str | None = None) -> SchemaInfo:
     """tensorflow-metadata ``Schema`` in protobuf text; extra_metadata is a packed ``Struct`` (environment.md §5.2)."""
     from google.protobuf import json_format, struct_pb2, text_format
-    from tensorflow_metadata.proto.v0 import schema_pb2
+    from .tfmd import schema_pb2 as _schema_pb2
+
+    schema_pb2 = _schema_pb2()
 
     text = read_text(path, "schema", MAX_SCHEMA_BYTES)
     try:

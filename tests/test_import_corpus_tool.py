@@ -232,3 +232,41 @@ def test_a_required_option_no_command_line_gives_is_the_source_s_refusal(tool):
     assert res["status"] == "refused" and "the script requires --units on its command line" in res["message"]
     assert tool.source_rejected(res)
     assert tool.import_and_compare(ARGS_MLP, "23.06", "unit", ["--units", "8"])["status"] == "reproduced"
+
+
+def test_a_script_no_release_runs_takes_the_run_line_of_a_commit_with_the_same_file(tool, tmp_path: Path):
+    # v23.06.00 ships the script without any run line; the repository's CI ran the same bytes later on a branch (used)
+    # and ran an edited copy elsewhere (not used: another file).
+    repo = tmp_path / "hugectr"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _commit(repo, {"test/args/req_mlp.py": ARGS_MLP}, "v23.06.00", "2023-06-01")
+    _git(repo, "checkout", "-q", "-b", "ci")
+    _commit(repo, {"ci/args/run.sub": "python3 /workdir/test/args/req_mlp.py --units 24 &&\n"}, "ci-1", "2023-07-01")
+    _git(repo, "checkout", "-q", "-b", "edited")
+    _commit(repo, {"test/args/req_mlp.py": "# edited\n" + ARGS_MLP.replace("lr=0.001", "lr=0.01"),
+                   "ci/args/run.sub": "python3 /workdir/test/args/req_mlp.py --units 99\n"}, "ci-2", "2023-08-01")
+    for t in ("ci-1", "ci-2"):
+        _git(repo, "tag", "-d", t)          # only the release is a tag
+    cache = tmp_path / "cache"
+    tool.main(["--cache", str(cache), "collect", "--hugectr", str(repo), "--release", "23.06"])
+    index = json.loads((cache / "index.json").read_text(encoding="utf-8"))
+    (member,) = [m for u in index["units"] for m in u["members"] if m["path"] == "test/args/req_mlp.py"]
+    assert member["argv"] == ["--units", "24"] and len(member["argv_commit"]) == 12
+    tool.main(["--cache", str(cache), "run"])
+    results = json.loads((cache / "results.json").read_text(encoding="utf-8"))
+    assert results[f"{index['units'][0]['hash']}@23.06"]["status"] == "reproduced"
+
+
+@pytest.mark.parametrize("binding,use", [
+    ("import mlperf_logging.mllog.constants as mllog_constants", "mllog_constants.DLRM_DCNv2"),
+    ("from mlperf_logging.mllog import constants", "constants.DLRM_DCNv2"),
+    ("import mlperf_logging.mllog.constants", "mlperf_logging.mllog.constants.DLRM_DCNv2"),
+])
+def test_known_constants_of_mlperf_logging_are_values(tool, binding, use):
+    src = MLP.replace("UNITS", "16").replace("import hugectr\n", f"import hugectr\n{binding}\n") \
+        .replace("hugectr.CreateSolver(", f"hugectr.CreateSolver(model_name={use}, ")
+    assert tool.import_and_compare(src, "23.06", "unit")["status"] == "reproduced"
+    # any other attribute of the module stays unknown, and a hugectr argument given one is refused with its text
+    res = tool.import_and_compare(src.replace("DLRM_DCNv2", "GNMT"), "23.06", "unit")
+    assert res["status"] == "refused" and "GNMT" in res["message"] and "cannot be known" in res["message"]

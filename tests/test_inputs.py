@@ -581,8 +581,8 @@ def test_workflow_path_must_be_a_regular_file_or_folder(specs, tmp_path, kind):
 
 
 @pytest.mark.parametrize("dtype, cards, ok", [
-    ("int32", [2**31, 2**31 - 1], True), ("int32", [2**31, 2**31], False),          # unsigned int keys
-    ("int64", [2**62, 2**62 - 1], True), ("int64", [2**62, 2**62], False),          # long long keys
+    ("int32", [2**31, 2**31], True), ("int32", [2**31, 2**31 + 1], False),          # unsigned int keys 0 .. 2**32-1
+    ("int64", [2**62, 2**62], True), ("int64", [2**62, 2**62 + 1], False),          # long long keys 0 .. 2**63-1
 ])
 def test_slot_offsets_fit_the_key_type(specs, tmp_path, dtype, cards, ok):
     lock = json.loads((specs / "movielens.features.lock.json").read_text())

@@ -118,6 +118,9 @@ REJECTED = [
      "use_mixed_precision and enable_tf32_compute cannot be true at the same time"),
     ("3.3", 'hugectr.CreateSolver(use_mixed_precision=True, scaler=100)',
      "Scaler of mixed precision training should be either 128/256/512/1024"),
+    ("4.3", 'hugectr.CreateSolver(use_mixed_precision=True, scaler=2048)',
+     "Scaler of mixed precision training should be either 128/256/512/1024"),
+    ("23.06", 'hugectr.CreateSolver(use_mixed_precision=True, scaler=2048)', None),
     ("23.06", 'hugectr.Model(hugectr.CreateSolver(batchsize=1000, vvgpu=[[0, 1, 2]]), reader, optimizer)',
      "0 != batch_size%total_gpu_count"),
     ("23.06", 'hugectr.Model(solver, hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Parquet, '

@@ -233,3 +233,85 @@ def test_stream_yields_every_full_batch_of_an_epoch_shuffled(data):
         assert sorted(map(tuple, epoch.tolist())) == sorted(map(tuple, resident.tolist()))
         assert not torch.equal(epoch, resident)
     assert not torch.equal(seen[0], seen[1])
+
+
+# ---- dense optimizer (no torch.optim: its first use imports torch._dynamo) ------------------------------------------
+
+DENSE_STEPS = {   # DenseOptimizer(kind, hyper) against the torch.optim step it stands for
+    "SGD": ("SGD", {}, lambda p: torch.optim.SGD(p, lr=0.05, fused=True)),
+    "MomentumSGD": ("SGD", {"momentum": 0.9}, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, fused=True)),
+    "Nesterov": ("SGD", {"momentum": 0.9, "nesterov": True},
+                 lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True, fused=True)),
+    "Adam": ("Adam", {"betas": (0.9, 0.999), "eps": 1e-7},
+             lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.9, 0.999), eps=1e-7, fused=True)),
+    "AdaGrad": ("Adagrad", {"initial_accumulator_value": 0.1, "eps": 1e-7},
+                lambda p: torch.optim.Adagrad(p, lr=0.05, initial_accumulator_value=0.1, eps=1e-7, foreach=True)),
+    "RMSProp": ("RMSprop", {"alpha": 0.9, "eps": 1e-7},
+                lambda p: torch.optim.RMSprop(p, lr=0.05, alpha=0.9, eps=1e-7, foreach=True)),
+}
+
+
+@pytest.mark.parametrize("name", list(DENSE_STEPS))
+def test_dense_optimizer_equals_torch_optim(name):
+    m = load("dlrm")
+    kind, hyper, reference = DENSE_STEPS[name]
+    torch.manual_seed(0)
+    ours = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 1))
+    theirs = torch.nn.Sequential(torch.nn.Linear(6, 5), torch.nn.ReLU(), torch.nn.Linear(5, 1))
+    theirs.load_state_dict(ours.state_dict())
+    initial = ours[0].weight.detach().clone()
+    optimizers = ((ours, m.DenseOptimizer(ours.parameters(), 0.05, kind, hyper)),
+                  (theirs, reference(list(theirs.parameters()))))
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(4):
+        x, y = torch.randn(32, 6, generator=gen), torch.randn(32, 1, generator=gen)
+        for model, opt in optimizers:
+            opt.zero_grad()
+            ((model(x) - y) ** 2).mean().backward()
+            opt.step()
+    for a, b in zip(ours.parameters(), theirs.parameters()):
+        assert torch.equal(a, b), (name, (a - b).abs().max())
+    assert not torch.equal(ours[0].weight, initial)   # it trained
+
+
+def test_the_first_step_does_not_import_dynamo(tmp_path):
+    """The generated trainer's optimizer step (dense layers and row updates) never imports torch._dynamo."""
+    code = ("import sys, importlib.util, json, torch\n"
+            f"spec = importlib.util.spec_from_file_location('t', {str(REPO / 'generated/dlrm/train_torch.py')!r})\n"
+            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            f"model = m.Model(json.load(open({str(REPO / 'generated/dlrm/features.json')!r})))\n"
+            "for rows in (False, True):\n"
+            "    opt = m.make_optimizer(model, 0.1, fused=False, capturable=False, row_updates=rows)\n"
+            "    ids = torch.zeros(4, 27, 1, dtype=torch.long)\n"
+            "    model(torch.randn(4, 13), ids).sum().backward(); opt.step(); opt.zero_grad()\n"
+            "print(sorted(k for k in sys.modules if k.startswith('torch._dynamo')))\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+def test_arrow_columns_read_as_pyarrow_reads_them():
+    """to_numpy (the trainer's buffer read, which keeps pandas out of start-up) equals pyarrow's, slices included."""
+    m = load("dlrm")
+    bools = pa.array([True, False, True, True, False, False, True, False, True, True, False])
+    lists = pa.array([[1, 2], [3], [4, 5, 6], []], type=pa.list_(pa.int64()))[1:]
+    for array in (bools, bools[3:], pa.array(np.arange(10, dtype=np.int32))[2:7], pa.array(np.arange(5, dtype=np.uint16)),
+                  pa.array(np.linspace(0, 1, 9, dtype=np.float32))[1:], pa.array([1.5, -2.5]), lists.offsets,
+                  lists.flatten(), pa.array([], type=pa.int64()), bools[11:]):
+        ours, theirs = m.to_numpy(array), array.to_numpy(zero_copy_only=False)
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), (array, ours, theirs)
+
+
+def test_first_step_bench_reports_every_phase():
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "first_step.py"), "--device", "cpu", "--runs", "1",
+                           "--models", "movielens"], capture_output=True, text=True, env=env, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("| movielens | 1 |"))
+    cells = [float(c) for c in row.strip("| ").split(" | ")[2:]]
+    assert len(cells) == 7 and all(c >= 0 for c in cells)
+    assert cells[5] >= cells[0] + cells[4]      # time to first step covers the import and the first step

@@ -27,6 +27,10 @@ it, or null), one fact per line, sorted. A fact is one of
     {"kind": "param", "func": F, "name": P, "after": Q | null, "default": V [, "unparsed": true] | "required": true}
     {"kind": "enum", "name": E}
     {"kind": "member", "enum": E, "name": M}
+    {"kind": "type", "func": F, "name": P, "type": T}        T = int32, int64, uint32, uint64, float32, float64,
+                                                               bool or list[T]: the C++ parameter type (of
+                                                               ``pybind11::init<...>`` or of the bound function's
+                                                               declaration), where every overload agrees
 
 ``after`` is the parameter before P in that release's order (null for the first), so inserting a parameter changes
 the facts of two parameters, not of all that follow. A fact whose value changed (a default, the order) has one
@@ -240,11 +244,14 @@ class Api:
 
     def __init__(self):
         self.overloads: dict[str, list[list[tuple[str, list[Tok] | None]]]] = {}
+        self.types: dict[str, list[dict[str, str]]] = {}  # function -> per overload {param: C++ type}
         self.enums: dict[str, list[tuple[str, str]]] = {}  # python name -> [(member, C++ enumerator)]
         self.enum_types: dict[str, str] = {}  # C++ type -> python name
 
-    def function(self, name: str, params: list[tuple[str, list[Tok] | None]]) -> None:
+    def function(self, name: str, params: list[tuple[str, list[Tok] | None]],
+                 types: dict[str, str] | None = None) -> None:
         self.overloads.setdefault(name, []).append(params)
+        self.types.setdefault(name, []).append(types or {})
 
 
 def parse_args(args: list[list[Tok]]) -> list[tuple[str, list[Tok] | None]]:
@@ -269,14 +276,64 @@ def parse_args(args: list[list[Tok]]) -> list[tuple[str, list[Tok] | None]]:
     return out
 
 
+def _same_names(decl: list[tuple[str, str]], names: list[str]) -> bool:
+    """A declaration's parameters are the binding's: same count, same names in order (one typo forgiven in a long
+    list: 23.x binds CreateSolver's ``kafka_brokers`` as ``kafka_brockers``)."""
+    if len(decl) != len(names):
+        return False
+    differ = sum(n != b for (_, n), b in zip(decl, names))
+    return differ == 0 or (differ == 1 and len(names) >= 8)
+
+
 class Extractor:
     def __init__(self, sources: dict[str, str]):
         self.toks = {path: tokenize(src) for path, src in sources.items()}
         self.bodies: dict[str, list[tuple[str, list[Tok]]]] = {}  # function -> [(param name, body tokens)]
         self.module_body: tuple[str, list[Tok]] | None = None
+        self.decls: dict[str, list[list[tuple[str, str]]]] = {}  # function name -> [[(C++ type, param name)]]
         for toks in self.toks.values():
             self._index(toks)
+            self._declarations(toks)
         self.api = Api()
+
+    def _declarations(self, toks: list[Tok]) -> None:
+        """Parameter lists of the C++ functions and methods the sources declare or define (name -> candidates)."""
+        for i in range(1, len(toks) - 1):
+            if toks[i].kind != "id" or toks[i + 1].text != "(" or not (
+                    toks[i - 1].kind == "id" or toks[i - 1].text in (">", "&", "*", "::")):
+                continue
+            try:
+                close = match(toks, i + 1)
+            except ValueError:
+                continue
+            if close + 1 >= len(toks) or toks[close + 1].text not in ("{", ";", "const", "override"):
+                continue
+            params = []
+            for part in split(toks[i + 2:close], ","):
+                eq = next((k for k, t in enumerate(part) if t.text == "="), len(part))
+                decl = part[:eq]
+                if len(decl) < 2 or decl[-1].kind != "id":
+                    params = None
+                    break
+                params.append((text(decl[:-1]), decl[-1].text))
+            if params:
+                self.decls.setdefault(toks[i].text, []).append(params)
+
+    def types_of(self, init_or_ref: list[Tok], params: list[tuple[str, list[Tok] | None]]) -> dict[str, str]:
+        """{param: C++ type} of one binding: ``pybind11::init<T...>()`` (by position), or ``&ns::Func`` /
+        ``&Class::method`` whose declaration has exactly the binding's parameter names (else nothing)."""
+        names = [n for n, _ in params]
+        if _pyb(init_or_ref, 0, "init"):
+            k = _pyb_len(init_or_ref, 0)
+            if k < len(init_or_ref) and init_or_ref[k].text == "<":
+                targs = [text(t) for t in split(init_or_ref[k + 1:match(init_or_ref, k)], ",")]
+                if len(targs) == len(names):
+                    return dict(zip(names, targs))
+            return {}
+        if not init_or_ref or init_or_ref[0].text != "&" or init_or_ref[-1].kind != "id":
+            return {}
+        found = {tuple(t for t, _ in c) for c in self.decls.get(init_or_ref[-1].text, []) if _same_names(c, names)}
+        return dict(zip(names, next(iter(found)))) if len(found) == 1 else {}
 
     def _index(self, toks: list[Tok]) -> None:
         i = 0
@@ -386,16 +443,21 @@ class Extractor:
     def _module_chain(self, prefix: str, toks: list[Tok]) -> None:
         for name, args in self._links(toks):
             if name in ("def", "def_static") and args and args[0][0].kind == "str":
-                self.api.function(prefix + unquote(args[0][0].text), parse_args(args[1:]))
+                params = parse_args(args[1:])
+                types = self.types_of(args[1], params) if len(args) > 1 else {}
+                self.api.function(prefix + unquote(args[0][0].text), params, types)
 
     def _chain(self, cls: str | None, toks: list[Tok]) -> None:
         for name, args in self._links(toks):
             if cls is None:
                 continue
             if name == "def" and args and _pyb(args[0], 0, "init"):
-                self.api.function(cls, parse_args(args[1:]))
+                params = parse_args(args[1:])
+                self.api.function(cls, params, self.types_of(args[0], params))
             elif name in ("def", "def_static") and args and args[0][0].kind == "str":
-                self.api.function(f"{cls}.{unquote(args[0][0].text)}", parse_args(args[1:]))
+                params = parse_args(args[1:])
+                types = self.types_of(args[1], params) if len(args) > 1 else {}
+                self.api.function(f"{cls}.{unquote(args[0][0].text)}", params, types)
 
     def _enum(self, name: str | None, cpp_type: str, toks: list[Tok]) -> None:
         cpp_type = norm(cpp_type)
@@ -600,6 +662,17 @@ def release_facts(api: Api) -> set[str]:
             else:
                 fact["optional"] = True  # an overload lacks it, none gives a default
             facts.add(dump(fact))
+    for func, per_overload in api.types.items():   # a type where every overload that binds the param agrees
+        kinds: dict[str, set[str | None]] = {}
+        for types in per_overload:
+            for pname, cpp in types.items():
+                kinds.setdefault(pname, set()).add(cpp_kind(cpp))
+        bound = {p for params in api.overloads[func] for p, _ in params}
+        for pname, found in kinds.items():
+            unknown = any(pname in {p for p, _ in params} and pname not in types
+                          for params, types in zip(api.overloads[func], per_overload))
+            if len(found) == 1 and None not in found and not unknown and pname in bound:
+                facts.add(dump({"kind": "type", "func": func, "name": pname, "type": found.pop()}))
     for enum, members in api.enums.items():
         facts.add(dump({"kind": "enum", "name": enum}))
         for member, _ in members:
@@ -607,11 +680,30 @@ def release_facts(api: Api) -> set[str]:
     return facts
 
 
+# C++ parameter types -> the value range codegen checks (size_t is 64-bit on every platform HugeCTR builds for).
+SCALAR_KINDS = {"int": "int32", "int32_t": "int32", "long long": "int64", "long long int": "int64", "long": "int64",
+                "int64_t": "int64", "size_t": "uint64", "unsigned long long": "uint64", "unsigned long": "uint64",
+                "uint64_t": "uint64", "unsigned int": "uint32", "unsigned": "uint32", "uint32_t": "uint32",
+                "float": "float32", "double": "float64", "bool": "bool"}
+
+
+def cpp_kind(cpp: str) -> str | None:
+    """``const std::vector<long long>&`` -> ``list[int64]``; None for a type that is no number, bool or list of them."""
+    t = re.sub(r"\bconst\b|&|\bstd::", " ", cpp)
+    t = re.sub(r"\s+", " ", t).strip()
+    t = re.sub(r"\s*([<>])\s*", r"\1", t)
+    m = re.fullmatch(r"vector<(.+)>", t)
+    if m:
+        inner = cpp_kind(m[1])
+        return f"list[{inner}]" if inner else None
+    return SCALAR_KINDS.get(t)
+
+
 def dump(obj) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=True, separators=(", ", ": "))
 
 
-KIND_ORDER = {"function": 0, "param": 1, "enum": 2, "member": 3}
+KIND_ORDER = {"function": 0, "param": 1, "type": 1, "enum": 2, "member": 3}
 
 
 def spans(per_release: list[tuple[str, set[str]]]) -> list[dict]:
@@ -638,7 +730,7 @@ def spans(per_release: list[tuple[str, set[str]]]) -> list[dict]:
     def key(f):
         owner = f.get("func") or f.get("enum") or f["name"]
         return (owner, KIND_ORDER[f["kind"]] >= 2, KIND_ORDER[f["kind"]], f["name"] if f["kind"] in (
-            "param", "member") else "", rank[f["since"]], dump(f))
+            "param", "type", "member") else "", rank[f["since"]], dump(f))
     return sorted(out, key=key)
 
 

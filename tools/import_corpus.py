@@ -126,6 +126,16 @@ class Git:
         self._cat.stdout.read(1)
         return data
 
+    def commits_mentioning(self, name: str) -> list[str]:
+        """Commits of any branch or pull request, newest first, whose diff adds or removes a line naming ``name``."""
+        out = self._run("log", "--all", "--format=%H", "-G", re.escape(name), "--", *_RUNS_IN)
+        return [c for c in out.split() if c]
+
+    def blob_at(self, ref: str, path: str) -> str | None:
+        r = subprocess.run(["git", "-C", self.dir, "rev-parse", "--verify", "-q", f"{ref}:{path}"],
+                           capture_output=True, text=True)
+        return r.stdout.strip() or None
+
     def close(self) -> None:
         if self._cat is not None:
             self._cat.stdin.close()
@@ -388,6 +398,7 @@ def collect(args: argparse.Namespace) -> None:
                 if argv is not None:
                     member["argv"] = argv     # the command line the repository runs it with
                 u["members"].append(member)
+    _argv_from_history(hug, units)
     for g in [hug] + [g for _, g in others]:
         g.close()
     for u in units.values():
@@ -401,6 +412,29 @@ def collect(args: argparse.Namespace) -> None:
     for rel in index["releases"]:
         n = sum(1 for u in single if any(m["release"] == rel for m in u["members"]))
         print(f"  {rel:>6} {' '.join(tags_used[rel].values()):<40} {n:4d} single-model units", file=sys.stderr)
+
+
+def _argv_from_history(hug: Git, units: dict[str, dict]) -> None:
+    """A script with command-line options that no release tag runs anywhere (v25.03.00 ships no CI scripts) takes the
+    run line of the newest commit in the repository's history (any branch or pull request) whose tree holds the same
+    file, byte for byte, and runs it: the repository's own CI ran exactly this code with that line. The member records
+    the commit as ``argv_commit``."""
+    for u in units.values():
+        if u["kind"] != "single" or any("argv" in m for m in u["members"]):
+            continue
+        members = [m for m in u["members"] if m["repo"] == "HugeCTR" and not m["unit"]]
+        for m in members:
+            sha = hug.blob_at(m["tag"], m["path"])
+            found = None
+            for commit in hug.commits_mentioning(m["path"].rpartition("/")[2]):
+                if sha is not None and hug.blob_at(commit, m["path"]) == sha:
+                    found = script_argv(script_runs(hug, commit), m["path"])
+                    if found is not None:
+                        break
+            if found is not None:
+                for mm in members:
+                    mm["argv"], mm["argv_commit"] = found, commit[:12]
+                break
 
 
 def load_index(cache: Path) -> dict:
@@ -805,7 +839,9 @@ def report(args: argparse.Namespace) -> None:
       "calls of both (function, every argument by value, order; file paths may differ). A unit runs with the command "
       "line its repository runs it with (`ctrgen import --args`): a notebook's own `!python NAME.py ...` for its "
       "`%%writefile` cell, else the first README or CI script line of the release that runs the file, else the one "
-      "the nearest release runs the same code with; without one, its argparse defaults.\n\n"
+      "the nearest release runs the same code with, else (a file no release tag runs: v25.03.00 ships no CI "
+      "scripts) the line of the newest commit of any branch or pull request whose tree holds the same file byte for "
+      "byte; without one, its argparse defaults.\n\n"
       "*reproduced*: the calls are equal; *refused*: the importer stopped with a one-line message; *differing*: "
       "imported but the generated calls differ; *crashed*: a Python exception from ctrgen (a bug).\n\n")
     w("## Per release\n\n| release | tags read | units | reproduced | refused | differing | crashed | % | "

@@ -144,6 +144,23 @@ MUTANTS = (
            "embedding_vec_size: Annotated[int, Field(ge=1, le=1025,", "spec_bounds"),
     Mutant("torch-seed", "train_torch.py's default seed is the spec's", "codegen/render/torch_model.py",
            '"seed": int(solver.get("seed", 0) or 0),', '"seed": 0,', "seed"),
+    # -- boundaries (tests/test_boundaries.py) --
+    Mutant("key-offsets", "the largest key is the cardinality sum - 1 (a sum of 2**32 fits unsigned int)",
+           "codegen/graph/build.py", "if total - 1 > key_max:", "if total > key_max:", "slot_offsets",
+           files=("tests/test_boundaries.py",)),
+    Mutant("args-long-long", "an args value for a long long parameter fits 64 bits signed",
+           "codegen/hugectr/arg_types.py", '"int64": (-(2**63), 2**63 - 1, "long long")',
+           '"int64": (-(2**63), 2**64 - 1, "long long")', "args", files=("tests/test_boundaries.py",)),
+    Mutant("args-size-t", "an args value for a size_t parameter is not negative",
+           "codegen/hugectr/arg_types.py", '"uint64": (0, 2**64 - 1, "size_t / uint64")',
+           '"uint64": (-(2**63), 2**64 - 1, "size_t / uint64")', "args", files=("tests/test_boundaries.py",)),
+    Mutant("args-float", "an args value for a float parameter fits a C++ float",
+           "codegen/hugectr/arg_types.py", '"float32": (3.4028234663852886e38, "float")',
+           '"float32": (1.7976931348623157e308, "float")', "args", files=("tests/test_boundaries.py",)),
+    Mutant("args-int-strict", "an args value for an int parameter is an integer, not a float",
+           "codegen/hugectr/arg_types.py", "if not isinstance(value, int) or isinstance(value, bool):",
+           "if not isinstance(value, (int, float)) or isinstance(value, bool):", "args",
+           files=("tests/test_boundaries.py",)),
 )
 
 

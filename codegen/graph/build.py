@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..errors import Located, Problem, UserError
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
+from ..hugectr.arg_types import arg_problem
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
@@ -148,13 +149,15 @@ class Builder:
         if len({d in ("int64", "uint64") for d in dtypes}) > 1:
             self.fail(("features", "categorical"), f"categorical columns mix 32- and 64-bit ids ({sorted(dtypes)})",
                       fix="cast them to one width in the workflow's to_parquet(dtypes=...)")
-        # The keys the embeddings see are ids plus their slot's offset (the sum of the cardinalities before it):
-        # the total must fit the key type, unsigned int (32-bit ids) or long long.
+        # The keys the embeddings see are ids plus their slot's offset (the exclusive prefix sum of the cardinalities,
+        # hugectr.md §1.2): the largest key, the total minus one, must fit the key type, unsigned int (32-bit ids) or
+        # long long. A total of 2**32 (2**63) keys still fits.
         total = sum(c.cardinality or 0 for c in cats)
         key_max, key_type = (2**63 - 1, "long long") if i64 else (2**32 - 1, "unsigned int")
-        if total > key_max:
+        if total - 1 > key_max:
             self.fail(("features", "categorical"), f"the cardinalities add up to {total}, more keys than HugeCTR's "
-                      f"{key_type} keys hold (at most {key_max})", fix="check the lock's cardinalities" +
+                      f"{key_type} keys hold (at most {key_max + 1}: keys 0 to {key_max})",
+                      fix="check the lock's cardinalities" +
                       ("" if i64 else ", or write 64-bit ids (to_parquet dtypes int64)"))
         if s.solver.i64_input_key is not None and s.solver.i64_input_key != i64:
             self.fail(("solver", "i64_input_key"),
@@ -240,13 +243,21 @@ class Builder:
             self.fail(("solver", "enable_tf32_compute"),
                       '"use_mixed_precision and enable_tf32_compute cannot be true at the same time"',
                       fix="drop one of them")
-        if s.use_mixed_precision and p.release < (4, 0):
+        # CreateSolver checks the scaler up to 4.3 (v4.3.1's pybind/solver_wrapper.hpp); v23.02.00 comments the
+        # check out (hugectr.md §1.1: "the check is commented out by v23.06").
+        if s.use_mixed_precision and p.release < (23, 2):
             scaler = s.scaler if s.scaler is not None else 1.0
             if scaler not in (128, 256, 512, 1024):
                 self.fail(("solver", "scaler"),
                           f'HugeCTR {p.name} requires a mixed-precision scaler of 128/256/512/1024, got {scaler:g} '
                           '("Scaler of mixed precision training should be either 128/256/512/1024")',
                           fix="set solver.scaler: 1024")
+        for step in ("warmup_steps", "decay_steps"):
+            if getattr(s, step) == 0 and not p.has("lr_steps_zero"):
+                self.fail(("solver", step),
+                          f'HugeCTR {p.name} requires {step} >= 1 ("base_lr < 0 || warmup_steps < 1 || decay_steps < 1 '
+                          f'|| decay_power < 1.0 || end_lr < 0.f"); 0 is accepted from 23.04',
+                          fix=f"set solver.{step}: 1 (HugeCTR's default)")
         if s.model_name and not p.has("model_name"):
             self.fail(("solver", "model_name"), V.BEHAVIOUR["model_name"].describe().join(
                 ("CreateSolver(model_name=...) needs ", f"; the target is {p.name}")), fix="remove it")
@@ -356,6 +367,10 @@ class Builder:
             msg = self.profile.missing_arg(func, name)
             if msg:
                 self.fail((*loc, name), msg, fix="remove it or check its spelling")
+                continue
+            why = arg_problem(func, self.profile.name, name, value)
+            if why:
+                self.fail((*loc, name), f"{func} argument {name!r}: {why}", fix="give a value of that type")
                 continue
             out.append((name, enum_values(value)))
         return tuple(out)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..hugectr import api as A
+from ..hugectr.arg_types import arg_problem
 from .ir import Args, Enum, SparseInput
 from .shapes import Shape
 
@@ -131,6 +132,10 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
             msg = _missing(func, release, name)
             if msg:
                 builder.fail((*where, name), msg, fix="remove it or target a release that has it")
+                continue
+            why = arg_problem(func, release, name, value)
+            if why:
+                builder.fail((*where, name), f"{func} argument {name!r}: {why}", fix="give a value of that type")
                 continue
             value = enum_values(value)
             for member in _enums_in(value):

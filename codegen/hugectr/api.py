@@ -20,7 +20,7 @@ from functools import lru_cache
 import os
 from typing import Any, NamedTuple
 
-__all__ = ["RELEASES", "ApiError", "NO_DEFAULT", "Param", "Unparsed", "describe", "enum_members", "enums",
+__all__ = ["RELEASES", "ApiError", "NO_DEFAULT", "Param", "Unparsed", "cpp_type", "describe", "enum_members", "enums",
            "first_release", "functions", "functions_ever", "has", "members_ever", "missing", "params_ever",
            "release_key", "require", "signature", "spans"]
 
@@ -70,6 +70,7 @@ class _Table:
         self.members: dict[tuple[str, str], list[Span]] = {}
         self.params: dict[str, list[tuple[Span, dict]]] = {}
         self.param_spans: dict[tuple[str, str], list[Span]] = {}
+        self.types: dict[tuple[str, str], list[tuple[Span, str]]] = {}   # (func, param) -> C++ type by span
         for f in raw["facts"]:
             span = (self.index[f["since"]], self.index[f["until"]] if f["until"] is not None else end)
             kind = f["kind"]
@@ -82,6 +83,8 @@ class _Table:
             elif kind == "param":
                 self.params.setdefault(f["func"], []).append((span, f))
                 self.param_spans.setdefault((f["func"], f["name"]), []).append(span)
+            elif kind == "type":
+                self.types.setdefault((f["func"], f["name"]), []).append((span, f["type"]))
         for table in (self.funcs, self.enums, self.members, self.param_spans):
             for key, value in table.items():
                 table[key] = _merge(value)
@@ -237,6 +240,14 @@ def signature(func: str, release: str) -> tuple[Param, ...]:
     if len(out) != len(facts):
         raise AssertionError(f"api_table.json: broken parameter order of {func} in {release}")
     return tuple(out)
+
+
+def cpp_type(func: str, release: str, arg: str) -> str | None:
+    """The C++ type argument ``arg`` of ``func`` has in ``release``, as the table names it (``int32``, ``int64``,
+    ``uint64`` for size_t, ``float32``, ``bool``, ``list[int64]``, ...); None where it is no number, bool or list of
+    them, or the bindings do not say."""
+    k = _rel(release)
+    return next((t for (a, b), t in _table().types.get((func, arg), ()) if a <= k < b), None)
 
 
 def enum_members(enum: str, release: str) -> tuple[str, ...]:

@@ -79,6 +79,10 @@ BEHAVIOUR: dict[str, Span] = {
     "sparse_type_key": _s((3, 2), (24, 4)),  # sparse inputs carry "type": "DistributedSlot"
     "summary_batch_shapes": _s((4, 0)),      # model.summary() prints (batch,...) instead of (None, ...)
     "summary_row_rules": _s((3, 3)),         # model.summary() separates rows with '-' rules
+    # CreateSolver(warmup_steps=0 / decay_steps=0): up to 23.02 the learning-rate schedulers throw "warmup_steps < 1
+    # || decay_steps < 1"; from 23.04 (learning_rate_scheduler.hpp, gpu_learning_rate_scheduler.cu) only negative
+    # values are refused, which a size_t cannot be, and 0 means no warmup / no decay
+    "lr_steps_zero": _s((23, 4)),
 }
 
 

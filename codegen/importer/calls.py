@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from ..errors import Located
 from ..graph.ir import Enum
 from ..hugectr.versions import ENUM_TYPE_NAMES
+from .known_modules import module_value
 
 # Constructors whose objects have identity and state: passed by reference, their calls are statements.
 STATEFUL = frozenset({
@@ -95,7 +96,11 @@ ScriptError = Located  # old name (codegen.errors.Located: message, line), kept 
 
 
 class _Namespace(dict):
-    """argparse.Namespace of defaults."""
+    """argparse.Namespace of defaults, or the known constants of a third-party module (known_modules)."""
+
+
+def _module_namespace(consts: dict) -> _Namespace:
+    return _Namespace({k: _module_namespace(v) if isinstance(v, dict) else v for k, v in consts.items()})
 
 
 @dataclass
@@ -202,7 +207,10 @@ class Interpreter:
                 if a.name == "hugectr" or a.name.startswith("hugectr."):
                     local = a.asname or a.name.split(".")[0]
                     self.hugectr_modules[local] = a.name if a.asname else "hugectr"
-                env[a.asname or a.name.split(".")[0]] = Unknown(f"module {a.name}", node.lineno)
+                bound = a.name if a.asname else a.name.split(".")[0]
+                known = module_value(bound)
+                env[a.asname or bound] = (_module_namespace(known) if known is not None
+                                          else Unknown(f"module {a.name}", node.lineno))
         elif isinstance(node, ast.ImportFrom):
             mod = node.module or ""
             for a in node.names:
@@ -215,7 +223,9 @@ class Interpreter:
                     self.hugectr_names[local] = qual
                     env.pop(local, None)
                 else:
-                    env[local] = Unknown(f"{mod}.{a.name}", node.lineno)
+                    known = module_value(f"{mod}.{a.name}")
+                    env[local] = (_module_namespace(known) if known is not None
+                                  else Unknown(f"{mod}.{a.name}", node.lineno))
         elif isinstance(node, ast.Assign):
             value = self.eval(node.value, env)
             for target in node.targets:

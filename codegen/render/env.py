@@ -10,6 +10,8 @@ from pathlib import Path
 
 import jinja2
 
+from .template_cache import bytecode_cache
+
 
 def _templates_root():
     # A source checkout renders its own templates/ (also when several checkouts share one editable install);
@@ -30,6 +32,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
         autoescape=False,
+        bytecode_cache=bytecode_cache(),
     )
 
 

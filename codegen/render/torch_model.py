@@ -72,6 +72,13 @@ def _row_update(job: TrainingJob) -> tuple[str | None, dict]:
     return kind, {}
 
 
+def _floats(value: object) -> object:
+    """An optimizer hyper-parameter as DenseOptimizer reads it: numbers as floats (a tuple of them: each), flags kept."""
+    if isinstance(value, tuple):
+        return tuple(_floats(v) for v in value)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
 def _precision(solver: dict) -> str:
     """The spec's precision: use_mixed_precision -> mixed (bf16, or fp16 where the GPU has no bf16)."""
     if solver.get("use_mixed_precision"):
@@ -291,7 +298,7 @@ def _passes_literal(passes: list[dict]) -> str:
 def _lr_schedule(job: TrainingJob) -> dict:
     solver = dict(job.solver)
     return {"lr": float(solver.get("lr", DEFAULT_LR)), "warmup_steps": int(solver.get("warmup_steps", 0) or 0),
-            "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1) or 1),
+            "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1)),
             "decay_power": float(solver.get("decay_power", 2.0)), "end_lr": float(solver.get("end_lr", 0.0))}
 
 
@@ -365,6 +372,7 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         "loss_scale": float(solver["scaler"]) if solver.get("scaler") else GRAD_SCALER_DEFAULT,
     }
     row_update, row_hyper = _row_update(job)
+    dense_hyper = {k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)}
     return render(
         "torch/train_torch.py.j2",
         header=header,
@@ -381,6 +389,8 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         sparse_optimizer_args=sparse_args,
         optimizer_args=opt_args,
         optimizer_name=job.optimizer.type,
+        dense_optimizer=py(opt_class),
+        dense_hyper=py(dense_hyper),
         graph_safe_optimizer=graph_safe,
         row_update=py(row_update),
         row_update_hyper=py(row_hyper),

@@ -6,7 +6,6 @@ errors of a file are reported together, sorted by position.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +18,23 @@ from ..errors import Problem, UserError
 from ..inputs import MAX_SPEC_BYTES, check_yaml_tree, decode, read_text
 from .model import Spec
 
+_UNPARSED: Any = object()
+_FAST_MAX_INDICATORS = 4000
 
-@dataclass(frozen=True)
+
 class LoadedSpec:
-    spec: Spec
-    path: Path          # as given by the user (used in messages)
-    text: str           # the exact file content (hashed into generated headers)
-    tree: Any           # ruamel round-trip tree, for line numbers of later semantic errors
+    """A validated spec with its path (as given by the user, used in messages) and exact text (hashed into generated
+    headers). ``tree`` is the ruamel round-trip tree, for line numbers of later semantic errors; a spec read by the
+    fast path parses it on first use (a valid spec whose build finds nothing wrong never needs it)."""
+
+    def __init__(self, spec: Spec, path: Path, text: str, tree: Any = _UNPARSED):
+        self.spec, self.path, self.text, self._tree = spec, path, text, tree
+
+    @property
+    def tree(self) -> Any:
+        if self._tree is _UNPARSED:
+            self._tree = _round_trip(self.path, self.text)
+        return self._tree
 
     def where(self, *loc: str | int) -> tuple[int | None, int | None]:
         """(line, col), 1-based, of the node at ``loc`` (or the closest existing parent)."""
@@ -61,7 +70,8 @@ def locate(tree: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | Non
 
 _TYPE_NAMES = {bool: "a boolean", str: "a string", float: "a float", int: "an integer", type(None): "null",
                list: "a list", dict: "a mapping"}
-_CPP_LIMITS = {2**31 - 1: "2**31-1, the C++ int it becomes", 2**64 - 1: "2**64-1, the C++ uint64 it becomes"}
+_CPP_LIMITS = {2**31 - 1: "2**31-1, the C++ int it becomes", 2**64 - 1: "2**64-1, the C++ uint64 it becomes",
+               3.4028234663852886e38: "FLT_MAX, the C++ float it becomes"}
 
 
 def _got(value: Any) -> str:
@@ -96,7 +106,8 @@ def _message(err: dict) -> str:
     if err["type"] in ("dict_type", "model_type", "model_attributes_type"):
         return f"must be a mapping, not {_got(err.get('input'))}"
     if err["type"] in ("less_than_equal", "greater_than_equal", "greater_than", "less_than"):
-        bound = (err.get("ctx") or {}).get("le")
+        bound = (err.get("ctx") or {}).get("le", (err.get("ctx") or {}).get("ge"))
+        bound = -bound if isinstance(bound, float) and bound < 0 else bound
         why = f" ({_CPP_LIMITS[bound]})" if bound in _CPP_LIMITS else ""
         return msg.replace("Input should be", "must be") + why + f", got {err.get('input')!r}"
     return msg
@@ -116,6 +127,56 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
         text = read_text(path, "spec", MAX_SPEC_BYTES)
     else:
         text = decode(text.encode("utf-8", "surrogatepass"), path, "spec")
+    # Fast path (issue 16 item 7): libyaml's parser and plain containers, ~7x faster than the round-trip reader. Any
+    # doubt (a YAML error, a deep or aliased document, a validation error) takes the round-trip path below, whose
+    # tree gives every message its line; a valid spec parses that tree only if a later check needs a line.
+    data = _fast(text)
+    if data is not None:
+        try:
+            return LoadedSpec(spec=Spec.model_validate(data), path=path, text=text)
+        except ValidationError:
+            pass
+    tree = _round_trip(path, text)
+    try:
+        spec = Spec.model_validate(_plain(tree))
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            # Discriminated unions add the tag to the location ("model.mlp.units"); drop it for the YAML lookup.
+            yaml_loc = tuple(p for i, p in enumerate(loc) if not (i == 1 and loc[0] == "model" and p in ("mlp", "layers", "wdl", "dcn", "dlrm", "deepfm")))
+            yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "constrained-int",
+                                                              "list[constrained-int]"))
+            line, col = locate(tree, yaml_loc)
+            problems.append(Problem(str(path), _message(err), _dotted(yaml_loc), line, col, _fix(err)))
+        raise UserError(problems) from None
+    return LoadedSpec(spec=spec, path=path, text=text, tree=tree)
+
+
+def _fast(text: str) -> dict | None:
+    """The document as plain data when libyaml reads it as a small, alias-free mapping; None otherwise."""
+    # libyaml's composer recurses in C, one level per nesting level, with no limit: a document that could nest
+    # deeper than a few thousand levels (each level needs one of these characters or a new line) takes the careful
+    # path, which refuses it. Merge keys, YAML directives (%YAML 1.1) and explicit tags too: the two readers need
+    # not agree on them.
+    if sum(text.count(c) for c in "[{-:?") + text.count("\n") > _FAST_MAX_INDICATORS or any(
+            mark in text for mark in ("<<", "%YAML", "!!")):
+        return None
+    try:
+        data = YAML(typ="safe", pure=False).load(text)
+    except Exception:                                    # any error: reported by the round-trip path
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        check_yaml_tree(data, "")
+    except UserError:
+        return None
+    return _plain(data)
+
+
+def _round_trip(path: Path, text: str) -> Any:
+    """The ruamel round-trip tree of a spec's text (line and column of every node), after the YAML checks."""
     yaml = YAML(typ="rt")
     try:
         tree = yaml.load(text)
@@ -131,19 +192,7 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
     check_yaml_tree(tree, path)
     if not isinstance(tree, CommentedMap):
         raise UserError.one(path, "a spec must be a YAML mapping (name:, hugectr_version:, data:, model:, ...)")
-    try:
-        spec = Spec.model_validate(_plain(tree))
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            # Discriminated unions add the tag to the location ("model.mlp.units"); drop it for the YAML lookup.
-            yaml_loc = tuple(p for i, p in enumerate(loc) if not (i == 1 and loc[0] == "model" and p in ("mlp", "layers", "wdl", "dcn", "dlrm", "deepfm")))
-            yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "list[constrained-int]"))
-            line, col = locate(tree, yaml_loc)
-            problems.append(Problem(str(path), _message(err), _dotted(yaml_loc), line, col, _fix(err)))
-        raise UserError(problems) from None
-    return LoadedSpec(spec=spec, path=path, text=text, tree=tree)
+    return tree
 
 
 def _plain(node: Any) -> Any:

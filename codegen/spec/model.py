@@ -26,6 +26,9 @@ Uint64 = Annotated[int, Field(ge=0, le=UINT64_MAX, strict=True)]
 # Floats take integers (1 is 1.0) but no strings or booleans.
 Prob = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False, strict=True)]
 Float = Annotated[float, Field(allow_inf_nan=False, strict=True)]
+# Floats that become a C++ float (CreateSolver, CreateOptimizer, the serving backend): beyond FLT_MAX they would be inf.
+FLT_MAX = 3.4028234663852886e38
+Float32 = Annotated[float, Field(ge=-FLT_MAX, le=FLT_MAX, allow_inf_nan=False, strict=True)]
 
 
 class Strict(BaseModel):
@@ -59,12 +62,14 @@ def _arg_names(args: dict) -> dict:
     for k in args:
         if not isinstance(k, str) or not k.isidentifier():
             raise ValueError(f"{k!r} is not an argument name")
-    return {k: _json_like(v) for k, v in args.items()}
+    return args
 
 
 # Further arguments of one HugeCTR call, by HugeCTR's own names; checked against the target release's API table.
-# Enum members are written "Type.Member" (e.g. "AllReduceAlgo.NCCL"); a map with enum keys as {"AUC": 1.0}.
-ExtraArgs = Annotated[dict[str, Any], AfterValidator(_arg_names)]
+# Enum members are written "Type.Member" (e.g. "AllReduceAlgo.NCCL"); a map with enum keys as {"AUC": 1.0}. Each
+# value is checked on its own, so that a problem names its argument (and its line). The C++ type of the parameter
+# it becomes is checked by the build (codegen/hugectr/arg_types.py).
+ExtraArgs = Annotated[dict[str, Annotated[Any, AfterValidator(lambda v: _json_like(v))]], AfterValidator(_arg_names)]
 # Tensor and column names as HugeCTR accepts them (strings in the graph JSON; emitted as string literals).
 TensorName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$", max_length=128)]
 
@@ -115,15 +120,16 @@ class SolverSpec(Strict):
     batchsize_eval: PosInt = 2048
     max_eval_batches: PosInt = 100
     vvgpu: list[list[NonNegInt]] = Field(default_factory=lambda: [[0]], min_length=1)
-    lr: Annotated[float, Field(gt=0.0, allow_inf_nan=False, strict=True)] | None = None
-    warmup_steps: PosInt | None = None
+    lr: Annotated[float, Field(gt=0.0, le=FLT_MAX, allow_inf_nan=False, strict=True)] | None = None
+    # 0 is valid from 23.04 (the build checks the release: BEHAVIOUR["lr_steps_zero"])
+    warmup_steps: NonNegInt | None = None
     decay_start: NonNegInt | None = None
-    decay_steps: PosInt | None = None
-    decay_power: Float | None = None
-    end_lr: Float | None = None
+    decay_steps: NonNegInt | None = None
+    decay_power: Float32 | None = None
+    end_lr: Float32 | None = None
     repeat_dataset: bool = True
     use_mixed_precision: bool = False
-    scaler: Float | None = None
+    scaler: Float32 | None = None
     enable_tf32_compute: bool | None = None
     use_cuda_graph: bool | None = None
     seed: Uint64 | None = None
@@ -136,15 +142,15 @@ class SolverSpec(Strict):
 class OptimizerSpec(Strict):
     type: Literal["Adam", "AdaGrad", "MomentumSGD", "Nesterov", "SGD", "Ftrl", "RMSProp"] = "Adam"
     update_type: Literal["Global", "Local", "LazyGlobal"] | None = None
-    beta1: Float | None = None
-    beta2: Float | None = None
-    epsilon: Float | None = None
-    initial_accu_value: Float | None = None
-    momentum_factor: Float | None = None
+    beta1: Float32 | None = None
+    beta2: Float32 | None = None
+    epsilon: Float32 | None = None
+    initial_accu_value: Float32 | None = None
+    momentum_factor: Float32 | None = None
     atomic_update: bool | None = None
-    beta: Float | None = None
-    lambda1: Float | None = None
-    lambda2: Float | None = None
+    beta: Float32 | None = None
+    lambda1: Float32 | None = None
+    lambda2: Float32 | None = None
     args: ExtraArgs = Field(default_factory=dict, description="other CreateOptimizer arguments by HugeCTR's names")
 
 
@@ -426,7 +432,7 @@ class HugeCTRServingSpec(Strict):
     num_of_refresher_buffer_in_pool: PosInt = 1
     cache_refresh_percentage_per_iteration: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False,
                                                                    strict=True)] = 0.2
-    default_value_for_each_table: Float = 0.0
+    default_value_for_each_table: Float32 = 0.0
     output_name: Ident = "OUTPUT0"
     snapshot_iteration: PosInt | None = Field(
         None, description="iteration in the weight file names (default: fit's last snapshot, else max_iter)")

@@ -90,9 +90,10 @@ def CreateSolver(*args, **kwargs) -> Solver:
         raise TypeError(f"hugectr.CreateSolver(): vvgpu must be a list of lists of GPU ids, got {b['vvgpu']!r}")
     if b["use_mixed_precision"] and b["enable_tf32_compute"]:
         raise HugeCTRError("use_mixed_precision and enable_tf32_compute cannot be true at the same time")
+    # pybind/solver_wrapper.hpp checks the scaler from v3.2 up to v4.3.1; v23.02.00 comments the check out.
+    if RELEASE < (23, 2) and b["use_mixed_precision"] and b["scaler"] not in (128, 256, 512, 1024):
+        raise HugeCTRError("Scaler of mixed precision training should be either 128/256/512/1024")
     if RELEASE == V33:
-        if b["use_mixed_precision"] and b["scaler"] not in (128, 256, 512, 1024):
-            raise HugeCTRError("Scaler of mixed precision training should be either 128/256/512/1024")
         for flag in ("use_holistic_cuda_graph", "use_overlapped_pipeline", "grouped_all_reduce"):
             if b[flag] and not b["is_dlrm"]:
                 raise HugeCTRError(f"{flag} can only be used with is_dlrm=True (HugeCTR 3.3)")

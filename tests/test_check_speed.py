@@ -1,0 +1,137 @@
+"""What `ctrgen check` skips to start faster (issue 16 item 7) must not change what it decides: the libyaml fast path
+reads every spec as the round-trip reader does, cached compiled templates render the same bytes, and the pydantic
+self-check skipped at start-up passes here. Speed itself: bench/startup_bench.py (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pydantic
+import pytest
+from jinja2.bccache import bc_magic
+from pydantic_core import validate_core_schema
+
+from conftest import REPO
+
+SPECS = sorted((REPO / "specs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
+def test_fast_yaml_path_reads_each_example_spec_as_the_round_trip_reader(path):
+    from codegen.spec import load
+
+    text = path.read_text()
+    fast = load._fast(text)
+    assert fast is not None, "an example spec should take the fast path"
+    assert fast == load._plain(load._round_trip(path, text))
+    loaded = load.load_spec(path)
+    assert loaded._tree is load._UNPARSED                   # nothing needed a line number
+    assert loaded.where("model") == (load.locate(load._round_trip(path, text), ("model",)))
+
+
+@pytest.mark.parametrize("text", [
+    "a: [*x]\n", "b: &b {c: 1}\n<<: *b\n", "- a\n- b\n", "a: [\n", "a: 1\na: 2\n",
+    "x: " + "[" * 70 + "]" * 70 + "\n", "x: " + "[" * 200_000 + "]" * 200_000 + "\n",
+    "x: " + "- " * 200_000 + "a\n", "x: &a [1, 1]\n" + "".join(f"{c}: &{c} [*{p}, *{p}]\n" for p, c in
+                                                            zip("abcdefghijklmnopqrs", "bcdefghijklmnopqrst")),
+    "%YAML 1.1\n---\na: yes\n", "a: !!set {b}\n", "a: !local b\n",
+], ids=["unknown-alias", "merge", "not-a-mapping", "syntax-error", "duplicate-key", "deep", "deeper-than-libyaml-can",
+        "deep-block", "alias-bomb", "yaml-1.1", "explicit-tag", "local-tag"])
+def test_fast_yaml_path_leaves_doubtful_documents_to_the_round_trip_reader(text):
+    from codegen.spec import load
+
+    assert load._fast(text) is None
+
+
+def test_a_spec_error_found_after_the_fast_path_still_names_its_line(tmp_path):
+    from codegen.errors import UserError
+    from codegen.spec.load import load_spec
+
+    text = (REPO / "specs" / "dcn.yaml").read_text()
+    assert "\ntraining:\n" in text and "\n  display: 200\n" in text
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("\n  display: 200\n", "\n  display: 0\n", 1))
+    with pytest.raises(UserError) as err:
+        load_spec(bad)
+    line = text.split("\n  display: 200\n")[0].count("\n") + 2
+    assert f"bad.yaml:{line}:3: training.display:" in err.value.format()
+
+
+def test_spec_models_core_schemas_pass_pydantics_own_check():
+    """codegen.spec builds its models without pydantic's schema self-check; the check runs here, on every model."""
+    import codegen.spec  # noqa: F401
+    from codegen.spec import embedding_collection, etl, model, reader_check
+
+    models = {cls for mod in (model, etl, embedding_collection, reader_check) for cls in vars(mod).values()
+              if isinstance(cls, type) and issubclass(cls, pydantic.BaseModel) and cls is not pydantic.BaseModel}
+    assert model.Spec in models and len(models) > 40
+    for cls in models:
+        validate_core_schema(cls.__pydantic_core_schema__)
+    assert "PYDANTIC_SKIP_VALIDATING_CORE_SCHEMAS" not in os.environ
+
+
+def _render_all(cache_home: Path, enabled: bool) -> dict[str, dict]:
+    code = ("import json, sys; from pathlib import Path; from codegen.pipeline import open_spec, render_spec\n"
+            "out = {p.name: {str(k): v for k, v in render_spec(open_spec(p)).files.items()}"
+            " for p in sorted(Path('specs').glob('*.yaml'))}\n"
+            "print(json.dumps(out))")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(cache_home),
+           "CTRGEN_TEMPLATE_CACHE": "1" if enabled else "0"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    return json.loads(proc.stdout)
+
+
+def test_cached_templates_render_the_same_bytes(tmp_path):
+    fresh = _render_all(tmp_path / "cache", enabled=False)
+    assert not (tmp_path / "cache").exists()
+    first = _render_all(tmp_path / "cache", enabled=True)     # compiles and stores
+    cached = list((tmp_path / "cache" / "ctrgen").glob("*/*.cache"))
+    assert len(cached) > 10
+    second = _render_all(tmp_path / "cache", enabled=True)    # loads the stored code
+    for path in cached:                                         # damaged entries: compiled again, same bytes
+        data = path.read_bytes()
+        path.write_bytes(data[:len(data) // 3] if path != cached[0] else data[:len(bc_magic)] + b"garbage")
+    third = _render_all(tmp_path / "cache", enabled=True)
+    assert fresh == first == second == third
+
+
+def test_template_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
+    from codegen.render.template_cache import bytecode_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CTRGEN_TEMPLATE_CACHE", raising=False)
+    cache = bytecode_cache()
+    assert cache is not None
+    folder = Path(cache.directory)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    folder.chmod(0o770)                                          # writable by the group: cached code could be planted
+    assert bytecode_cache() is None
+    folder.chmod(0o700)
+    monkeypatch.setenv("CTRGEN_TEMPLATE_CACHE", "0")
+    assert bytecode_cache() is None
+    monkeypatch.setenv("CTRGEN_TEMPLATE_CACHE", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    (tmp_path / "file").write_text("")                         # not a folder: no cache, no error
+    assert bytecode_cache() is None
+
+
+def test_schema_proto_alone_then_the_package_as_before():
+    """codegen.tfmd loads schema_pb2 without its six siblings; the package still gives each of them afterwards."""
+    code = ("import sys; from codegen.tfmd import schema_pb2; s = schema_pb2()\n"
+            "loaded = sorted(m.rpartition('.')[2] for m in sys.modules if m.startswith('tensorflow_metadata.proto.v0.'))\n"
+            "import tensorflow_metadata.proto as p; from tensorflow_metadata.proto.v0 import statistics_pb2\n"
+            "print(loaded, p.v0.schema_pb2 is s is p.schema_pb2, p.anomalies_pb2.__name__, statistics_pb2.__name__)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["['derived_feature_pb2',", "'path_pb2',", "'schema_pb2']", "True",
+                                   "tensorflow_metadata.proto.v0.anomalies_pb2",
+                                   "tensorflow_metadata.proto.v0.statistics_pb2"]
