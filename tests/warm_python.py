@@ -1,6 +1,6 @@
 """A warm Python for the many runs of generated train_torch.py scripts (and the bench scripts): each run is still its
 own process running the real script as ``__main__``, but forked from a server process that imported torch, numpy,
-pyarrow and the modules torch loads lazily on a first training step (about 2 s of CPU per run otherwise, ~40 runs a
+pyarrow and what the script imports up to its first checkpoint (about 1 s of CPU per run otherwise, ~40 runs a
 session). The server only imports (no thread pool of torch or pyarrow has run) and freezes its heap for the gc
 before forking; pyarrow's import leaves two idle threads (jemalloc's background thread, the AWS SDK's event loop),
 which a forked child does not have; the scripts read local files only.
@@ -31,9 +31,9 @@ from pathlib import Path
 
 # Read when the interpreter (or a library it loads) starts: a forked run must see the server's values.
 STARTUP_PREFIXES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "LD_", "MALLOC_", "CUDA_", "TORCH", "OPENBLAS_")
-PRELOAD = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "torch", "torch.distributed", "torch.nn",
-           "torch.nn.functional", "torch.optim", "torch._dynamo", "torch._inductor", "torch.profiler",
-           "torch.testing", "torch.onnx", "sympy")
+# What train_torch.py imports, up to its first checkpoint (python -X importtime on a short run).
+PRELOAD = ("numpy", "pyarrow", "pyarrow.parquet", "torch", "torch.distributed", "torch.nn", "torch.nn.functional",
+           "torch.utils._device", "torch.utils.serialization")
 _STATE = sys.modules.setdefault("_ctrgen_warm_python", types.ModuleType("_ctrgen_warm_python"))  # one per process,
 # also when this file is imported both as warm_python and as tests.warm_python
 
