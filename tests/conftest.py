@@ -130,9 +130,11 @@ def _run_in_process(args: list[str], cwd: Path) -> CliResult:
 
 # Modules in this order, before all others (pytest's order within each). With xdist's loadgroup scheduling and
 # --no-loadscope-reorder (pyproject addopts), the first worker starts on a Triton server group (and builds the demo)
-# while the other runs the bench scripts, which need no demo; the many short tests fill the end.
-FIRST = ("test_triton_torch_serving.py", "test_bench_scripts.py", "test_triton_serving.py", "test_serve.py",
-         "test_torch_continuous.py", "test_torch_target.py", "test_demo_serve.py", "test_demo_cli.py")
+# while the other runs the bench scripts, which need no demo; then the other long tests (trainings, Dask, mypy), so
+# that only the many short tests fill the end and the workers finish together.
+FIRST = ("test_triton_torch_serving.py", "test_serving_errors.py", "test_bench_scripts.py", "test_triton_serving.py",
+         "test_serve.py", "test_torch_continuous.py", "test_torch_target.py", "test_demo_serve.py",
+         "test_torch_fast_paths.py", "test_etl_bench.py", "test_etl.py", "test_lint.py", "test_demo_cli.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -185,6 +187,38 @@ def scratch_lock(name: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# ---- servers shared by modules --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def torch_served(no_process_left_behind):
+    """One Triton server with the demo's PyTorch models (tests/test_triton_torch_serving.py deploys them), for the
+    modules of its xdist group that only query it: (server, {name: deployment}). (It names the process check so that
+    pytest stops this server before the check runs.)"""
+    from tests.test_triton_torch_serving import serve_deployed
+
+    with serve_deployed() as value:
+        yield value
+
+
+def stop_later(server, remove: Path | None = None) -> None:
+    """Stop a module's Triton server in a background thread, then remove its folder ``remove``: its exit timeout and
+    clean-up overlap the next tests. The session's process check (below) waits for these stops first."""
+    import threading
+    import types
+
+    def stop():
+        try:
+            server.stop()
+        finally:
+            if remove is not None:
+                shutil.rmtree(remove, ignore_errors=True)
+
+    thread = threading.Thread(target=stop, name=f"stop-triton-{server.http_port}", daemon=True)
+    thread.start()
+    state = sys.modules.setdefault("_ctrgen_test_stops", types.ModuleType("_ctrgen_test_stops"))  # one list, also
+    state.__dict__.setdefault("threads", []).append(thread)          # when this file is imported as tests.conftest
+
+
 # ---- no process left behind -----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session", autouse=True)
@@ -195,6 +229,11 @@ def no_process_left_behind():
     yield
     import psutil
 
+    from warm_python import stop_all           # the warm Python servers of tests/warm_python.py are expected; stop them
+
+    for thread in getattr(sys.modules.get("_ctrgen_test_stops"), "threads", []):     # stop_later's
+        thread.join(timeout=120)
+    stop_all()
     left = psutil.Process().children(recursive=True)
     _, alive = psutil.wait_procs(left, timeout=5)
     described = []

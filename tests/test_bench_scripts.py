@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from conftest import REPO
+from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
 
@@ -21,8 +22,8 @@ pytestmark = pytest.mark.slow
 def bench(script: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)          # the scripts need torch, numpy and pyarrow only (serve_torch: pytriton)
-    return subprocess.run([sys.executable, str(REPO / "bench" / script), *args], capture_output=True, text=True,
-                          env=env, timeout=600, cwd=REPO)
+    # A process forked from the warm Python of the trainer runs (the scripts import torch first).
+    return run_warm([sys.executable, str(REPO / "bench" / script), *args], env=env, timeout=600, cwd=REPO)
 
 
 def test_two_ranks_reach_the_auc_of_one_rank():
@@ -59,7 +60,9 @@ def test_serving_bench_measures_every_point_and_scores_alike():
     ensemble scoring what the model alone scores on the preprocessed rows (the speed verdicts vary with the load)."""
     from demo_data import built_demo        # the session's demo build (the bench writes only its own subfolder)
 
+    # One preprocessing instance: each is a backend process importing NVTabular (tests/test_demo_serve.py serves two).
     proc = bench("serve.py", "--tiny", "--model", "movielens", "--concurrency", "1", "2",
+                 "--serving", "triton: {preprocessing: {instance: {count: 1}}, torch: {instance: {kind: KIND_CPU}}}",
                  "--root", str(built_demo().root))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line

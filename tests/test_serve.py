@@ -92,6 +92,8 @@ model: {{preset: mlp, units: [16]}}
 training: {{max_iter: 60, display: 60, eval_interval: 60, snapshot: 1000}}
 targets: [hugectr, torch]
 triton:
+  preprocessing:
+    instance: {{count: 1}}           # one backend process (tests/test_demo_serve.py serves the default two)
   torch:
     instance: {{kind: KIND_CPU}}
 """

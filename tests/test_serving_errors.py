@@ -1,46 +1,29 @@
 """A client's wrong shape or dtype gets HTTP 400 with a message (gRPC INVALID_ARGUMENT) from every served model.
 
-One real Triton server serves the PyTorch repository of ``movielens`` (trained a few iterations on the demo data and
-assembled as in tests/test_triton_torch_serving.py): the preprocessing model ``movielens_nvt``, the model step
-``movielens`` and the ensemble ``movielens_ens``. Each bad request must be refused with 400 and a line that names
-the input; the models stay ready and answer the next good request.
+The real Triton server of tests/test_triton_torch_serving.py (one per session: conftest's ``torch_served``) serves
+the PyTorch repository of ``movielens`` (trained a few iterations on the demo data and assembled there): the
+preprocessing model ``movielens_nvt``, the model step ``movielens`` and the ensemble ``movielens_ens``. Each bad
+request must be refused with 400 and a line that names the input; the models stay ready and answer the next good
+request.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.demo_data import built_demo
-from tests.test_triton_torch_serving import _deploy
 from tests.triton_server import Server
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serving_errors")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]     # the same server
 
 
 @pytest.fixture(scope="module")
-def server():
-    demo = built_demo()
-    scratch = Path(tempfile.mkdtemp(prefix="ctrgen-serving-errors-"))
-    srv = None
-    try:
-        spec_dir = demo.root / "serving_errors_specs"
-        spec_dir.mkdir(exist_ok=True)
-        deployed = _deploy("movielens", demo, spec_dir, scratch)
-        srv = Server(repos=[deployed["repo"]], scratch=scratch)
-        srv.start(load=["movielens_ens"])
-        yield srv
-    finally:
-        if srv is not None:
-            srv.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+def server(torch_served) -> Server:
+    return torch_served[0]
 
 
 def post(server: Server, model: str, inputs: dict[str, tuple[str, list, list]]) -> tuple[int, dict]:

@@ -31,6 +31,7 @@ from codegen.output import write
 from codegen.pipeline import open_spec, read_workflow_features, render_spec
 from conftest import REPO
 from demo_data import built_demo
+from warm_python import run as run_warm
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("torch_continuous")]    # one worker: one setup
 
@@ -88,9 +89,9 @@ def setup(tmp_path_factory):
 def run(setup, out: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, str(setup["script"]), "--device", "cpu", "--epochs", "1", "--batch-size",
-                           str(BATCH), "--display", "1000", "--eval-interval", "1000", "--max-eval-batches", "4",
-                           "--output-dir", str(out), *args], capture_output=True, text=True, env=env, timeout=900)
+    proc = run_warm([sys.executable, str(setup["script"]), "--device", "cpu", "--epochs", "1", "--batch-size",
+                     str(BATCH), "--display", "1000", "--eval-interval", "1000", "--max-eval-batches", "4",
+                     "--output-dir", str(out), *args], env=env, cwd=REPO, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return proc
 
@@ -173,12 +174,12 @@ def test_keysets_of_the_passes_are_the_rows_it_trains(setup):
 
 
 def test_pass_arguments_are_checked(setup, tmp_path):
-    env = {**os.environ}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)
-    proc = subprocess.run([sys.executable, str(setup["script"]), "--device", "cpu", "--pass-train", "a",
-                           "--output-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    proc = run_warm([sys.executable, str(setup["script"]), "--device", "cpu", "--pass-train", "a",
+                     "--output-dir", str(tmp_path)], env=env, cwd=REPO, timeout=300)
     assert proc.returncode == 2 and "--pass-train given 1 time(s); the spec has 2 passes" in proc.stderr
-    proc = subprocess.run([sys.executable, str(setup["script"]), "--device", "cpu", "--passes", "2",
-                           "--output-dir", str(tmp_path)], capture_output=True, text=True, env=env, timeout=300)
+    proc = run_warm([sys.executable, str(setup["script"]), "--device", "cpu", "--passes", "2",
+                     "--output-dir", str(tmp_path)], env=env, cwd=REPO, timeout=300)
     assert proc.returncode == 2 and "pass_1.pt: cannot load the checkpoint" in proc.stderr and "Traceback" not in \
         proc.stderr

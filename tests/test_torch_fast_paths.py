@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from conftest import REPO
+from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +79,7 @@ def run(script: Path, data_dir: Path, out: Path, *extra: str, iters: int = 80, b
     cmd = [sys.executable, str(script), "--device", "cpu", "--train", str(data_dir / "train"), "--eval",
            str(data_dir / "valid"), "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(iters),
            "--eval-interval", str(iters), "--snapshot", "0", "--output-dir", str(out), *extra]
-    return subprocess.run(cmd, cwd=script.parent, env=env, capture_output=True, text=True, timeout=600)
+    return run_warm(cmd, cwd=script.parent, env=env, timeout=600)      # a process forked from a warm Python
 
 
 def metrics_of(proc, out: Path) -> dict:

@@ -29,6 +29,7 @@ from codegen.pipeline import open_spec, read_workflow_features, render_spec
 from conftest import REPO
 from demo_data import built_demo
 from specfactory import MOVIELENS_LOCK, write_spec
+from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
 
@@ -77,7 +78,9 @@ def run_script(folder: Path, *args: str, torchrun: int = 0, timeout: int = 600) 
     if torchrun:
         cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={torchrun}"]
     cmd += [str(folder / "train_torch.py"), "--device", "cpu", *args]
-    return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+    if torchrun:                  # torchrun's own process start is under test
+        return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+    return run_warm(cmd, cwd=folder, env=env, timeout=timeout)     # a process forked from a warm Python
 
 
 def train(folder: Path, out: Path, iters: int, batch: int, *extra: str, torchrun: int = 0) -> dict:

@@ -21,7 +21,7 @@ import pytest
 from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
 from codegen.pipeline import open_spec, read_workflow_features, render_spec
-from tests.conftest import REPO, run_ctrgen
+from tests.conftest import REPO, run_ctrgen, stop_later
 from tests.demo_data import built_demo
 from tests.triton_server import Server
 
@@ -47,6 +47,9 @@ embeddings:
     slot_size_array: true
 model: {{preset: mlp, units: [16]}}
 """
+# One instance of each preprocessing model (each is a backend process importing NVTabular, 2-3 s of CPU on start;
+# tests/test_demo_serve.py serves the default two).
+ONE_INSTANCE = "triton:\n  preprocessing:\n    instance: {count: 1}\n"
 
 
 def _tagged_workflow(folder: Path) -> Path:
@@ -117,19 +120,20 @@ def deployed():
             dataset = DEMO_SPECS[name]
             spec = spec_dir / f"{name}.yaml"
             spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
-                                           dataset_dir=demo.root / dataset, spec_dir=spec_dir))
+                                           dataset_dir=demo.root / dataset, spec_dir=spec_dir) + ONE_INSTANCE)
             ctx = open_spec(spec)
             ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())   # ctrgen lock
             out[name] = {**_deploy(spec, ctx.workflow_path, scratch), "raw": demo.paths[dataset]["raw"]}
         # The committed movielens spec keeps ml-25m's cardinalities: its model must refuse the demo's workflow.
         stale = spec_dir / "movielens_stale.yaml"
         stale.write_text((REPO / "specs" / "movielens.yaml").read_text().replace("name: movielens\n",
-                                                                               "name: movielens_stale\n"))
+                                                                               "name: movielens_stale\n")
+                         + ONE_INSTANCE)
         shutil.copy(REPO / "specs" / "movielens.features.lock.json", spec_dir / "movielens_stale.features.lock.json")
         out["movielens_stale"] = _deploy(stale, demo.paths["movielens"]["workflow"], scratch, past_the_lock_check=True)
         tagged_wf = _tagged_workflow(scratch / "tagged")
         tagged = spec_dir / "tagged.yaml"
-        tagged.write_text(TAGGED_SPEC.format(workflow=json.dumps(str(tagged_wf))))
+        tagged.write_text(TAGGED_SPEC.format(workflow=json.dumps(str(tagged_wf))) + ONE_INSTANCE)
         ctx = open_spec(tagged)
         ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
         out["tagged"] = {**_deploy(tagged, tagged_wf, scratch), "raw": scratch / "tagged"}
@@ -138,8 +142,9 @@ def deployed():
         yield server, out
     finally:
         if server is not None:
-            server.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
+            stop_later(server, remove=scratch)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def request_frame(raw: Path, plan) -> pd.DataFrame:

@@ -32,9 +32,12 @@ from tests.test_torch_target import train
 from tests.test_triton_serving import WIRE
 from tests.triton_server import Server
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]    # one worker, one server
+# One worker, one server: tests/test_serving_errors.py queries the same server (conftest's torch_served fixture).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]
 SERVED = {"movielens": (40, 256), "movielens_genres": (40, 256), "wdl": (30, 256)}   # iterations, batch
-CPU_INSTANCE = "triton:\n  torch:\n    instance: {kind: KIND_CPU}\n"
+# One CPU instance per python model: each instance is a backend process importing NVTabular or torch (2-3 s of CPU
+# on start); tests/test_demo_serve.py serves the default two preprocessing instances.
+CPU_INSTANCE = "triton:\n  preprocessing:\n    instance: {count: 1}\n  torch:\n    instance: {kind: KIND_CPU}\n"
 TOLERANCE = 1e-5
 
 
@@ -73,8 +76,10 @@ def _deploy(name: str, demo, spec_dir: Path, scratch: Path) -> dict:
             "checkpoint": checkpoint, "raw": demo.paths[dataset]["raw"]}
 
 
-@pytest.fixture(scope="module")
-def deployed():
+@contextlib.contextmanager
+def serve_deployed():
+    """The specs of SERVED (and movielens_broken) deployed and one server loading their ensembles; yields
+    (server, {name: deployment}). Once per session: conftest's ``torch_served`` fixture."""
     demo = built_demo()
     scratch = Path(tempfile.mkdtemp(prefix="ctrgen-torch-serving-"))
     server = None
@@ -90,6 +95,11 @@ def deployed():
         if server is not None:
             server.stop()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def deployed(torch_served):
+    return torch_served
 
 
 def _deploy_broken(spec_dir: Path, scratch: Path) -> dict:
