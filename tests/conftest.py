@@ -142,6 +142,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))      # stable: keeps the order within a module
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than the CPUs this process may use. Many tests wait on a server, a trainer process
+    or a Dask cluster, and a third worker fills that time on two cores (133 s against 146 s for the whole suite)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cpus + 1
+
+
 # ---- one scratch folder per session, shared by the xdist workers ----------------------------------------------------
 
 def pytest_configure(config):
