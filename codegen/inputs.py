@@ -27,10 +27,15 @@ MAX_YAML_DEPTH = 64
 MAX_YAML_NODES = 100_000
 _PSEUDO_FS = ("/proc", "/sys")
 
-# The C++ integer types spec and lock values become.
+# The C++ types spec and lock values become.
+INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
+UINT32_MAX = 2**32 - 1
+INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 UINT64_MAX = 2**64 - 1
+FLT_MAX = 3.4028234663852886e38     # the largest finite C++ float
+DBL_MAX = 1.7976931348623157e308
 
 
 def check_regular(path: Path, what: str, limit: int) -> os.stat_result:

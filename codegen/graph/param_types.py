@@ -4,9 +4,8 @@ refused when it is not of that type or does not fit it: ``num_output: "10"``, ``
 
 from __future__ import annotations
 
-from ..inputs import INT32_MAX
+from ..inputs import INT32_MAX, INT32_MIN
 
-INT32_MIN = -(2**31)
 SIZE_T = {"num_output", "num_layers", "leading_dim", "time_step", "batchsize", "SeqLength", "vector_size",
           "projection_dim", "out_dim"}
 INT = {"axis", "max_sequence_len", "num_attention_heads", "max_sequence_len_from", "max_sequence_len_to", "dim"}

@@ -5,14 +5,15 @@ the value keeps the spec's generic check (JSON-like, 64-bit integers)."""
 
 from __future__ import annotations
 
+from ..inputs import DBL_MAX, FLT_MAX, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, UINT32_MAX, UINT64_MAX
 from . import api as A
 
 # Inclusive integer ranges and the C++ spelling a message names.
-INT_RANGES = {"int32": (-(2**31), 2**31 - 1, "int"), "uint32": (0, 2**32 - 1, "unsigned int"),
-              "int64": (-(2**63), 2**63 - 1, "long long"), "uint64": (0, 2**64 - 1, "size_t / uint64")}
-FLOAT_MAX = {"float32": (3.4028234663852886e38, "float"), "float64": (1.7976931348623157e308, "double")}
-_POWERS = {2**31 - 1: "2**31-1", -(2**31): "-2**31", 2**32 - 1: "2**32-1", 2**63 - 1: "2**63-1",
-           -(2**63): "-2**63", 2**64 - 1: "2**64-1"}
+INT_RANGES = {"int32": (INT32_MIN, INT32_MAX, "int"), "uint32": (0, UINT32_MAX, "unsigned int"),
+              "int64": (INT64_MIN, INT64_MAX, "long long"), "uint64": (0, UINT64_MAX, "size_t / uint64")}
+FLOAT_MAX = {"float32": (FLT_MAX, "float"), "float64": (DBL_MAX, "double")}
+_POWERS = {INT32_MAX: "2**31-1", INT32_MIN: "-2**31", UINT32_MAX: "2**32-1", INT64_MAX: "2**63-1",
+           INT64_MIN: "-2**63", UINT64_MAX: "2**64-1"}
 
 
 def _shown(value: object) -> str:

@@ -15,7 +15,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from ..errors import Problem, UserError
-from ..inputs import MAX_SPEC_BYTES, check_yaml_tree, decode, read_text
+from ..inputs import FLT_MAX, INT32_MAX, MAX_SPEC_BYTES, UINT64_MAX, check_yaml_tree, decode, read_text
 from .model import Spec
 
 _UNPARSED: Any = object()
@@ -70,8 +70,8 @@ def locate(tree: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | Non
 
 _TYPE_NAMES = {bool: "a boolean", str: "a string", float: "a float", int: "an integer", type(None): "null",
                list: "a list", dict: "a mapping"}
-_CPP_LIMITS = {2**31 - 1: "2**31-1, the C++ int it becomes", 2**64 - 1: "2**64-1, the C++ uint64 it becomes",
-               3.4028234663852886e38: "FLT_MAX, the C++ float it becomes"}
+_CPP_LIMITS = {INT32_MAX: "2**31-1, the C++ int it becomes", UINT64_MAX: "2**64-1, the C++ uint64 it becomes",
+               FLT_MAX: "FLT_MAX, the C++ float it becomes"}
 
 
 def _got(value: Any) -> str:

@@ -14,7 +14,7 @@ from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, PlainValidat
                       model_validator)
 from pydantic_core import PydanticCustomError
 
-from ..inputs import INT32_MAX, INT64_MAX, UINT64_MAX
+from ..inputs import FLT_MAX, INT32_MAX, INT64_MAX, UINT64_MAX
 from .etl import EtlSpec
 
 # Names that become Python identifiers, HugeCTR tensor names, Triton model names or file names.
@@ -29,7 +29,6 @@ Uint64 = Annotated[int, Field(ge=0, le=UINT64_MAX, strict=True)]
 Prob = Annotated[float, Field(ge=0.0, lt=1.0, allow_inf_nan=False, strict=True)]
 Float = Annotated[float, Field(allow_inf_nan=False, strict=True)]
 # Floats that become a C++ float (CreateSolver, CreateOptimizer, the serving backend): beyond FLT_MAX they would be inf.
-FLT_MAX = 3.4028234663852886e38
 Float32 = Annotated[float, Field(ge=-FLT_MAX, le=FLT_MAX, allow_inf_nan=False, strict=True)]
 
 
