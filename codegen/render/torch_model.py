@@ -327,7 +327,8 @@ def build_model(job: TrainingJob) -> _Model:
     for e in g.embeddings:
         sparse = next(s for s in g.sparse if s.name == e.bottom)
         m.init.append(f"self.{n.attr(e.name)} = SparseEmbedding(cardinalities[{py_str(sparse.name)}], "
-                      f"vec_size={e.vec_size}, combiner={py_str(e.combiner)})")
+                      f"vec_size={e.vec_size}, combiner={py_str(e.combiner)}, name={py_str(n.attr(e.name))}, "
+                      "placement=placement)")
         m.forward.append(f"{n.var(e.name)} = self.{n.attr(e.name)}({n.var(e.bottom)})  # {fmt_shape(e.shape)}")
     for layer in g.layers:
         _layer(m, n, layer)
