@@ -1,0 +1,265 @@
+"""Embedding tables sharded across ranks in the generated PyTorch trainer (--shard-tables), on the CPU over gloo.
+
+Placement is deterministic and balanced and a rank allocates only the tables (slots) it owns; a sharded lookup and
+row update over two real processes equals one process holding the whole table (SGD, AdaGrad, Adam; one-hot and
+multi-hot bags, sum and mean, padding; ranks with different batch sizes); the committed DLRM trainer on two ranks
+with sharded tables trains the same weights as two DDP ranks with dense tables, reaches the AUC of one rank with
+the doubled batch on planted data, writes whole tables, and resumes from its checkpoint to the same weights; bad
+combinations are one line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import REPO
+from test_torch_fast_paths import load, synthesize
+from warm_python import run as run_warm
+
+pytestmark = pytest.mark.slow
+
+DLRM = REPO / "generated" / "dlrm" / "train_torch.py"
+ITERS, BATCH = 60, 64
+COMMON = ("--lr", "4", "--display", "30", "--eval-interval", str(ITERS), "--eval-batch-size", "500",
+          "--max-eval-batches", "4")
+
+
+def script_env() -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def torchrun(script: Path, *args: str, ranks: int = 2, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", str(script),
+           *args]
+    return subprocess.run(cmd, cwd=cwd or script.parent, env=script_env(), capture_output=True, text=True,
+                          timeout=600)
+
+
+def train(data: Path, out: Path, *extra: str, ranks: int = 2, batch: int = BATCH, iters: int = ITERS) -> dict:
+    args = ("--device", "cpu", "--train", str(data / "train"), "--eval", str(data / "valid"), "--max-iter",
+            str(iters), "--batch-size", str(batch), "--output-dir", str(out), *COMMON, *extra)
+    if ranks == 1:
+        proc = run_warm([sys.executable, str(DLRM), *args], cwd=DLRM.parent, env=script_env(), timeout=600)
+    else:
+        proc = torchrun(DLRM, *args, ranks=ranks)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    metrics["stdout"] = proc.stdout
+    return metrics
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("shard")
+    features = json.loads((REPO / "generated" / "dlrm" / "features.json").read_text())
+    synthesize(features, 12000, root / "train", files=2)
+    synthesize(features, 1001, root / "valid", files=1)      # odd: the ranks' last evaluation batches differ
+    return root
+
+
+# ---- placement -----------------------------------------------------------------------------------------------------
+
+def _tables(m, cards_by_name: dict, **kwargs) -> torch.nn.Module:
+    holder = torch.nn.Module()
+    for name, (cards, vec) in cards_by_name.items():
+        setattr(holder, name, m.SparseEmbedding(cards, vec_size=vec, combiner="sum", name=name, **kwargs))
+    return holder
+
+
+def test_placement_is_largest_first_onto_the_least_loaded_rank():
+    m = load("dlrm")
+    with torch.device("meta"):
+        holder = _tables(m, {"a": ([100, 50, 50, 30, 20], 4), "b": ([60], 2)})
+    placement = m.place_tables(holder, 2, 0)
+    # bytes (SGD: no row state): a0 1600, a1 800, a2 800, a3 480, b0 480 (equal sizes in model order), a4 320:
+    # a0 -> r0; a1, a2 -> r1; a3 -> r0 (1600 each: the lower rank); b0 -> r1; a4 -> r0 (2080 each)
+    assert placement.owners == {"a": [0, 1, 1, 0, 0], "b": [1]}
+    assert placement.load == [1600 + 480 + 320, 800 + 800 + 480]
+    again = m.place_tables(holder, 2, 1)
+    assert again.owners == placement.owners and again.load == placement.load    # every rank agrees
+    assert m.place_tables(holder, 3, 0).owners == {"a": [0, 1, 2, 1, 1], "b": [2]}
+
+
+def test_dlrm_placement_is_balanced():
+    m = load("dlrm")
+    features = json.loads((REPO / "generated" / "dlrm" / "features.json").read_text())
+    with torch.device("meta"):
+        model = m.Model(features)
+    for size in (2, 3, 4):
+        placement = m.place_tables(model, size, 0)
+        largest = max(t["bytes"] for t in placement.tables)
+        assert sorted(t["rank"] for t in placement.tables) != [0] * len(placement.tables)
+        assert max(placement.load) - min(placement.load) <= largest
+        assert sum(placement.load) == sum(t["bytes"] for t in placement.tables)
+
+
+def test_a_rank_allocates_only_its_tables_and_they_start_as_in_the_whole_table():
+    m = load("dlrm")
+    cards = {"a": ([100, 50, 50, 30, 20], 4)}
+    with torch.device("meta"):
+        placement = m.place_tables(_tables(m, cards), 2, 1)
+    torch.manual_seed(7)
+    whole = _tables(m, cards).a
+    torch.manual_seed(7)
+    part = _tables(m, cards, placement=placement).a
+    assert part.shard.slots == [1, 2, 4] and part.weight.shape == (50 + 50 + 20 + 1, 4)
+    assert torch.equal(part.weight[:100], whole.weight[100:200])       # slots 1 and 2 of the whole table
+    assert torch.equal(part.weight[100:120], whole.weight[230:250])    # slot 4
+    assert torch.count_nonzero(part.weight[-1]) == 0                    # its own padding row
+    assert torch.equal(part.shard.own(whole.weight.detach()), part.weight.detach())
+    state = whole.state_dict()
+    part.load_state_dict(state)                                         # a whole table's checkpoint loads
+    assert torch.equal(part.weight.detach(), whole.weight.detach()[list(range(100, 200)) + list(range(230, 251))])
+
+
+# ---- two processes: the sharded lookup and update ------------------------------------------------------------------
+
+WORKER = r'''
+import importlib.util, sys
+import torch, torch.distributed as dist
+spec = importlib.util.spec_from_file_location("train_torch", sys.argv[1])
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+dist.init_process_group("gloo")
+rank, size = dist.get_rank(), dist.get_world_size()
+cards, vec, lr = [7, 40, 300, 5], 8, 0.05
+hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
+          "Adam": {"betas": (0.9, 0.999), "eps": 1e-7}}
+checked = 0
+for kind, hyper in hypers.items():
+    for nnz, combiner in ((1, "sum"), (3, "sum"), (3, "mean")):
+        holder = torch.nn.Module()
+        with torch.device("meta"):
+            holder.t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t")
+        placement = m.place_tables(holder, size, rank)
+        assert placement.owners["t"] == [1, 1, 0, 1], placement.owners      # 300 -> 0, 40 -> 1, 7 -> 1, 5 -> 1
+        tables = []
+        for p in (placement, None):
+            torch.manual_seed(3)
+            t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t", placement=p)
+            t.row_updates = True
+            t.weight.requires_grad_(False)
+            tables.append((t, m.RowSparseOptimizer([t], lr, kind, hyper)))
+        (part, part_opt), (whole, whole_opt) = tables
+        gen = torch.Generator().manual_seed(11)
+        for step in range(3):
+            batches = [torch.stack([torch.randint(0, c, (16, nnz), generator=gen) for c in cards], dim=1)
+                       for _ in range(size)]
+            for b in batches:
+                b[:4, 2, 0] = 9                                   # repeated rows across ranks add up
+                if nnz > 1:
+                    b[torch.rand(b.shape, generator=gen) < 0.3] = -1
+            targets = [torch.randn(16, len(cards), vec, generator=gen) for _ in range(size)]
+            # one rank's loss is its batch's; DDP averages the ranks' gradients: the whole table sees the mean
+            whole_opt.zero_grad()
+            ((whole(torch.cat(batches)) - torch.cat(targets)) ** 2).sum().div(size).backward()
+            whole_opt.step()
+            part_opt.zero_grad()
+            mine = part(batches[rank])
+            ((mine - targets[rank]) ** 2).sum().backward()
+            part_opt.step()
+        for name, local, full in [("weight", part.weight.detach(), whole.weight.detach())] + [
+                (key, value, whole_opt.state[0][key]) for key, value in part_opt.state[0].items()]:
+            gathered = m.full_rows(part, local)
+            if rank == 0:
+                assert torch.allclose(gathered, full, atol=1e-6, rtol=1e-5), (kind, nnz, combiner, name,
+                                                                              (gathered - full).abs().max())
+        # evaluation: ranks with different batch sizes (rank 1 has 5 rows)
+        with torch.no_grad():
+            ids = batches[rank][:16 if rank == 0 else 5]
+            placement.sizes = [16, 5]
+            got = part(ids)
+            placement.sizes = None
+            assert torch.allclose(got, whole(ids), atol=1e-6), (kind, nnz, combiner, "eval")
+        checked += 1
+print(f"rank {rank}: {checked} cases equal", flush=True)
+dist.barrier()
+dist.destroy_process_group()
+'''
+
+
+def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path):
+    worker = tmp_path / "shard_worker.py"
+    worker.write_text(WORKER)
+    proc = torchrun(worker, str(DLRM), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "rank 0: 9 cases equal" in proc.stdout and "rank 1: 9 cases equal" in proc.stdout
+
+
+# ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
+
+def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
+    sharded = train(data, tmp_path / "sharded", "--snapshot", "30")
+    dense = train(data, tmp_path / "dense", "--shard-tables", "off", "--embedding-update", "dense",
+                  "--snapshot", "0")
+    one = train(data, tmp_path / "one", "--lr", "8", "--snapshot", "0", ranks=1, batch=2 * BATCH)
+    assert sharded["shard_tables"] is True and sharded["embedding_update"] == "rows"
+    assert dense["shard_tables"] is False and dense["embedding_update"] == "dense"
+    assert "tables sharded over 2 ranks" in sharded["stdout"] and "rank 1: " in sharded["stdout"]
+    # each rank allocated only its slots (+ its padding row)
+    cards = [c["cardinality"] for c in json.loads(DLRM.with_name("features.json").read_text())["sparse"][0]["columns"]]
+    owned = [sum(c for c, t in zip(cards, sharded["sharding"]["tables"]) if t["rank"] == r) + 1 for r in (0, 1)]
+    assert [rows[0] for rows in sharded["sharding"]["local_rows_per_rank"]] == owned
+    assert min(owned) > 1 and sum(owned) == sum(cards) + 2
+    assert len(sharded["peak_memory_bytes_per_rank"]) == 2
+    # the same weights as DDP with dense tables (whole tables in model.pt)
+    a, b = torch.load(tmp_path / "sharded" / "model.pt"), torch.load(tmp_path / "dense" / "model.pt")
+    assert a.keys() == b.keys() and a["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
+    for key in a:
+        assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), (key, (a[key] - b[key]).abs().max())
+    assert abs(sharded["train_loss"] - dense["train_loss"]) < 1e-4
+    # the planted signal, as one rank with the doubled batch (other batches: not the same weights)
+    assert sharded["auc"] > 0.6, sharded["auc"]
+    assert abs(sharded["auc"] - dense["auc"]) < 1e-4
+    assert abs(sharded["auc"] - one["auc"]) < 0.02, (sharded["auc"], one["auc"])
+    # the exported model loads into Model as it is (serving needs no sharding)
+    m = load("dlrm")
+    model = m.Model(json.loads(DLRM.with_name("features.json").read_text()))
+    model.load_state_dict(a)
+
+    # resume from the sharded checkpoint (whole tables): the same next steps, so the same final weights
+    checkpoint = torch.load(tmp_path / "sharded" / "checkpoint_30.pt", weights_only=False)
+    assert checkpoint["model"]["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
+    resumed = train(data, tmp_path / "resumed", "--resume", str(tmp_path / "sharded" / "checkpoint_30.pt"),
+                    "--snapshot", "0", iters=ITERS - 30)
+    assert resumed["iterations"] == ITERS and "resumed from" in resumed["stdout"]
+    c = torch.load(tmp_path / "resumed" / "model.pt")
+    for key in a:
+        assert torch.equal(a[key], c[key]), (key, (a[key] - c[key]).abs().max())
+
+
+# ---- refusals ------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("script,extra,expected", [
+    ("movielens", ("--shard-tables", "on"), "--shard-tables on: the spec's optimizer Adam with its update_type "
+                                             "updates every row of the tables"),
+    ("dlrm", ("--shard-tables", "on", "--embedding-update", "dense"),
+     "--shard-tables on: a sharded table is updated row by row by its owner, not with --embedding-update dense "
+     "(fix: --shard-tables off, or --embedding-update auto)"),
+])
+def test_bad_combinations_are_one_line(data, tmp_path, script, extra, expected):
+    path = REPO / "generated" / script / "train_torch.py"
+    proc = run_warm([sys.executable, str(path), "--device", "cpu", "--train", str(data / "train"), "--eval",
+                     str(data / "valid"), "--max-iter", "2", "--output-dir", str(tmp_path / "out"), *extra],
+                    cwd=path.parent, env=script_env(), timeout=600)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: " + expected) and "(fix: " in lines[0], lines
+    assert not (tmp_path / "out").exists()
+
+
+def test_row_updates_on_ranks_without_sharding_say_how(data, tmp_path):
+    proc = torchrun(DLRM, "--device", "cpu", "--train", str(data / "train"), "--eval", str(data / "valid"),
+                    "--max-iter", "2", "--output-dir", str(tmp_path / "out"), "--embedding-update", "rows",
+                    "--shard-tables", "off")
+    assert proc.returncode != 0
+    assert ("error: --embedding-update rows: row updates run on one rank, not 2, unless the tables are sharded "
+            "(fix: --embedding-update dense, or --shard-tables auto)") in proc.stderr
