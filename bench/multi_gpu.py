@@ -2,13 +2,17 @@
 
 Both runs see the same global batch and the same effective learning rate: one rank trains with batch N*B and
 lr N*base, the N ranks with batch B each (the script scales lr by the ranks, as seed 001 does). They evaluate the
-same validation rows, so their AUCs must agree within --tolerance; the rank count, global batch, samples/s and
-AUC of each run are printed (and written to --out as Markdown). Exit status 1 when the AUCs disagree.
+same validation rows, so their AUCs must agree within --tolerance; the rank count, global batch, samples/s,
+peak memory of each rank and AUC of each run are printed (and written to --out as Markdown). Exit status 1 when the
+AUCs disagree. --shard-tables is passed to the N ranks (both: once sharded, once with every table on every rank and
+the dense step); --scale criteo-kaggle gives DLRM the Criteo-Kaggle cardinalities (33.8 M rows).
 
     python bench/multi_gpu.py --ranks 2                     # a machine with 2 GPUs: NCCL, one GPU per rank
     python bench/multi_gpu.py --ranks 2 --backend gloo      # one GPU shared by both ranks: checks the code path
                                                             # (sharding, seeds, reductions), not the speed-up
     python bench/multi_gpu.py --ranks 2 --device cpu        # no GPU
+    python bench/multi_gpu.py --ranks 2 --model dlrm --scale criteo-kaggle --batch 32768 --lr 1 \
+        --shard-tables both                                   # tables sharded vs DDP over whole tables
 
 Needs torch, numpy and pyarrow (the data is synthesized from the committed generated/<model>/features.json).
 """
@@ -26,18 +30,18 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_throughput import REPO, synthesize  # noqa: E402  (bench/ is a folder of scripts, not a package)
+from train_throughput import REPO, SCRATCH, criteo_kaggle, synthesize  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
 
 def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batch: int, lr: float, iters: int,
-        device: str, backend: str) -> dict:
+        device: str, backend: str, extra: tuple = ()) -> dict:
     cmd = [sys.executable]
     if ranks > 1:
         cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
     cmd += [str(script), "--train", str(data / "train"), "--eval", str(data / "valid"), "--features", str(features),
             "--max-iter", str(iters), "--batch-size", str(batch), "--lr", repr(lr), "--display", str(max(iters // 4, 1)),
             "--eval-interval", str(iters), "--snapshot", "0", "--eval-batch-size", "16384", "--max-eval-batches", "16",
-            "--output-dir", str(out), "--device", device, "--dist-backend", backend]
+            "--output-dir", str(out), "--device", device, "--dist-backend", backend, *extra]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "4")}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     print(proc.stdout, end="", flush=True)
@@ -60,6 +64,12 @@ def main() -> int:
     ap.add_argument("--iters", type=int, default=600)
     ap.add_argument("--lr", type=float, default=0.001, help="learning rate of one rank")
     ap.add_argument("--tolerance", type=float, default=0.005, help="largest allowed AUC difference")
+    ap.add_argument("--shard-tables", choices=("auto", "on", "off", "both"), default="auto",
+                    help="passed to the N ranks; both: one run with sharded tables, one with --shard-tables off "
+                         "--embedding-update dense")
+    ap.add_argument("--scale", choices=("demo", "criteo-kaggle"), default="demo",
+                    help="criteo-kaggle: DLRM's tables at the Criteo-Kaggle cardinalities")
+    ap.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), help="passed to every run")
     ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
     args = ap.parse_args()
     if args.ranks < 2:
@@ -72,24 +82,37 @@ def main() -> int:
     where = (f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}" if device == "cuda" else "CPU")
 
     features = json.loads(features_path.read_text())
-    with tempfile.TemporaryDirectory(prefix="ctrgen-ranks-") as tmp_name:
+    if args.scale == "criteo-kaggle" and args.model != "dlrm":
+        ap.error("--scale criteo-kaggle: DLRM only (--model dlrm)")
+    common = ("--precision", args.precision) if args.precision else ()
+    with tempfile.TemporaryDirectory(prefix="ctrgen-ranks-", dir=SCRATCH) as tmp_name:
         tmp = Path(tmp_name)
+        if args.scale == "criteo-kaggle":
+            features = criteo_kaggle(features)
+            features_path = tmp / "features.json"
+            features_path.write_text(json.dumps(features))
         ceiling = synthesize(features, args.rows, tmp / "data" / "train", files=2 * args.ranks, seed=1)
         synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
         print(f"{args.model}: {args.rows:,} synthetic rows in {2 * args.ranks} files (planted AUC ceiling "
               f"{ceiling:.4f}); {where}", flush=True)
         one = run(script, features_path, tmp / "data", tmp / "one", ranks=1, batch=args.batch * args.ranks,
-                  lr=args.lr * args.ranks, iters=args.iters, device=device, backend="auto")
-        many = run(script, features_path, tmp / "data", tmp / "many", ranks=args.ranks, batch=args.batch,
-                   lr=args.lr, iters=args.iters, device=device, backend=args.backend)
+                  lr=args.lr * args.ranks, iters=args.iters, device=device, backend="auto", extra=common)
+        rows = [("1", "-", "-", one)]
+        for shard in (("on", "off") if args.shard_tables == "both" else (args.shard_tables,)):
+            extra = common + ("--shard-tables", shard) + (("--embedding-update", "dense") if shard == "off" and
+                                                          args.shard_tables == "both" else ())
+            many = run(script, features_path, tmp / "data", tmp / f"many_{shard}", ranks=args.ranks,
+                       batch=args.batch, lr=args.lr, iters=args.iters, device=device, backend=args.backend,
+                       extra=extra)
+            rows.append((str(args.ranks), args.backend, "on" if many.get("shard_tables") else "off", many))
 
-    rows = [("1", "-", one), (str(args.ranks), args.backend, many)]
-    table = ["| ranks | backend | global batch | iterations | samples/s (last interval) | eval AUC |",
-             "|---:|---|---:|---:|---:|---:|"]
-    for ranks, backend, m in rows:
-        table.append(f"| {ranks} | {backend} | {m['global_batch_size']} | {m['iterations']} | "
-                     f"{m['interval_samples_per_second'][-1]:,.0f} | {m['auc']:.4f} |")
-    diff = abs(one["auc"] - many["auc"])
+    table = ["| ranks | backend | tables sharded | global batch | iterations | samples/s (last interval) | "
+             "peak memory per rank (GiB) | eval AUC |", "|---:|---|---|---:|---:|---:|---|---:|"]
+    for ranks, backend, sharded, m in rows:
+        peaks = " / ".join(f"{b / 2 ** 30:.2f}" for b in m.get("peak_memory_bytes_per_rank", []))
+        table.append(f"| {ranks} | {backend} | {sharded} | {m['global_batch_size']} | {m['iterations']} | "
+                     f"{m['interval_samples_per_second'][-1]:,.0f} | {peaks} | {m['auc']:.4f} |")
+    diff = max(abs(one["auc"] - m["auc"]) for *_, m in rows[1:])
     verdict = "agree" if diff <= args.tolerance else "DISAGREE"
     text = "\n".join(table) + f"\n\nAUC difference {diff:.4f} (tolerance {args.tolerance}): {verdict}\n"
     print(f"\n{args.model} on {where}, torch {torch.__version__}\n{text}")
