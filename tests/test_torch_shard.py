@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -26,8 +27,8 @@ from warm_python import run as run_warm
 pytestmark = pytest.mark.slow
 
 DLRM = REPO / "generated" / "dlrm" / "train_torch.py"
-ITERS, BATCH = 60, 64
-COMMON = ("--lr", "4", "--display", "30", "--eval-interval", str(ITERS), "--eval-batch-size", "500",
+ITERS, BATCH = 40, 64
+COMMON = ("--lr", "8", "--display", "20", "--eval-interval", str(ITERS), "--eval-batch-size", "500",
           "--max-eval-batches", "4")
 
 
@@ -38,10 +39,20 @@ def script_env() -> dict:
 
 
 def torchrun(script: Path, *args: str, ranks: int = 2, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}", str(script),
-           *args]
-    return subprocess.run(cmd, cwd=cwd or script.parent, env=script_env(), capture_output=True, text=True,
-                          timeout=600)
+    """The ranks as torchrun starts them (its environment variables), without its launcher process (which imports
+    torch too; tests/test_torch_target.py runs the real torchrun). stdout and stderr: every rank's, in rank order."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    procs = []
+    for rank in range(ranks):
+        env = {**script_env(), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(ranks),
+               "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(ranks)}
+        procs.append(subprocess.Popen([sys.executable, str(script), *args], cwd=cwd or script.parent, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=600) for p in procs]
+    return subprocess.CompletedProcess(procs[0].args, max(abs(p.returncode) for p in procs),
+                                       "".join(out for out, _ in outputs), "".join(err for _, err in outputs))
 
 
 def train(data: Path, out: Path, *extra: str, ranks: int = 2, batch: int = BATCH, iters: int = ITERS) -> dict:
@@ -199,10 +210,10 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path):
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
 
 def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
-    sharded = train(data, tmp_path / "sharded", "--snapshot", "30")
+    sharded = train(data, tmp_path / "sharded", "--snapshot", "20")
     dense = train(data, tmp_path / "dense", "--shard-tables", "off", "--embedding-update", "dense",
                   "--snapshot", "0")
-    one = train(data, tmp_path / "one", "--lr", "8", "--snapshot", "0", ranks=1, batch=2 * BATCH)
+    one = train(data, tmp_path / "one", "--lr", "16", "--snapshot", "0", ranks=1, batch=2 * BATCH)
     assert sharded["shard_tables"] is True and sharded["embedding_update"] == "rows"
     assert dense["shard_tables"] is False and dense["embedding_update"] == "dense"
     assert "tables sharded over 2 ranks" in sharded["stdout"] and "rank 1: " in sharded["stdout"]
@@ -218,6 +229,8 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     for key in a:
         assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), (key, (a[key] - b[key]).abs().max())
     assert abs(sharded["train_loss"] - dense["train_loss"]) < 1e-4
+    print(f"AUC sharded {sharded['auc']}, DDP dense {dense['auc']}, one rank {one['auc']}; largest weight difference "
+          f"sharded vs dense {max((a[k] - b[k]).abs().max().item() for k in a):.2e}")
     # the planted signal, as one rank with the doubled batch (other batches: not the same weights)
     assert sharded["auc"] > 0.6, sharded["auc"]
     assert abs(sharded["auc"] - dense["auc"]) < 1e-4
@@ -228,10 +241,10 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     model.load_state_dict(a)
 
     # resume from the sharded checkpoint (whole tables): the same next steps, so the same final weights
-    checkpoint = torch.load(tmp_path / "sharded" / "checkpoint_30.pt", weights_only=False)
+    checkpoint = torch.load(tmp_path / "sharded" / "checkpoint_20.pt", weights_only=False)
     assert checkpoint["model"]["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
-    resumed = train(data, tmp_path / "resumed", "--resume", str(tmp_path / "sharded" / "checkpoint_30.pt"),
-                    "--snapshot", "0", iters=ITERS - 30)
+    resumed = train(data, tmp_path / "resumed", "--resume", str(tmp_path / "sharded" / "checkpoint_20.pt"),
+                    "--snapshot", "0", iters=ITERS - 20)
     assert resumed["iterations"] == ITERS and "resumed from" in resumed["stdout"]
     c = torch.load(tmp_path / "resumed" / "model.pt")
     for key in a:
