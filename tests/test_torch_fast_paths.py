@@ -293,6 +293,38 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
     assert proc.stdout.strip() == "[]", proc.stdout
 
 
+def test_bytecode_is_cached_only_where_the_installation_has_none(tmp_path, monkeypatch):
+    """PYTHONDONTWRITEBYTECODE and a torch without .pyc files: the script keeps the bytecode in the user's cache (a
+    private folder, never beside the installed files); a torch with its bytecode, CTRGEN_PYCACHE=0 or Python free to
+    write bytecode leave everything as it is."""
+    module = load("movielens")
+    package = tmp_path / "site" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    origin = str(package / "__init__.py")
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: importlib.util.spec_from_file_location(name, origin) if name == "torch" else None)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CTRGEN_PYCACHE", "0")
+    assert module.bytecode_cache() is None and sys.dont_write_bytecode
+    monkeypatch.delenv("CTRGEN_PYCACHE")
+    cache = tmp_path / "cache" / "ctrgen" / "pycache"
+    assert module.bytecode_cache() == str(cache)
+    assert sys.pycache_prefix == str(cache) and not sys.dont_write_bytecode
+    assert cache.stat().st_mode & 0o777 == 0o700
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    compiled = Path(importlib.util.cache_from_source(origin))      # the installation's own bytecode, beside it
+    compiled.parent.mkdir()
+    compiled.write_bytes(b"")
+    assert module.bytecode_cache() is None and sys.pycache_prefix is None
+    compiled.unlink()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert module.bytecode_cache() is None
+
+
 def test_arrow_columns_read_as_pyarrow_reads_them():
     """to_numpy (the trainer's buffer read, which keeps pandas out of start-up) equals pyarrow's, slices included."""
     m = load("dlrm")
