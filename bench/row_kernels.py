@@ -7,6 +7,9 @@ For the lookups of a DLRM batch (65536 × 27 one-hot slots, vec 128) into the de
 rows hit thousands of times) and into tables of a million rows, checks that the gather equals `index_select` followed
 by the cast to bf16 (bit for bit; the interpreter rounds differently, so within one bf16 step there) and that the
 SGD update equals `index_add_(rows, -lr * grad)` up to the order of the additions, then times both (mean of 20).
+Then the narrow rows the gather also serves: a MovieLens batch's lookups (131,072 into 219,129 rows of 16 floats),
+its ids and labels gathered from 4 M resident rows; each equal to `index_select` (GatherRows' gradient equal to
+index_select's), timed against it for several rows-per-program settings (GATHER_ELEMENTS).
 """
 
 from __future__ import annotations
@@ -71,7 +74,50 @@ def main() -> int:
               f"difference {error:.2e} ({'ok' if sgd_ok else 'TOO LARGE'})", flush=True)
         if device.type == "cuda":
             time_both(kernels, weight, updated, rows, grads, lr)
+    failed |= narrow_rows(module, device)
     return 1 if failed else 0
+
+
+def mean_ms(step) -> float:
+    step()
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(50):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - started) / 50 * 1e3
+
+
+def narrow_rows(module, device: torch.device) -> bool:
+    small = device.type != "cuda"
+    cases = (("MovieLens lookups", torch.randn(219_129, 16, device=device), 131_072 if not small else 2000),
+             ("a batch's ids", torch.randint(0, 10 ** 6, (4_000_000 if not small else 50_000, 2), device=device),
+              65536 if not small else 2000),
+             ("a batch's labels", torch.rand(4_000_000 if not small else 50_000, 1, device=device),
+              65536 if not small else 2000))
+    failed = False
+    for label, table, n in cases:
+        rows = torch.randint(0, len(table), (n,), device=device)
+        ok = torch.equal(module.RowKernels.gather(table, rows, table.dtype), table.index_select(0, rows))
+        if table.is_floating_point():
+            weight = table.clone().requires_grad_()
+            grad = torch.randn(n, table.shape[1], device=device)
+            module.GatherRows.apply(weight, rows).backward(grad)
+            ours, weight.grad = weight.grad, None
+            weight.index_select(0, rows).backward(grad)
+            ok = ok and torch.allclose(ours, weight.grad, rtol=1e-5, atol=1e-5)
+        failed |= not ok
+        timings = ""
+        if device.type == "cuda":
+            timings = f"index_select {mean_ms(lambda t=table, r=rows: t.index_select(0, r)):.4f} ms"
+            for elements in (256, 512, 1024, 2048):
+                module.GATHER_ELEMENTS = elements
+                ms = mean_ms(lambda t=table, r=rows: module.RowKernels.gather(t, r, t.dtype))
+                timings += f", gather ({elements} a program) {ms:.4f} ms"
+            module.GATHER_ELEMENTS = 512
+        print(f"{label} ({n:,} of {len(table):,} rows of {table.shape[1]} {table.dtype}): "
+              f"{'equal' if ok else 'DIFFERS'}; {timings}", flush=True)
+    return failed
 
 
 if __name__ == "__main__":

@@ -293,6 +293,75 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
     assert proc.stdout.strip() == "[]", proc.stdout
 
 
+def test_kernel_lookups_train_like_index_select(monkeypatch):
+    """Compiled GPU runs look rows up through RowKernels.gather (GatherRows, Columns.batch). Triton needs a GPU, so
+    here the kernel is replaced by the gather it must equal (bench/row_kernels.py checks that on the GPU): what is
+    tested is the code around it, the lookup's backward (index_select's) and the columns' shapes."""
+    module = load("movielens")
+    calls = []
+
+    def gather(cls, weight, rows, dtype):
+        calls.append(tuple(weight.shape))
+        return weight.index_select(0, rows).to(dtype)
+
+    monkeypatch.setattr(module.RowKernels, "gather", classmethod(gather))
+    features = json.loads((REPO / "generated" / "movielens" / "features.json").read_text())
+    torch.manual_seed(0)
+    ids = torch.randint(0, 50, (64, 2, 1))
+    ids[:8] = 3                                                     # repeated rows add up
+    grads = []
+    for kernels in (False, True):
+        torch.manual_seed(1)
+        model = module.Model(features)
+        model.sparse_embedding1.kernels = kernels
+        model(torch.zeros(64, 0), ids).pow(2).sum().backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for a, b in zip(*grads):
+        assert torch.equal(a, b)
+    assert calls == [tuple(model.sparse_embedding1.weight.shape)]   # the lookup went through the kernel
+    arrays = {"labels": np.arange(10, dtype=np.float32)[:, None], "dense": np.zeros((10, 0), np.float32),
+              "sparse": [np.arange(20).reshape(10, 2, 1)]}
+    columns = module.Columns(arrays, torch.device("cpu"), True)
+    index = torch.tensor([7, 2, 2])
+    plain = columns.batch(index)
+    columns.kernels = True
+    for a, b in zip(plain, columns.batch(index)):
+        assert a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+    assert calls[1:] == [(10, 1), (10, 2)]                          # labels and ids (no dense columns here)
+
+
+def test_bytecode_is_cached_only_where_the_installation_has_none(tmp_path, monkeypatch):
+    """PYTHONDONTWRITEBYTECODE and a torch without .pyc files: the script keeps the bytecode in the user's cache (a
+    private folder, never beside the installed files); a torch with its bytecode, CTRGEN_PYCACHE=0 or Python free to
+    write bytecode leave everything as it is."""
+    module = load("movielens")
+    package = tmp_path / "site" / "torch"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    origin = str(package / "__init__.py")
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name: importlib.util.spec_from_file_location(name, origin) if name == "torch" else None)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CTRGEN_PYCACHE", "0")
+    assert module.bytecode_cache() is None and sys.dont_write_bytecode
+    monkeypatch.delenv("CTRGEN_PYCACHE")
+    cache = tmp_path / "cache" / "ctrgen" / "pycache"
+    assert module.bytecode_cache() == str(cache)
+    assert sys.pycache_prefix == str(cache) and not sys.dont_write_bytecode
+    assert cache.stat().st_mode & 0o777 == 0o700
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    compiled = Path(importlib.util.cache_from_source(origin))      # the installation's own bytecode, beside it
+    compiled.parent.mkdir()
+    compiled.write_bytes(b"")
+    assert module.bytecode_cache() is None and sys.pycache_prefix is None
+    compiled.unlink()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert module.bytecode_cache() is None
+
+
 def test_arrow_columns_read_as_pyarrow_reads_them():
     """to_numpy (the trainer's buffer read, which keeps pandas out of start-up) equals pyarrow's, slices included."""
     m = load("dlrm")

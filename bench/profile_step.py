@@ -1,0 +1,92 @@
+"""Where a training step of the generated trainer spends its GPU time: torch.profiler over a run, kernels per step.
+
+    python bench/profile_step.py --model movielens --batch 65536 --precision fp32
+    python bench/profile_step.py --model dlrm --batch 65536 --precision bf16 --top 40 --compile-mode max-autotune
+
+Writes synthetic rows (bench/train_throughput.py's planted signal) for generated/<model>/features.json, runs the
+committed train_torch.py in this process (--compile on, the path bench/train_throughput.py measures) under
+torch.profiler, and prints the run's rate and the GPU kernels sorted by their time per step (the run's total
+divided by its steps: compile, capture and evaluation are in the total but amortised over --iters steps).
+--compile-mode passes a mode to torch.compile (an experiment: the trainer itself uses the default mode).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="movielens")
+    ap.add_argument("--batch", type=int, default=65536)
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "tf32", "bf16", "fp16"))
+    ap.add_argument("--iters", type=int, default=300)
+    ap.add_argument("--rows", type=int, default=4_000_000)
+    ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--trainer", type=Path,
+                    help="another train_torch.py of the same model (default: generated/<model>/train_torch.py)")
+    ap.add_argument("--compile-mode", help="torch.compile mode for the dense layers (default: torch's default)")
+    ap.add_argument("--no-profile", action="store_true", help="only the rate")
+    ap.add_argument("--by-op", action="store_true",
+                    help="group GPU time by the operator that launched it and its input shapes (add -- --cuda-graph "
+                         "off: a replayed graph has no operators)")
+    ap.add_argument("extra", nargs="*", help="more train_torch.py arguments (after --)")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(REPO / "bench"))
+    from train_throughput import load_trainer, run_generated, synthesize
+
+    if args.compile_mode:
+        torch.compile = functools.partial(torch.compile, mode=args.compile_mode)
+    module, features_path = load_trainer(args.model)
+    if args.trainer:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("train_torch_other", args.trainer)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    import json
+    features = json.loads(features_path.read_text())
+    with tempfile.TemporaryDirectory(prefix="ctrgen-profile-") as tmp_name:
+        tmp = Path(tmp_name)
+        synthesize(features, args.rows, tmp / "data" / "train", files=4, seed=1)
+        synthesize(features, 200_000, tmp / "data" / "valid", files=1, seed=1)
+        run = functools.partial(run_generated, module, features_path, tmp / "data", args.batch, args.iters, True,
+                                tmp, args.precision, tuple(args.extra))
+        if args.no_profile:
+            metrics = run()
+        else:
+            activities = [torch.profiler.ProfilerActivity.CUDA]
+            if args.by_op:
+                activities.append(torch.profiler.ProfilerActivity.CPU)
+            with torch.profiler.profile(activities=activities, record_shapes=args.by_op) as prof:
+                metrics = run()
+    rate = metrics["interval_samples_per_second"][-1]
+    print(f"{args.model} batch {args.batch} {args.precision} mode {args.compile_mode or 'default'}: "
+          f"{rate / 1e6:.2f} M samples/s = {args.batch / rate * 1e3:.3f} ms a step (last display interval), "
+          f"AUC {metrics['auc']:.4f}, graph {metrics['cuda_graph']}, tables {metrics['embedding_update']}")
+    if args.no_profile:
+        return 0
+    events = [e for e in prof.key_averages(group_by_input_shape=args.by_op) if e.device_time_total > 0]
+    if args.by_op:   # operators only: their time includes the kernels they launched
+        events = [e for e in events if e.key.startswith("aten::")]
+    events.sort(key=lambda e: -e.device_time_total)
+    total = sum(e.device_time_total for e in events)
+    print(f"GPU time {total / args.iters:.1f} us a step over {args.iters} steps; top kernels (us a step, calls a step):")
+    for e in events[:args.top]:
+        shapes = f" {e.input_shapes}"[:120] if args.by_op else ""
+        print(f"  {e.device_time_total / args.iters:8.1f}  {e.count / args.iters:6.2f}  {e.key[:110]}{shapes}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
