@@ -128,6 +128,33 @@ def check_yaml_tree(tree: Any, path: Path | str) -> None:
                 stack.append((c, depth + 1, False))
 
 
+def check_yaml_nesting(text: str, path: Path | str) -> None:
+    """Refuse a document whose collections nest deeper than MAX_YAML_DEPTH from libyaml's tokens, before a reader
+    builds anything: the pure-Python round-trip reader takes time quadratic in the depth of nested flow collections
+    (3 s of CPU for the ~480 levels of `[` Python's recursion limit lets it reach). The scan stops at the first token
+    past the cap. Each opening token starts a collection of the tree, so this refuses nothing check_yaml_tree would
+    accept (a key nested that deep aside: no spec has one); what libyaml cannot scan is left to the reader, which
+    reports it."""
+    try:
+        from _ruamel_yaml import CParser
+        from ruamel.yaml import tokens
+    except ImportError:        # ruamel without its C extension: the reader's own checks still apply
+        return
+    opening = (tokens.FlowSequenceStartToken, tokens.FlowMappingStartToken, tokens.BlockSequenceStartToken,
+               tokens.BlockMappingStartToken)
+    closing = (tokens.FlowSequenceEndToken, tokens.FlowMappingEndToken, tokens.BlockEndToken)
+    parser, depth, token = CParser(text), 0, None
+    try:
+        while depth <= MAX_YAML_DEPTH and (token := parser.get_token()) is not None:
+            depth += 1 if isinstance(token, opening) else -1 if isinstance(token, closing) else 0
+    except Exception:  # a scanner error: the reader reports it with its position
+        return
+    if depth > MAX_YAML_DEPTH and token is not None:
+        mark = token.start_mark
+        raise UserError.one(path, f"the YAML is nested more than {MAX_YAML_DEPTH} levels deep", line=mark.line + 1,
+                            col=mark.column + 1, fix="a spec is a few levels of mappings and lists")
+
+
 def _position(node: Any) -> tuple[int | None, int | None]:
     lc = getattr(node, "lc", None)
     if lc is None or lc.line is None:

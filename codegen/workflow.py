@@ -308,10 +308,9 @@ def _workflow_provenance(path: Path) -> str:
 def _load_workflow(path: Path) -> SchemaInfo:
     saved_with = _workflow_provenance(path)
     try:
-        with warnings.catch_warnings():
-            # merlin warns about missing TensorFlow/PyTorch dtype mappings on import; not ctrgen's business.
-            warnings.simplefilter("ignore")
-            import nvtabular
+        from .nvt_import import import_nvtabular
+
+        nvtabular = import_nvtabular()
     except Exception as exc:  # ImportError, or a broken install failing on import
         raise UserError.one(path, f"cannot load {WORKFLOW_PICKLE}: nvtabular is not importable "
                                   f"({type(exc).__name__}: {exc})",

@@ -36,9 +36,9 @@ def quiet() -> Iterator[None]:
 
 
 def import_nvtabular():
-    with quiet():
-        import nvtabular
-    return nvtabular
+    from ..nvt_import import import_nvtabular
+
+    return import_nvtabular()
 
 
 @contextlib.contextmanager

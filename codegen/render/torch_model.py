@@ -48,7 +48,8 @@ OPTIMIZERS = {
 DEFAULT_LR = 0.001  # CreateSolver's lr default
 # Continuous training: the embedding tables train with sparse gradients and an optimizer that updates only the rows
 # a batch looks up (HugeCTR's embedding cache holds only a pass's keyset, so rows outside it stay as they were).
-# Adam's sparse form is torch's SparseAdam (lazy Adam: moments of absent rows are neither read nor decayed).
+# Adam's sparse form is torch's SparseAdam (lazy Adam: moments of absent rows are neither read nor decayed); the
+# trainer takes these steps itself (PassOptimizer), without torch.optim.
 SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
 # The table updates train_torch.py's RowSparseOptimizer reproduces exactly (rows without gradient stay as they are):
 # SGD and AdaGrad under every update_type; Adam only where HugeCTR updates just the looked-up rows (Global Adam moves
@@ -59,17 +60,23 @@ GRAD_SCALER_DEFAULT = 65536.0   # torch's GradScaler initial scale, used for fp1
 
 def _row_update(job: TrainingJob) -> tuple[str | None, dict]:
     """(RowSparseOptimizer kind or None, its hyper-parameters) for the spec's optimizer."""
-    kind, v = job.optimizer.type, job.optimizer.values
+    kind = job.optimizer.type
     if kind not in ROW_UPDATE_TYPES:
         return None, {}
     update_types = ROW_UPDATE_TYPES[kind]
     if update_types is not None and str(job.optimizer.update_type) not in update_types:
         return None, {}
+    return kind, _row_hyper(job)
+
+
+def _row_hyper(job: TrainingJob) -> dict:
+    """The hyper-parameters of the spec's optimizer as RowSparseOptimizer (and PassOptimizer) read them."""
+    kind, v = job.optimizer.type, job.optimizer.values
     if kind == "AdaGrad":
-        return kind, {"initial_accumulator_value": float(v["initial_accu_value"]), "eps": float(v["epsilon"])}
+        return {"initial_accumulator_value": float(v["initial_accu_value"]), "eps": float(v["epsilon"])}
     if kind == "Adam":
-        return kind, {"betas": (float(v["beta1"]), float(v["beta2"])), "eps": float(v["epsilon"])}
-    return kind, {}
+        return {"betas": (float(v["beta1"]), float(v["beta2"])), "eps": float(v["epsilon"])}
+    return {}
 
 
 def _floats(value: object) -> object:
@@ -344,17 +351,10 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     m = build_model(job)
     doc = features_json(job, features)
     opt_class, opt_kwargs, graph_safe = OPTIMIZERS[job.optimizer.type]
-    opt_args = "".join(f", {k}={py(v)}" for k, v in opt_kwargs(job.optimizer.values))
-    if opt_class == "Adam":
-        opt_args += ", capturable=capturable, fused=fused or None"
-    elif opt_class == "SGD":
-        opt_args += ", fused=fused or None"
     passes = None
-    sparse_args = ""
     if job.continuous is not None:
         passes = [{"train": list(p.source), "eval": p.eval_source} for p in job.continuous.passes]
-        sparse_args = "".join(f", {k}={py(v)}" for k, v in opt_kwargs(job.optimizer.values))
-        graph_safe = False   # sparse gradients cannot be captured
+        graph_safe = False   # continuous training runs eagerly (PassOptimizer reads its step count on the host)
     solver = dict(job.solver)
     fit = dict(job.fit)
     defaults = {
@@ -387,8 +387,8 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         optimizer_class=opt_class,
         passes=_passes_literal(passes) if passes is not None else None,
         sparse_optimizer_class=SPARSE_OPTIMIZERS.get(job.optimizer.type),
-        sparse_optimizer_args=sparse_args,
-        optimizer_args=opt_args,
+        pass_update=py(job.optimizer.type if passes is not None else None),
+        pass_update_hyper=py(_row_hyper(job) if passes is not None else {}),
         optimizer_name=job.optimizer.type,
         dense_optimizer=py(opt_class),
         dense_hyper=py(dense_hyper),

@@ -15,7 +15,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from ..errors import Problem, UserError
-from ..inputs import FLT_MAX, INT32_MAX, MAX_SPEC_BYTES, UINT64_MAX, check_yaml_tree, decode, read_text
+from ..inputs import (FLT_MAX, INT32_MAX, MAX_SPEC_BYTES, UINT64_MAX, check_yaml_nesting, check_yaml_tree, decode,
+                      read_text)
 from .model import Spec
 
 _UNPARSED: Any = object()
@@ -177,6 +178,7 @@ def _fast(text: str) -> dict | None:
 
 def _round_trip(path: Path, text: str) -> Any:
     """The ruamel round-trip tree of a spec's text (line and column of every node), after the YAML checks."""
+    check_yaml_nesting(text, path)
     yaml = YAML(typ="rt")
     try:
         tree = yaml.load(text)
