@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ import torch
 
 from conftest import REPO
 from test_torch_fast_paths import load, synthesize
+from warm_python import rank_envs, run_ranks
 from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
@@ -41,18 +41,10 @@ def script_env() -> dict:
 def torchrun(script: Path, *args: str, ranks: int = 2, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The ranks as torchrun starts them (its environment variables), without its launcher process (which imports
     torch too; tests/test_torch_target.py runs the real torchrun). stdout and stderr: every rank's, in rank order."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    procs = []
-    for rank in range(ranks):
-        env = {**script_env(), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(ranks),
-               "RANK": str(rank), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(ranks)}
-        procs.append(subprocess.Popen([sys.executable, str(script), *args], cwd=cwd or script.parent, env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    outputs = [p.communicate(timeout=600) for p in procs]
-    return subprocess.CompletedProcess(procs[0].args, max(abs(p.returncode) for p in procs),
-                                       "".join(out for out, _ in outputs), "".join(err for _, err in outputs))
+    done = run_ranks([sys.executable, str(script), *args], cwd=cwd or script.parent,
+                     envs=rank_envs(script_env(), ranks), timeout=600)
+    return subprocess.CompletedProcess(done[0].args, max(abs(p.returncode) for p in done),
+                                       "".join(p.stdout for p in done), "".join(p.stderr for p in done))
 
 
 def train(data: Path, out: Path, *extra: str, ranks: int = 2, batch: int = BATCH, iters: int = ITERS) -> dict:

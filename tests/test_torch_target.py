@@ -29,6 +29,7 @@ from codegen.pipeline import open_spec, read_workflow_features, render_spec
 from conftest import REPO
 from demo_data import built_demo
 from specfactory import MOVIELENS_LOCK, write_spec
+from warm_python import rank_envs, run_ranks
 from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
@@ -71,9 +72,17 @@ def scripts(demo, tmp_path_factory) -> dict[str, Path]:
     return folders
 
 
-def run_script(folder: Path, *args: str, torchrun: int = 0, timeout: int = 600) -> subprocess.CompletedProcess:
+def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
+               timeout: int = 600) -> subprocess.CompletedProcess:
+    """The script in a process forked from a warm Python; with torchrun=N under the real torchrun; with ranks=N as N
+    ranks with torchrun's environment, forked (stdout and stderr of every rank, the worst exit status)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)   # the script stands alone: torch, numpy, pyarrow only
+    if ranks:
+        done = run_ranks([sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args], cwd=folder,
+                         envs=rank_envs(env, ranks), timeout=timeout)
+        return subprocess.CompletedProcess(done[0].args, max(abs(p.returncode) for p in done),
+                                           "".join(p.stdout for p in done), "".join(p.stderr for p in done))
     cmd = [sys.executable]
     if torchrun:
         cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={torchrun}"]
@@ -187,14 +196,14 @@ def test_two_process_torchrun(demo, scripts, tmp_path):
 def test_fewer_files_than_ranks_says_so(demo, scripts, tmp_path):
     part = sorted(demo.paths["movielens"]["train"].glob("part_*.parquet"))[0]
     proc = run_script(scripts["movielens"], "--train", str(part), "--max-iter", "2", "--output-dir",
-                      str(tmp_path / "out"), torchrun=2)
+                      str(tmp_path / "out"), ranks=2)
     assert proc.returncode != 0
     assert "1 training file(s) for 2 ranks" in proc.stderr and "fix:" in proc.stderr
 
 
 def test_nccl_without_gpus_says_so(scripts, tmp_path):
     proc = run_script(scripts["movielens"], "--dist-backend", "nccl", "--max-iter", "2", "--output-dir",
-                      str(tmp_path / "out"), torchrun=2)
+                      str(tmp_path / "out"), ranks=2)
     assert proc.returncode != 0
     assert "error: --dist-backend nccl needs CUDA GPUs (fix: --dist-backend gloo for the CPU)" in proc.stderr
     assert not (tmp_path / "out").exists()

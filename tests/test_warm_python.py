@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from warm_python import _STATE, run
+from warm_python import _STATE, rank_envs, run, run_ranks
 
 SCRIPT = '''
 import json, os, sys, threading
@@ -74,3 +74,23 @@ def test_a_run_past_its_timeout_is_killed(tmp_path):
     with pytest.raises(subprocess.TimeoutExpired) as caught:
         run([sys.executable, str(script)], cwd=tmp_path, env=_env(), timeout=1)
     assert caught.value.output == b"started\n"            # bytes, as subprocess.run's TimeoutExpired has them
+
+
+def test_the_ranks_of_a_job_are_forked_together_and_meet(tmp_path):
+    """run_ranks starts the ranks at once (each waits at a gloo barrier for the other), each with its environment;
+    they report what real processes report."""
+    script = tmp_path / "ranks.py"
+    script.write_text("import os, sys\nimport torch.distributed as dist\n"
+                      "dist.init_process_group('gloo')\ndist.barrier()\n"
+                      "print(dist.get_rank(), dist.get_world_size(), os.environ['LOCAL_RANK'])\n"
+                      "dist.destroy_process_group()\nsys.exit(int(os.environ['RANK']) * 5)\n")
+    envs = rank_envs(_env(), 2)
+    warm = run_ranks([sys.executable, str(script)], cwd=tmp_path, envs=envs, timeout=120)
+    assert [(p.returncode, p.stdout) for p in warm] == [(0, "0 2 0\n"), (5, "1 2 1\n")]
+    assert getattr(_STATE, "servers", None), "the ranks were not forked from a warm server"
+    envs = rank_envs(_env(), 2)
+    procs = [subprocess.Popen([sys.executable, str(script)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              text=True) for env in envs]
+    assert [(p.wait(timeout=120), p.stdout.read()) for p in procs] == [(0, "0 2 0\n"), (5, "1 2 1\n")]
+    for p in procs:
+        p.stdout.close()

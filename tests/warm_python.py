@@ -5,7 +5,8 @@ session). The server only imports (no thread pool of torch or pyarrow has run) a
 before forking; pyarrow's import leaves two idle threads (jemalloc's background thread, the AWS SDK's event loop),
 which a forked child does not have; the scripts read local files only.
 
-``run(cmd, cwd=, env=, timeout=)`` takes the arguments ``subprocess.run(cmd, capture_output=True, text=True)`` would
+``run_ranks(cmd, cwd=, envs=, timeout=)`` starts one run per environment together (the ranks of a job) and returns
+their ``CompletedProcess`` list. ``run(cmd, cwd=, env=, timeout=)`` takes the arguments ``subprocess.run(cmd, capture_output=True, text=True)`` would
 and returns the same ``CompletedProcess`` (exit status, stdout, stderr; an uncaught exception prints its traceback and
 exits 1, ``sys.exit(n)`` exits n). It forks only for ``[sys.executable, script.py, *args]`` with an environment whose
 interpreter-start variables (``PYTHON*``, ``OMP_*``, ...) equal the server's; anything else (``-m torch.distributed.run``,
@@ -81,6 +82,29 @@ class WarmPython:
             _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]        # CPU of the runs (for profiling)
             return subprocess.CompletedProcess(cmd, done["status"], _text(out), _text(err))
 
+    def run_group(self, cmds: list[list[str]], cwd: str, envs: list[dict],
+                  timeout: float | None) -> list[subprocess.CompletedProcess]:
+        """Several runs started together (the ranks of one job: they meet at their rendezvous), each forked."""
+        with tempfile.TemporaryDirectory(prefix="ctrgen-warm-") as tmp:
+            streams = [(Path(tmp) / f"stdout{i}", Path(tmp) / f"stderr{i}") for i in range(len(cmds))]
+            group = [{"argv": cmd[1:], "cwd": cwd, "env": env, "stdout": str(out), "stderr": str(err)}
+                     for cmd, env, (out, err) in zip(cmds, envs, streams)]
+            self.proc.stdin.write(json.dumps({"group": group}).encode() + b"\n")
+            self.proc.stdin.flush()
+            pids = self._read(timeout=60)["pids"]
+            try:
+                done = self._read(timeout=timeout)
+            except BaseException:       # a timeout or an interruption: no rank and no server stays
+                for pid in pids:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                self.proc.kill()
+                self.proc.wait()
+                raise
+            _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]
+            return [subprocess.CompletedProcess(cmd, status, _text(out), _text(err))
+                    for cmd, status, (out, err) in zip(cmds, done["statuses"], streams)]
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.stdin.close()
@@ -117,6 +141,37 @@ def run(cmd: list[str], *, cwd: Path | str, env: dict, timeout: float | None = N
     return server.run(list(cmd), str(cwd), dict(env), timeout)
 
 
+def rank_envs(env: dict, ranks: int) -> list[dict]:
+    """The environments torchrun --standalone gives the ranks of one node (a free port for their rendezvous)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return [{**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "WORLD_SIZE": str(ranks), "RANK": str(r),
+             "LOCAL_RANK": str(r), "LOCAL_WORLD_SIZE": str(ranks)} for r in range(ranks)]
+
+
+def run_ranks(cmd: list[str], *, cwd: Path | str, envs: list[dict],
+              timeout: float | None = None) -> list[subprocess.CompletedProcess]:
+    """The processes of one job started together, one per environment (e.g. the ranks of a torchrun job, each with
+    its RANK): forked from the warm server where ``run`` would fork, else real subprocesses; what each printed and
+    its exit status, in order."""
+    warmable = len(cmd) >= 2 and cmd[0] == sys.executable and cmd[1].endswith(".py") and not cmd[1].startswith("-")
+    keys = {json.dumps(sorted(_startup_env(env).items())) for env in envs}
+    if not warmable or len(keys) != 1 or os.environ.get("CTRGEN_TEST_WARM", "1") == "0":
+        procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for env in envs]
+        outputs = [p.communicate(timeout=timeout) for p in procs]
+        return [subprocess.CompletedProcess(cmd, p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
+    servers = _STATE.__dict__.setdefault("servers", {})
+    key = keys.pop()
+    server = servers.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = servers[key] = WarmPython(envs[0])
+    return server.run_group([list(cmd)] * len(envs), str(cwd), [dict(env) for env in envs], timeout)
+
+
 def stop_all() -> None:
     for server in _STATE.__dict__.pop("servers", {}).values():
         server.stop()
@@ -148,14 +203,26 @@ def _serve() -> dict | None:
     answer({"ready": True})
     for line in proto_in:
         request = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            proto_in.close()
-            proto_out.close()
-            return request
-        answer({"pid": pid})
-        _, status, usage = os.wait4(pid, 0)
-        answer({"status": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime})
+        pids = []
+        for one in request.get("group", [request]):
+            pid = os.fork()
+            if pid == 0:
+                proto_in.close()
+                proto_out.close()
+                return one
+            pids.append(pid)
+        if "group" not in request:
+            answer({"pid": pids[0]})
+            _, status, usage = os.wait4(pids[0], 0)
+            answer({"status": os.waitstatus_to_exitcode(status), "cpu_s": usage.ru_utime + usage.ru_stime})
+            continue
+        answer({"pids": pids})
+        statuses, cpu_s = [], 0.0
+        for pid in pids:
+            _, status, usage = os.wait4(pid, 0)
+            statuses.append(os.waitstatus_to_exitcode(status))
+            cpu_s += usage.ru_utime + usage.ru_stime
+        answer({"statuses": statuses, "cpu_s": cpu_s})
     return None
 
 
