@@ -120,3 +120,47 @@ def test_schema_proto_alone_then_the_package_as_before():
     assert proc.stdout.split() == ["['derived_feature_pb2',", "'path_pb2',", "'schema_pb2']", "True",
                                    "tensorflow_metadata.proto.v0.anomalies_pb2",
                                    "tensorflow_metadata.proto.v0.statistics_pb2"]
+
+
+def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, monkeypatch):
+    """The columns of a schema.pbtxt that parsed are kept in the user's cache: the next run (a fresh process, here a
+    cleared in-memory memo) reads them without parsing; another text, a corrupt entry or CTRGEN_CACHE=0 parse."""
+    from google.protobuf import text_format
+
+    from codegen import workflow
+    from schema_files import MOVIELENS, write_output_schema
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("CTRGEN_CACHE", raising=False)
+    folder = tmp_path / "wf"
+    folder.mkdir()
+    write_output_schema(folder, MOVIELENS, label="rating")
+    schema = folder / "output_schema.pbtxt"
+    parses = []
+    real_parse = text_format.Parse
+    monkeypatch.setattr(text_format, "Parse", lambda *a, **k: parses.append(1) or real_parse(*a, **k))
+
+    def read():
+        workflow._PBTXT_CACHE.clear()           # what a new process starts with
+        return workflow._read_schema_pbtxt(schema)
+
+    first = read()
+    assert len(parses) == 1 and [c.name for c in first.columns] == ["userId", "movieId", "rating"]
+    entries = list((tmp_path / "cache" / "ctrgen" / "schemas").glob("*.json"))
+    assert len(entries) == 1
+    assert read() == first and len(parses) == 1                       # from the cache: no parse
+    entries[0].write_text('[{"name": "userId"')                       # truncated: parsed again, then rewritten
+    assert read() == first and len(parses) == 2
+    assert read() == first and len(parses) == 2
+    write_output_schema(folder, {**MOVIELENS, "userId": 162543}, label="rating")   # another text: parsed
+    changed = read()
+    assert len(parses) == 3 and changed.columns[0].cardinality == 162543 and changed != first
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
+    assert read() == changed and len(parses) == 4                     # off: parsed every time, nothing written
+    assert len(list((tmp_path / "cache" / "ctrgen" / "schemas").glob("*.json"))) == 2
+    schema.write_text("feature { name: ")                              # a problem is never cached
+    monkeypatch.delenv("CTRGEN_CACHE")
+    for _ in range(2):
+        workflow._PBTXT_CACHE.clear()
+        with pytest.raises(workflow.UserError):
+            workflow._read_schema_pbtxt(schema)
