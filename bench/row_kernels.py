@@ -30,13 +30,7 @@ def time_both(kernels, weight, updated, rows, grads, lr) -> None:
                         ("index_select + cast", lambda: weight.index_select(0, rows).to(torch.bfloat16)),
                         ("SGD kernel", lambda: kernels.sgd(updated, rows, grads, lr)),
                         ("index_add_(-lr * grad)", lambda: updated.index_add_(0, rows, grads.float() * -lr))):
-        step()
-        torch.cuda.synchronize()
-        started = time.perf_counter()
-        for _ in range(20):
-            step()
-        torch.cuda.synchronize()
-        print(f"  {label:<24} {(time.perf_counter() - started) / 20 * 1e3:.3f} ms", flush=True)
+        print(f"  {label:<24} {mean_ms(step, 20):.3f} ms", flush=True)
 
 
 def main() -> int:
@@ -78,14 +72,15 @@ def main() -> int:
     return 1 if failed else 0
 
 
-def mean_ms(step) -> float:
+def mean_ms(step, runs: int = 50) -> float:
+    """Mean milliseconds of `runs` calls after one warm-up call."""
     step()
     torch.cuda.synchronize()
     started = time.perf_counter()
-    for _ in range(50):
+    for _ in range(runs):
         step()
     torch.cuda.synchronize()
-    return (time.perf_counter() - started) / 50 * 1e3
+    return (time.perf_counter() - started) / runs * 1e3
 
 
 def narrow_rows(module, device: torch.device) -> bool:

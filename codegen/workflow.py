@@ -391,11 +391,16 @@ def _read_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str | 
         key = None
     if key is not None and key in _PBTXT_CACHE:
         return _PBTXT_CACHE[key]
+    from . import user_cache
+
     text = read_text(path, "schema", MAX_SCHEMA_BYTES)
-    columns = _cached_columns(text, untyped)
+    folder = user_cache.folder("schemas")
+    entry = None if folder is None else folder / f"{_columns_key(text, untyped)}.json"
+    columns = None if entry is None else _cached_columns(entry)
     if columns is None:
         info = _parse_schema_pbtxt(path, text, shown=shown, untyped=untyped)
-        _store_columns(text, untyped, info.columns)
+        if entry is not None:
+            _store_columns(entry, info.columns)
     else:
         info = SchemaInfo(path=shown or path, source_kind="schema.pbtxt",
                           provenance=f"NVTabular schema ({path.name})", columns=columns)
@@ -422,14 +427,9 @@ def _columns_key(text: str, untyped: str | None) -> str:
     return h.hexdigest()
 
 
-def _cached_columns(text: str, untyped: str | None) -> tuple[SchemaColumn, ...] | None:
-    from . import user_cache
-
-    folder = user_cache.folder("schemas")
-    if folder is None:
-        return None
+def _cached_columns(entry: Path) -> tuple[SchemaColumn, ...] | None:
     try:
-        rows = json.loads((folder / f"{_columns_key(text, untyped)}.json").read_text(encoding="utf-8"))
+        rows = json.loads(entry.read_text(encoding="utf-8"))
         return tuple(SchemaColumn(name=r["name"], dtype=r["dtype"], tags=frozenset(r["tags"]),
                                   cardinality=r["cardinality"], is_list=r["is_list"], is_ragged=r["is_ragged"],
                                   max_len=r["max_len"]) for r in rows)
@@ -437,25 +437,22 @@ def _cached_columns(text: str, untyped: str | None) -> tuple[SchemaColumn, ...] 
         return None
 
 
-def _store_columns(text: str, untyped: str | None, columns: Sequence[SchemaColumn]) -> None:
+def _store_columns(entry: Path, columns: Sequence[SchemaColumn]) -> None:
     import os
     import tempfile
 
-    from . import user_cache
-
-    folder = user_cache.folder("schemas")
-    if folder is None:
-        return
     rows = [{"name": c.name, "dtype": c.dtype, "tags": sorted(c.tags), "cardinality": c.cardinality,
              "is_list": c.is_list, "is_ragged": c.is_ragged, "max_len": c.max_len} for c in columns]
+    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(rows, f)
-        os.replace(tmp, folder / f"{_columns_key(text, untyped)}.json")     # whole or absent, never half
+        os.replace(tmp, entry)                              # whole or absent, never half
     except OSError:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 def _parse_schema_pbtxt(path: Path, text: str, *, shown: Path | None = None,

@@ -21,7 +21,7 @@ import torch
 
 from conftest import REPO
 from test_torch_fast_paths import load, synthesize
-from warm_python import rank_envs, run_ranks
+from warm_python import run_job
 from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
@@ -41,10 +41,8 @@ def script_env() -> dict:
 def torchrun(script: Path, *args: str, ranks: int = 2, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The ranks as torchrun starts them (its environment variables), without its launcher process (which imports
     torch too; tests/test_torch_target.py runs the real torchrun). stdout and stderr: every rank's, in rank order."""
-    done = run_ranks([sys.executable, str(script), *args], cwd=cwd or script.parent,
-                     envs=rank_envs(script_env(), ranks), timeout=600)
-    return subprocess.CompletedProcess(done[0].args, max(abs(p.returncode) for p in done),
-                                       "".join(p.stdout for p in done), "".join(p.stderr for p in done))
+    return run_job([sys.executable, str(script), *args], cwd=cwd or script.parent, env=script_env(), ranks=ranks,
+                   timeout=600)
 
 
 def train(data: Path, out: Path, *extra: str, ranks: int = 2, batch: int = BATCH, iters: int = ITERS) -> dict:

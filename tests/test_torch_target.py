@@ -29,7 +29,7 @@ from codegen.pipeline import open_spec, read_workflow_features, render_spec
 from conftest import REPO
 from demo_data import built_demo
 from specfactory import MOVIELENS_LOCK, write_spec
-from warm_python import rank_envs, run_ranks
+from warm_python import run_job
 from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
@@ -79,10 +79,8 @@ def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)   # the script stands alone: torch, numpy, pyarrow only
     if ranks:
-        done = run_ranks([sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args], cwd=folder,
-                         envs=rank_envs(env, ranks), timeout=timeout)
-        return subprocess.CompletedProcess(done[0].args, max(abs(p.returncode) for p in done),
-                                           "".join(p.stdout for p in done), "".join(p.stderr for p in done))
+        return run_job([sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args], cwd=folder,
+                       env=env, ranks=ranks, timeout=timeout)
     cmd = [sys.executable]
     if torchrun:
         cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={torchrun}"]

@@ -127,17 +127,27 @@ def _text(path: Path) -> str:
     return _bytes(path).decode(locale.getpreferredencoding(False)).replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _server_for(cmd: list[str], envs: list[dict]) -> WarmPython | None:
+    """The warm server that can fork ``cmd`` in each of ``envs`` (started on first use), or None: not
+    ``python SCRIPT.py ...``, interpreter-start variables that differ from each other, or CTRGEN_TEST_WARM=0."""
+    warmable = len(cmd) >= 2 and cmd[0] == sys.executable and cmd[1].endswith(".py") and not cmd[1].startswith("-")
+    keys = {json.dumps(sorted(_startup_env(env).items())) for env in envs}
+    if not warmable or len(keys) != 1 or os.environ.get("CTRGEN_TEST_WARM", "1") == "0":
+        return None
+    servers = _STATE.__dict__.setdefault("servers", {})
+    key = keys.pop()
+    server = servers.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = servers[key] = WarmPython(envs[0])
+    return server
+
+
 def run(cmd: list[str], *, cwd: Path | str, env: dict, timeout: float | None = None) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)``, forked from the
     warm server where it can be (see the module's docstring)."""
-    warmable = len(cmd) >= 2 and cmd[0] == sys.executable and cmd[1].endswith(".py") and not cmd[1].startswith("-")
-    if not warmable or os.environ.get("CTRGEN_TEST_WARM", "1") == "0":
+    server = _server_for(cmd, [env])
+    if server is None:
         return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    servers = _STATE.__dict__.setdefault("servers", {})
-    key = json.dumps(sorted(_startup_env(env).items()))
-    server = servers.get(key)
-    if server is None or server.proc.poll() is not None:
-        server = servers[key] = WarmPython(env)
     return server.run(list(cmd), str(cwd), dict(env), timeout)
 
 
@@ -157,19 +167,22 @@ def run_ranks(cmd: list[str], *, cwd: Path | str, envs: list[dict],
     """The processes of one job started together, one per environment (e.g. the ranks of a torchrun job, each with
     its RANK): forked from the warm server where ``run`` would fork, else real subprocesses; what each printed and
     its exit status, in order."""
-    warmable = len(cmd) >= 2 and cmd[0] == sys.executable and cmd[1].endswith(".py") and not cmd[1].startswith("-")
-    keys = {json.dumps(sorted(_startup_env(env).items())) for env in envs}
-    if not warmable or len(keys) != 1 or os.environ.get("CTRGEN_TEST_WARM", "1") == "0":
+    server = _server_for(cmd, envs)
+    if server is None:
         procs = [subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for env in envs]
         outputs = [p.communicate(timeout=timeout) for p in procs]
         return [subprocess.CompletedProcess(cmd, p.returncode, out, err) for p, (out, err) in zip(procs, outputs)]
-    servers = _STATE.__dict__.setdefault("servers", {})
-    key = keys.pop()
-    server = servers.get(key)
-    if server is None or server.proc.poll() is not None:
-        server = servers[key] = WarmPython(envs[0])
     return server.run_group([list(cmd)] * len(envs), str(cwd), [dict(env) for env in envs], timeout)
+
+
+def run_job(cmd: list[str], *, cwd: Path | str, env: dict, ranks: int,
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+    """``ranks`` ranks of ``cmd`` as torchrun --standalone starts them (its environment variables, without its
+    launcher process) in one CompletedProcess: every rank's stdout and stderr in rank order, the worst exit status."""
+    done = run_ranks(cmd, cwd=cwd, envs=rank_envs(env, ranks), timeout=timeout)
+    return subprocess.CompletedProcess(cmd, max(abs(p.returncode) for p in done), "".join(p.stdout for p in done),
+                                       "".join(p.stderr for p in done))
 
 
 def stop_all() -> None:
