@@ -77,7 +77,8 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
     from codegen.demo.build import build_demo
     from codegen.demo.cli import DEMO_SPECS, demo_spec_text
     from codegen.output import write
-    from codegen.pipeline import open_spec, read_workflow_features, render_spec
+    from codegen.pipeline import open_spec, render_spec
+    from codegen.workflow import read_workflow_features
 
     print(f"building the demo data under {root}/ (once) ...", file=sys.stderr, flush=True)
     paths = build_demo(root)

@@ -186,12 +186,14 @@ def summary(spec: Path) -> None:
     Example:
       ctrgen summary specs/movielens_genres.yaml
     """
-    from .pipeline import build, load_features, open_spec
+    from .lock import load_features
+    from .model.build import build_job
+    from .spec.context import open_spec
     from .render.summary import render_summary
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx)
-    job = build(ctx, features)
+    job = build_job(ctx, features)
     if job.graph.collection is not None:
         raise ctx.loaded.error(("embedding_collection",), "what model.summary() prints for an embedding collection "
                                "is not established", fix="run model.py on HugeCTR to see it")
@@ -209,12 +211,14 @@ def graph(spec: Path, fmt: str) -> None:
       ctrgen graph specs/movielens.yaml                    # paste into Markdown as a ```mermaid block
       ctrgen graph specs/movielens.yaml --format dot | dot -Tsvg > movielens.svg
     """
-    from .pipeline import build, load_features, open_spec
+    from .lock import load_features
+    from .model.build import build_job
+    from .spec.context import open_spec
     from .render.diagram import render_dot, render_mermaid
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx)
-    job = build(ctx, features)
+    job = build_job(ctx, features)
     click.echo(render_mermaid(job) if fmt == "mermaid" else render_dot(job), nl=False)
 
 
@@ -246,8 +250,10 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
     """
     from .features import read_lock
     from .output import replace_file
-    from .pipeline import lock_drift, open_spec, read_workflow_features, select_columns
+    from .lock import lock_drift, select_columns
+    from .spec.context import open_spec
     from .stale import fresh_features
+    from .workflow import read_workflow_features
 
     stale = 0
     writes = []

@@ -1,4 +1,4 @@
-"""The one pipeline: spec file -> validated spec -> features -> intermediate graph -> rendered files.
+"""The one pipeline: spec file -> features -> model -> rendered files.
 
 ``render_spec`` is pure (no writes): it returns ``{relative path: text}`` for one spec. ``generate`` / ``check`` in
 codegen.output write or compare those files.
@@ -6,268 +6,52 @@ codegen.output write or compare those files.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from . import __version__
-from .errors import Located, UserError
-from .features import Features, describe_lock_drift, read_lock
-from .graph.build import build_job
+from .errors import Located
 from .graph.ir import TrainingJob
-from .render.card import render_model_card
-from .render.cluster import render_cluster
-from .render.env import templates_digest
-from .render.graph_json import render_graph_json
-from .render.script import render_low_level_py, render_model_py
-from .render.summary import render_summary
-from .render.torch_model import FEATURES_FILE, render_features_json, render_train_torch
-from .render.triton import plan_for, render_triton
-from .triton.plan.repository import TorchStep
-from .render.task import render_task_py
-from .render.vertex import render_vertex
-from .spec.load import LoadedSpec, load_spec
+from .lock import load_features
+from .model.build import build_model
+from .model.types import Model
+from .render.targets import render_model
+from .spec.context import SpecContext, open_spec
+from .triton.plan.repository import RepositoryPlan
 
-_SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
-
-
-def project_root(spec_path: Path) -> Path:
-    """The folder that holds specs/ and generated/: the spec's folder, or its parent when that folder is 'specs'."""
-    folder = spec_path.resolve().parent
-    return folder.parent if folder.name == "specs" else folder
-
-
-def display_path(path: Path, root: Path) -> str:
-    """A stable, comment-safe name for a file: relative to the project root, '/'-separated, never raw if odd."""
-    try:
-        rel = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        rel = path.name
-    return rel if _SAFE_PATH.match(rel) else repr(rel)
-
-
-@dataclass(frozen=True)
-class SpecContext:
-    loaded: LoadedSpec
-    root: Path
-    lock_path: Path
-    workflow_path: Path | None
-
-    @property
-    def spec(self):
-        return self.loaded.spec
-
-    @property
-    def display(self) -> str:
-        return display_path(self.loaded.path, self.root)
-
-
-def open_spec(path: Path, text: str | None = None) -> SpecContext:
-    """The spec at ``path`` (``text``: its content as it would be, e.g. a ported spec not yet written)."""
-    loaded = load_spec(path, text)
-    spec = loaded.spec
-    base = path.resolve().parent
-    lock = base / (spec.features_lock or f"{path.stem}.features.lock.json")
-    wf = (base / spec.workflow) if spec.workflow else None
-    if wf is None and spec.etl is not None:
-        wf = base / spec.etl.output.dir / "workflow"   # where `ctrgen etl` saves it
-    return SpecContext(loaded=loaded, root=project_root(path), lock_path=lock, workflow_path=wf)
-
-
-def read_workflow_features(ctx: SpecContext, workflow: Path, *, allow_import: bool = True) -> Features:
-    from .workflow import read_features  # imports nvtabular lazily, only for workflow directories
-
-    f = ctx.spec.features
-    return read_features(workflow, categorical=f.categorical, continuous=f.continuous, labels=f.label,
-                         allow_import=allow_import)
-
-
-def load_features(ctx: SpecContext, *, workflow_override: Path | None = None,
-                  check_stale: bool = True) -> tuple[Features, str]:
-    """Features for generation, and the text hashed into headers.
-
-    With ``workflow_override`` the features come straight from that workflow (the demo runs the committed spec
-    against its synthetic workflow this way). Otherwise the lock is used; when the spec's workflow exists too,
-    a lock that no longer matches it is an error.
-    """
-    if workflow_override is not None:
-        feats = read_workflow_features(ctx, workflow_override)
-        return feats, feats.lock_text()
-    feats = read_lock(ctx.lock_path)
-    if check_stale and ctx.workflow_path is not None and ctx.workflow_path.exists():
-        from .stale import fresh_features
-
-        fresh = fresh_features(ctx, ctx.workflow_path, select_columns(feats, ctx.spec))
-        drift = lock_drift(ctx, feats, fresh)
-        if drift:
-            raise UserError.one(ctx.lock_path, "stale features lock: " + "; ".join(drift), field="features",
-                                fix=f"run 'ctrgen lock {ctx.display}' and review the regenerated outputs")
-    return feats, ctx.lock_path.read_text(encoding="utf-8")
-
-
-def inputs_digest(spec_text: str, lock_text: str) -> str:
-    h = hashlib.sha256()
-    for part in (spec_text, lock_text, templates_digest()):
-        h.update(part.encode("utf-8"))
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def python_header(ctx: SpecContext, digest: str, what: str) -> str:
-    return (f"# @generated by ctrgen from {ctx.display} (inputs sha256:{digest[:16]}). DO NOT EDIT.\n"
-            f"# {what}\n"
-            f"# Regenerate with: ctrgen generate {ctx.display}\n")
+__all__ = ["Rendered", "open_spec", "render_spec"]
 
 
 @dataclass(frozen=True)
 class Rendered:
-    name: str                       # output folder name (= spec name)
     files: dict[PurePosixPath, str]  # relative to the output folder
-    job: TrainingJob
-    digest: str
-    triton: object = None            # codegen.triton.plan.repository.RepositoryPlan when the spec's triton target is on
-    triton_torch: object = None      # the same for generated/<name>/triton_torch/ (torch among the targets)
+    model: Model
 
+    @property
+    def name(self) -> str:           # output folder name (= spec name)
+        return self.model.name
 
-def select_columns(features: Features, spec) -> Features:
-    """``features`` restricted to the columns the spec names, in the spec's order (a spec may use a subset of a
-    shared lock); a role the spec leaves to its defaults keeps all its columns. Names ``features`` lacks are left
-    out, so a comparison with the workflow reports them."""
-    f = spec.features
+    @property
+    def job(self) -> TrainingJob:
+        return self.model.job
 
-    def pick(names: list[str] | None, default: tuple) -> tuple:
-        return default if names is None else tuple(c for c in map(features.column, names) if c is not None)
+    @property
+    def digest(self) -> str:
+        return self.model.provenance.digest
 
-    return replace(features, categorical=pick(f.categorical, features.categorical),
-                   continuous=pick(f.continuous, features.continuous), labels=pick(f.label, features.labels))
+    @property
+    def triton(self) -> RepositoryPlan | None:
+        return self.model.triton
 
-
-def lock_drift(ctx: SpecContext, locked: Features, fresh: Features) -> list[str]:
-    """How the lock differs from the workflow (``fresh``, read with the spec's column selection) on the columns
-    this spec trains on: a lock shared with specs that train on more columns is not stale for this one."""
-    return describe_lock_drift(select_columns(locked, ctx.spec), fresh)
-
-
-def spec_features(ctx: SpecContext) -> Features:
-    """The lock restricted to the columns the spec trains on, in the spec's order. The spec is built first, so
-    unknown columns fail with generation's own messages."""
-    features, _ = load_features(ctx, check_stale=False)
-    build(ctx, features)
-    return select_columns(features, ctx.spec)
-
-
-def build(ctx: SpecContext, features: Features) -> TrainingJob:
-    return build_job(ctx.loaded, features, display_path(ctx.lock_path, ctx.root))
+    @property
+    def triton_torch(self) -> RepositoryPlan | None:
+        return self.model.triton_torch
 
 
 def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> Rendered:
     features, lock_text = load_features(ctx, workflow_override=workflow_override)
-    job = build(ctx, features)
-    digest = inputs_digest(ctx.loaded.text, lock_text)
-    files: dict[PurePosixPath, str] = {}
-    what = "continuous-training script (fit per incremental pass)" if job.continuous else "training script"
-    plan = None
-    files[PurePosixPath("model.py")] = render_model_py(
-        job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} {what} for model {job.name!r}."))
-    if job.continuous is not None and job.continuous.low_level:
-        files[PurePosixPath("model_low_level.py")] = render_low_level_py(
-            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} continuous training of model "
-                                            f"{job.name!r} with the low-level API (train/eval loop)."))
-    if ctx.spec.etl is not None:
-        from .etl.plan import build_plan
-        from .etl.render import render_etl_py
-
-        files[PurePosixPath("etl.py")] = render_etl_py(build_plan(ctx.loaded), spec_display=ctx.display,
-                                                       spec_text=ctx.loaded.text, name=job.name)
-    targets = set(ctx.spec.targets)
-    # What graph_to_json and summary() print for an embedding collection is not established: neither is written.
-    # A reader_check model is never compiled: it has no graph JSON or summary either.
-    collection = job.graph.collection is not None or job.reader_check is not None
-    what_only = "an embedding_collection renders model.py only (its graph JSON is not established)" \
-        if job.graph.collection is not None else "reader_check renders model.py only (it is never compiled)"
-    if collection:
-        for field, on in (("triton", ctx.spec.triton.enabled), ("targets", bool(targets - {"hugectr"}))):
-            if on:
-                raise ctx.loaded.error((field,), f"a model with {what_only}", fix="triton: {enabled: false}; targets: "
-                                       "[hugectr]" if field == "triton" else "targets: [hugectr]")
-    else:
-        files[PurePosixPath(f"{job.name}.json")] = render_graph_json(job)
-    if "torch" in targets:
-        try:
-            files[PurePosixPath("train_torch.py")] = render_train_torch(
-                job, features, python_header(ctx, digest, f"PyTorch training script for model {job.name!r}."))
-        except Located as exc:
-            raise ctx.loaded.error(exc.loc, exc.message, fix=exc.fix) from None
-        files[PurePosixPath(FEATURES_FILE)] = render_features_json(job, features)
-    if not collection:
-        files[PurePosixPath("summary.txt")] = render_summary(job)
-    if "task" in targets:
-        vertex = ctx.spec.vertex
-        files[PurePosixPath("task.py")] = render_task_py(
-            job, python_header(ctx, digest, f"HugeCTR {job.hugectr_version} trainer for model {job.name!r}: "
-                                            "the graph of model.py, training knobs as arguments."),
-            lock=display_path(ctx.lock_path, ctx.root), eval_batches=vertex.eval_batches if vertex else None)
-    if "vertex" in targets:
-        header = python_header(ctx, digest, f"Vertex AI job submission for model {job.name!r}.")
-        for rel, text in render_vertex(ctx.loaded, job, header).items():
-            files[PurePosixPath("vertex") / rel] = text
-    files[PurePosixPath("README.md")] = render_model_card(
-        job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,
-        preset=ctx.spec.model.preset)
-    if "cluster" in targets:
-        header = python_header(ctx, digest, f"Multi-node launcher for model {job.name!r}.")
-        for rel, text in render_cluster(ctx.loaded, job, header, has_task="task" in targets,
-                                        has_torch=PurePosixPath("train_torch.py") in files).items():
-            files[PurePosixPath("cluster") / rel] = text
-    torch_plan = None
-    if ctx.spec.triton.enabled:
-        plan = plan_triton(ctx, job, features)
-        files.update(render_triton(plan, graph_json=files[PurePosixPath(f"{job.name}.json")], spec_display=ctx.display,
-                                   digest=digest, nvtabular_note=_nvtabular_note(features)))
-        if "torch" in targets:
-            torch_plan = plan_triton(ctx, job, features, TorchStep())
-            files.update(render_triton(torch_plan, train_torch=files[PurePosixPath("train_torch.py")],
-                                       spec_display=ctx.display, digest=digest,
-                                       nvtabular_note=_nvtabular_note(features)))
-    elif "torch" in ctx.spec.triton.model_fields_set:
-        raise ctx.loaded.error(("triton", "torch"), "triton.torch configures the PyTorch Triton repository, but the "
-                               "Triton target is off", fix="remove triton.torch, or 'enabled: false'")
-    if "torch" in ctx.spec.triton.model_fields_set and "torch" not in targets:
-        raise ctx.loaded.error(("triton", "torch"), "triton.torch configures generated/<name>/triton_torch/, which "
-                               "is rendered only for the torch target", fix="add torch to targets, or remove "
-                               "triton.torch")
-    files[PurePosixPath("MANIFEST.json")] = manifest(ctx, digest, files, features)
-    return Rendered(name=job.name, files=files, job=job, digest=digest, triton=plan, triton_torch=torch_plan)
-
-
-def plan_triton(ctx: SpecContext, job: TrainingJob, features: Features, step=None):
+    model = build_model(ctx, features, lock_text)
     try:
-        return plan_for(job, features, ctx.spec.triton, step)
-    except Located as exc:
-        if exc.source == "spec":
-            raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None
-        field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in exc.loc).replace(".[", "[")
-        raise UserError.one(display_path(ctx.lock_path, ctx.root), exc.message, field=field, fix=exc.fix) from None
-
-
-def _nvtabular_note(features: Features) -> str:
-    m = re.search(r"nvtabular [0-9][0-9A-Za-z.]*", features.provenance)
-    return f"({m.group(0)} saved the workflow)" if m else ""
-
-
-def manifest(ctx: SpecContext, digest: str, files: dict[PurePosixPath, str], features: Features) -> str:
-    doc = {
-        "generator": "ctrgen",
-        "spec": ctx.display,
-        "features_lock": display_path(ctx.lock_path, ctx.root),
-        "features": features.provenance or features.source_kind,
-        "inputs_sha256": digest,
-        "files": {str(p): hashlib.sha256(t.encode("utf-8")).hexdigest() for p, t in sorted(files.items())},
-    }
-    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def tool_version() -> str:
-    return __version__
+        files = render_model(model)
+    except Located as exc:       # the PyTorch target's refusals name their spec field
+        raise ctx.loaded.error(exc.loc, exc.message, fix=exc.fix) from None
+    return Rendered(files=files, model=model)

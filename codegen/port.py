@@ -31,7 +31,9 @@ def _with_version(loaded, to: str) -> str:
 
 
 def port(spec_path: Path, to: str, out: Path | None = None) -> Path:
-    from .pipeline import build, load_features, open_spec
+    from .lock import load_features
+    from .model.build import build_job
+    from .spec.context import open_spec
 
     ctx = open_spec(spec_path)           # the spec must be valid for its own release first
     if V.profile(to) is None:
@@ -41,7 +43,7 @@ def port(spec_path: Path, to: str, out: Path | None = None) -> Path:
     try:
         tctx = open_spec(spec_path, text)
         features, _ = load_features(tctx, check_stale=False)
-        build(tctx, features)
+        build_job(tctx, features)
     except UserError as exc:
         problems = [Problem(str(spec_path), f"cannot move to HugeCTR {to}: {p.message}", p.field, p.line, p.col,
                             p.fix) for p in exc.problems]

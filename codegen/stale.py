@@ -18,14 +18,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from .features import Column, Features
-from .workflow import WORKFLOW_PICKLE, WORKFLOW_SCHEMA, unreadable_table
+from .spec.context import SpecContext
+from .workflow import WORKFLOW_PICKLE, WORKFLOW_SCHEMA, read_workflow_features, unreadable_table
 
 
-def fresh_features(ctx, workflow: Path, locked: Features) -> Features:
-    """The workflow's features for :func:`codegen.pipeline.lock_drift` (``locked``: the spec's columns of the lock,
+def fresh_features(ctx: SpecContext, workflow: Path, locked: Features) -> Features:
+    """The workflow's features for :func:`codegen.lock.lock_drift` (``locked``: the spec's columns of the lock,
     used only when the workflow keeps no schema)."""
-    from .pipeline import read_workflow_features
-
     workflow = Path(workflow)
     if workflow.is_dir() and (workflow / WORKFLOW_PICKLE).is_file() and not (workflow / WORKFLOW_SCHEMA).is_file():
         return _from_categories(workflow, locked)

@@ -32,11 +32,14 @@ import json
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .errors import Problems, UserError
 from .inputs import MAX_SCHEMA_BYTES, check_regular, read_text
 from .features import Column, Features
+
+if TYPE_CHECKING:
+    from .spec.context import SpecContext
 
 WORKFLOW_PICKLE = "workflow.pkl"
 WORKFLOW_SCHEMA = "output_schema.pbtxt"      # written by ctrgen (codegen.demo.etl.save_workflow), not by NVTabular
@@ -125,6 +128,13 @@ def read_features(path: Path, *, categorical: Sequence[str] | None = None, conti
         source_kind=info.source_kind, provenance=info.provenance,
         inputs=(_request_inputs(info.workflow, roles["labels"]) if info.workflow is not None
                 else _request_inputs_from_schema(info.input_columns, roles["labels"])))
+
+
+def read_workflow_features(ctx: SpecContext, workflow: Path, *, allow_import: bool = True) -> Features:
+    """The features of ``workflow`` with the roles the spec of ``ctx`` names."""
+    f = ctx.spec.features
+    return read_features(workflow, categorical=f.categorical, continuous=f.continuous, labels=f.label,
+                         allow_import=allow_import)
 
 
 def _request_inputs_from_schema(columns: Sequence[SchemaColumn] | None,

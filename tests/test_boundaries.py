@@ -16,7 +16,9 @@ import yaml
 
 from codegen.errors import UserError
 from codegen.features import read_lock
-from codegen.pipeline import build, load_features, open_spec
+from codegen.lock import load_features
+from codegen.model.build import build_job as build
+from codegen.spec.context import open_spec
 from codegen.spec.load import load_spec
 from conftest import REPO
 
@@ -332,13 +334,13 @@ def loaded_job(tmp_path: Path, spec: dict, lock: dict):
      "discrete values must be distinct numbers in increasing order"),
 ], ids=["max-above-min", "log-min-above-0", "discrete-increasing"])
 def test_vertex_study_parameter_bounds(tmp_path, param, ok, bad, field, fragment):
-    from codegen.render.vertex import check_vertex
+    from codegen.model.launch import vertex_launch
 
     def check(folder, extra):
         spec = example("deepfm_vertex")
         spec["vertex"]["study"]["parameters"] = [{"name": "lr", **param, **extra}]
         loaded, job = loaded_job(folder, spec, CRITEO_LOCK)
-        check_vertex(loaded, job)
+        vertex_launch(loaded, job)
     check(tmp_path / "ok", ok)
     refused(lambda: check(tmp_path / "bad", bad), f"vertex.study.parameters.0.{field}", fragment)
 
@@ -351,12 +353,12 @@ def test_vertex_study_parameter_bounds(tmp_path, param, ok, bad, field, fragment
     ({"solver.vvgpu": [[0, 0], [0, 1]], "cluster.gpus_per_node": 2}, "solver.vvgpu.0", "GPU listed twice in [0, 0]"),
 ], ids=["gpus-per-node", "hosts-over", "hosts-under", "rows-differ", "gpu-twice"])
 def test_cluster_launch_rules(tmp_path, changes, field, fragment):
-    from codegen.render.cluster import check_cluster
+    from codegen.model.launch import cluster_launch
 
     ok = example("deepfm_multinode")
     ok["cluster"]["gpus_per_node"] = 8          # equal to the rows: accepted
-    check_cluster(load_spec(project(tmp_path / "ok", ok, CRITEO_LOCK)))
-    refused(lambda: check_cluster(load_spec(project(tmp_path / "bad", spec_with(changes, ok), CRITEO_LOCK))),
+    cluster_launch(load_spec(project(tmp_path / "ok", ok, CRITEO_LOCK)))
+    refused(lambda: cluster_launch(load_spec(project(tmp_path / "bad", spec_with(changes, ok), CRITEO_LOCK))),
             field, fragment)
 
 
@@ -833,13 +835,13 @@ VERTEX_RULES = [
 
 @pytest.mark.parametrize("ok, bad, field, fragment", [r[1:] for r in VERTEX_RULES], ids=[r[0] for r in VERTEX_RULES])
 def test_vertex_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
-    from codegen.render.vertex import check_vertex
+    from codegen.model.launch import vertex_launch
 
     base = example("deepfm_vertex")
 
     def check(folder, changes):
         loaded, job = loaded_job(folder, spec_with(changes, base), CRITEO_LOCK)
-        check_vertex(loaded, job)
+        vertex_launch(loaded, job)
     check(tmp_path / "ok", ok)
     refused(lambda: check(tmp_path / "bad", bad), field, fragment)
 

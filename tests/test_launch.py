@@ -288,8 +288,10 @@ HOSTILE = "x'; touch PWNED; echo \"$(touch PWNED2)\" `touch PWNED3` 'y"
 
 
 def test_hostile_values_reach_programs_as_single_arguments(tmp_path):
-    from codegen.pipeline import build, load_features, open_spec
+    from codegen.lock import load_features
+    from codegen.model.build import build_model
     from codegen.render.cluster import render_cluster
+    from codegen.spec.context import open_spec
 
     def edit(doc):
         doc["cluster"]["hosts"] = [HOSTILE, "node $(touch PWNED4)"]
@@ -297,8 +299,8 @@ def test_hostile_values_reach_programs_as_single_arguments(tmp_path):
         doc["cluster"]["rdzv_endpoint"] = HOSTILE
     spec = _variant(tmp_path, "deepfm_multinode", edit)
     ctx = open_spec(spec)
-    job = build(ctx, load_features(ctx)[0])
-    files = render_cluster(ctx.loaded, job, "# header", has_task=True, has_torch=True)
+    model = build_model(ctx, *load_features(ctx))
+    files = render_cluster(model, "# header", has_task=True, has_torch=True)
     folder = tmp_path / "gen" / "cluster"
     folder.mkdir(parents=True)
     for name, text in files.items():
@@ -315,12 +317,14 @@ def test_hostile_values_reach_programs_as_single_arguments(tmp_path):
 
 
 def test_torchrun_launcher_arguments(tmp_path):
-    from codegen.pipeline import build, load_features, open_spec
+    from codegen.lock import load_features
+    from codegen.model.build import build_model
     from codegen.render.cluster import render_cluster
+    from codegen.spec.context import open_spec
 
     ctx = open_spec(REPO / "specs" / "deepfm_multinode.yaml")
-    job = build(ctx, load_features(ctx, check_stale=False)[0])
-    text = render_cluster(ctx.loaded, job, "# header", has_task=True, has_torch=True)["torchrun.sh"]
+    model = build_model(ctx, *load_features(ctx, check_stale=False))
+    text = render_cluster(model, "# header", has_task=True, has_torch=True)["torchrun.sh"]
     script = tmp_path / "gen" / "cluster" / "torchrun.sh"
     script.parent.mkdir(parents=True)
     script.write_text(text)
@@ -460,15 +464,20 @@ def test_torchrun_launcher_rendezvous_of_two_nodes(tmp_path):
     """Two copies of torchrun.sh (two "nodes" on this machine) meet at the c10d rendezvous with real torchrun."""
     import socket
 
-    from codegen.pipeline import build, load_features, open_spec
+    from codegen.lock import load_features
+
+    from codegen.model.build import build_model
+
     from codegen.render.cluster import render_cluster
 
+    from codegen.spec.context import open_spec
+
     ctx = open_spec(REPO / "specs" / "deepfm_multinode.yaml")
-    job = build(ctx, load_features(ctx, check_stale=False)[0])
+    model = build_model(ctx, *load_features(ctx, check_stale=False))
     gen = tmp_path / "gen"
     (gen / "cluster").mkdir(parents=True)
     (gen / "cluster" / "torchrun.sh").write_text(
-        render_cluster(ctx.loaded, job, "# header", has_task=True, has_torch=True)["torchrun.sh"])
+        render_cluster(model, "# header", has_task=True, has_torch=True)["torchrun.sh"])
     (gen / "train_torch.py").write_text(
         "import os, sys\n"
         "open(os.path.join(sys.argv[1], 'rank' + os.environ['RANK']), 'w').write(os.environ['WORLD_SIZE'])\n")

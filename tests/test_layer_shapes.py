@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from codegen.errors import UserError
-from codegen.pipeline import build, load_features, open_spec, render_spec
+from codegen.lock import load_features
+from codegen.model.build import build_job
+from codegen.pipeline import open_spec, render_spec
 from hugectr_run import run_with_standin, summary_block
 from specfactory import criteo_lock, write_spec
 
@@ -50,7 +52,7 @@ def _path(tmp_path: Path, layers, version, mixed=False) -> Path:
 def _build(tmp_path: Path, layers: list[dict], version: str, mixed: bool = False):
     ctx = open_spec(_path(tmp_path, layers, version, mixed))
     features, _ = load_features(ctx, check_stale=False)
-    return build(ctx, features)
+    return build_job(ctx, features)
 
 
 def _shapes(job) -> dict[str, str]:

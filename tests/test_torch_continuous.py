@@ -28,7 +28,8 @@ from codegen.demo.cli import demo_spec_text
 from codegen.keysets.cli import spec_keysets
 from codegen.keysets.write import read_keyset
 from codegen.output import write
-from codegen.pipeline import open_spec, read_workflow_features, render_spec
+from codegen.pipeline import open_spec, render_spec
+from codegen.workflow import read_workflow_features
 from conftest import REPO
 from demo_data import built_demo
 from warm_python import run as run_warm

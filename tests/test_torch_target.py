@@ -25,7 +25,8 @@ from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.demo.metrics import roc_auc
 from codegen.errors import UserError
 from codegen.output import write
-from codegen.pipeline import open_spec, read_workflow_features, render_spec
+from codegen.pipeline import open_spec, render_spec
+from codegen.workflow import read_workflow_features
 from conftest import REPO
 from demo_data import built_demo
 from specfactory import MOVIELENS_LOCK, write_spec

@@ -25,7 +25,8 @@ import torch
 
 from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
-from codegen.pipeline import open_spec, read_workflow_features, render_spec
+from codegen.pipeline import open_spec, render_spec
+from codegen.workflow import read_workflow_features
 from tests.conftest import REPO, run_ctrgen
 from tests.demo_data import built_demo
 from tests.test_torch_target import train

@@ -108,7 +108,9 @@ def demo_command(root: Path, specs_dir: Path, only: tuple[str, ...], seed: int, 
     from ..features import read_lock
     from ..output import compare, write
     from ..keysets.cli import spec_keysets
-    from ..pipeline import lock_drift, open_spec, read_workflow_features, render_spec
+    from ..lock import lock_drift
+    from ..pipeline import open_spec, render_spec
+    from ..workflow import read_workflow_features
 
     if not specs_dir.is_dir():
         raise UserError.one(specs_dir, "folder of example specs not found", field="--specs",

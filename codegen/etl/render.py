@@ -6,7 +6,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from ..render.env import render, templates_digest
+from ..render.env import render
+from ..template_files import templates_digest
 from ..render.literals import ident, py
 from .plan import EtlPlan, GroupPlan
 

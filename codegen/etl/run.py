@@ -20,7 +20,8 @@ from typing import Callable
 from ..errors import UserError
 from ..features import Features, read_lock
 from ..output import owned_files, safe_target
-from ..pipeline import SpecContext, display_path, lock_drift, open_spec
+from ..lock import lock_drift
+from ..spec.context import SpecContext, open_spec
 from .inputs import check_inputs
 from .plan import EtlPlan, build_plan, output_dir
 from .render import render_etl_py
@@ -185,7 +186,7 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
 
     step("features lock")
     fresh = _features(ctx, plan, out / "workflow")
-    lock_shown = display_path(ctx.lock_path, ctx.root)
+    lock_shown = ctx.lock_display
     drift: list[str] = []
     if check_lock:
         if not ctx.lock_path.is_file():

@@ -716,7 +716,8 @@ def _spec_for(r: Reading, p: V.Profile, name: str, layers: list[dict], gpus: int
 def regenerate(result: ImportResult) -> str:
     """The graph JSON ``ctrgen generate`` writes for an import's spec and lock (built as generate builds it)."""
     from ..features import read_lock
-    from ..pipeline import build, open_spec
+    from ..model.build import build_job
+    from ..spec.context import open_spec
     from ..render.graph_json import render_graph_json
 
     with tempfile.TemporaryDirectory(prefix="ctrgen-import-") as tmp:
@@ -724,7 +725,7 @@ def regenerate(result: ImportResult) -> str:
         lock = Path(tmp) / f"{result.name}.features.lock.json"
         spec.write_text(result.spec_text, encoding="utf-8")
         lock.write_text(result.features.lock_text(), encoding="utf-8")
-        return render_graph_json(build(open_spec(spec), read_lock(lock)))
+        return render_graph_json(build_job(open_spec(spec), read_lock(lock)))
 
 
 def first_difference(a: object, b: object, path: str = "") -> tuple[str, object, object] | None:

@@ -11,7 +11,8 @@ from . import ImportResult
 
 
 def write_import(result: ImportResult, out: Path, *, force: bool = False) -> list[Path]:
-    from ..pipeline import build, open_spec
+    from ..model.build import build_job
+    from ..spec.context import open_spec
     from ..features import read_lock
 
     if str(out) == "":
@@ -31,7 +32,7 @@ def write_import(result: ImportResult, out: Path, *, force: bool = False) -> lis
         # The spec must load and build exactly as `ctrgen generate` will read it.
         try:
             ctx = open_spec(tspec)
-            build(ctx, read_lock(tlock))
+            build_job(ctx, read_lock(tlock))
         except UserError as exc:
             # A spec the mapper wrote but the builder refuses: the source uses something ctrgen cannot check or
             # generate. Name the source, not the temporary file.

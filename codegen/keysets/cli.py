@@ -42,17 +42,19 @@ class Expectations:
 
 
 def _from_spec(spec: Path) -> tuple[Expectations, list[tuple[Path, Path]]]:
-    from ..pipeline import build, display_path, load_features, open_spec
+    from ..lock import load_features
+    from ..model.build import build_job
+    from ..spec.context import open_spec
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx, check_stale=False)
-    job = build(ctx, features)
+    job = build_job(ctx, features)
     slots = [(c, n) for s in job.graph.sparse for c, n in zip(s.columns, s.cardinalities)]
     fmt = ctx.spec.data.format
     if fmt == "raw":
         raise UserError.one(spec, "keysets are written for Parquet and Norm data", field="data.format",
                             fix="convert the data, or write the keysets another way")
-    lock = display_path(ctx.lock_path, ctx.root)
+    lock = ctx.lock_display
     exp = Expectations(
         fmt=fmt, key_type="int64" if job.i64_input_key else "int32",
         key_origin=f"i64_input_key={job.i64_input_key} of {ctx.display}",

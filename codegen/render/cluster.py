@@ -11,50 +11,23 @@ from __future__ import annotations
 
 import shlex
 
-from ..graph.ir import TrainingJob
-from ..spec.load import LoadedSpec
-from ..spec.model import ClusterSpec
+from ..model.types import Model
 from .env import render
 
 
-def check_cluster(loaded: LoadedSpec) -> tuple[ClusterSpec, int, int]:
-    """(cluster section, nodes, GPUs per node), or exit 2 naming the field."""
-    s = loaded.spec
-    c = s.cluster or ClusterSpec()
-    rows = s.solver.vvgpu
-    widths = sorted({len(r) for r in rows})
-    if len(widths) != 1:
-        raise loaded.error(("solver", "vvgpu"), f"rows of {widths} GPUs: the launchers start the same number of GPUs "
-                                                "on every node", fix="give every node the same GPUs")
-    per_node = widths[0]
-    if c.gpus_per_node is not None and c.gpus_per_node != per_node:
-        raise loaded.error(("cluster", "gpus_per_node"), f"{c.gpus_per_node}, but each solver.vvgpu row lists "
-                                                         f"{per_node} GPU(s)",
-                           fix=f"set it to {per_node} or remove it (it defaults to the vvgpu rows)")
-    for i, row in enumerate(rows):
-        if len(set(row)) != len(row):
-            raise loaded.error(("solver", "vvgpu", i), f"GPU listed twice in {row}", fix="list each GPU once")
-    if c.hosts is not None and len(c.hosts) != len(rows):
-        raise loaded.error(("cluster", "hosts"), f"{len(c.hosts)} host(s) for {len(rows)} node(s) in solver.vvgpu "
-                                                 "(one vvgpu row per node)",
-                           fix="list one host per vvgpu row")
-    return c, len(rows), per_node
-
-
-def render_cluster(loaded: LoadedSpec, job: TrainingJob, header: str, *, has_task: bool,
-                   has_torch: bool) -> dict[str, str]:
-    c, nodes, per_node = check_cluster(loaded)
+def render_cluster(model: Model, header: str, *, has_task: bool, has_torch: bool) -> dict[str, str]:
+    c = model.cluster
+    assert c is not None, "the cluster target is on"
     script = "task.py" if has_task else "model.py"
-    common = dict(header=header, name=job.name, nodes=nodes, gpus_per_node=per_node, script=script,
+    common = dict(header=header, name=model.name, nodes=c.nodes, gpus_per_node=c.gpus_per_node, script=script,
                   python=shlex.quote(c.python))
     hosts = shlex.quote(",".join(f"{h}:1" for h in c.hosts)) if c.hosts else ""
     files = {
         "mpirun.sh": render("cluster/mpirun.sh.j2", **common, hosts=hosts,
                             hosts_note=(f"{len(c.hosts)} listed in the spec, or HOSTFILE" if c.hosts
                                         else "HOSTFILE")),
-        "slurm.sbatch": render("cluster/slurm.sbatch.j2", **common, sbatch_extra=[
-            f"--{k}={v}" for k, v in (("partition", c.slurm.partition), ("account", c.slurm.account),
-                                      ("time", c.slurm.time)) if v]),
+        "slurm.sbatch": render("cluster/slurm.sbatch.j2", **common,
+                               sbatch_extra=[f"--{k}={v}" for k, v in c.sbatch]),
     }
     if has_torch:
         files["torchrun.sh"] = render("cluster/torchrun.sh.j2", **common, rdzv_backend=shlex.quote(c.rdzv_backend),

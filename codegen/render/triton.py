@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import PurePosixPath
 
-from ..features import Features
-from ..graph.ir import TrainingJob
-from ..spec.model import TritonSpec
 from ..triton.plan.configs import config_text
-from ..triton.plan.repository import NVT_ARRAYS, NVT_SUFFIX, ModelStep, RepositoryPlan, TorchStep, plan_repository
+from ..triton.plan.repository import NVT_ARRAYS, NVT_SUFFIX, RepositoryPlan, TorchStep
 from .env import render
 from .literals import ident, py
 
@@ -18,10 +15,6 @@ FOLDER = PurePosixPath("triton")
 TORCH_FOLDER = PurePosixPath("triton_torch")
 PS_JSON = "ps.json"
 KEEP = ".gitkeep"   # an ensemble's version folder is empty but must exist (triton.md §4.1)
-
-
-def plan_for(job: TrainingJob, features: Features, spec: TritonSpec, step: ModelStep | None = None) -> RepositoryPlan:
-    return plan_repository(job, features, spec, step)
 
 
 def render_triton(plan: RepositoryPlan, *, graph_json: str = "", train_torch: str = "", spec_display: str,

@@ -4,8 +4,7 @@ The JSON files are google.cloud.aiplatform.v1 messages in proto JSON form (snake
 ``worker_pool_specs`` dicts): ``vertex/custom_job_spec.json`` is a ``CustomJobSpec``; ``vertex/hyperparameter_tuning_job.json``
 is a ``HyperparameterTuningJob`` whose ``trial_job_spec`` is the same worker pool without the tuned arguments (the
 service appends ``--<parameter>=<value>`` per trial). ``{project}``, ``{region}`` and ``{bucket}`` in any string are
-filled in by submit.py. Checks (exit 2, naming the spec field): the vertex target needs the task target and one node;
-every tuned parameter must be a task.py argument of a matching type with a well-formed range.
+filled in by submit.py. The settings and their checks: codegen.model.launch.
 """
 
 from __future__ import annotations
@@ -13,28 +12,22 @@ from __future__ import annotations
 import json
 
 from ..graph.ir import TrainingJob
-from ..spec.load import LoadedSpec
+from ..model.types import Model, StudyParameter, VertexLaunch
 from .env import render
 from .literals import py
 from .task import TaskDefaults, task_defaults
 
 SCALES = {"linear": "UNIT_LINEAR_SCALE", "log": "UNIT_LOG_SCALE", "reverse_log": "UNIT_REVERSE_LOG_SCALE"}
 ALGORITHMS = {"grid": "GRID_SEARCH", "random": "RANDOM_SEARCH"}
-# task.py arguments a study may tune, by the kind of value they take.
-FLOAT_ARGS = {"lr", "dropout_rate"}
-INT_ARGS = {"per_gpu_batch_size", "max_iter", "num_epochs", "max_eval_batches", "eval_batches", "eval_interval",
-            "num_workers", "workspace_size_per_gpu", "nnz_per_slot"}
 
 
 def _json(doc: object) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def worker_args(job: TrainingJob, d: TaskDefaults, loaded: LoadedSpec, skip: set[str] = frozenset()) -> list[str]:
+def worker_args(job: TrainingJob, d: TaskDefaults, v: VertexLaunch, skip: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """task.py's arguments, in seed 004's order, as the worker pool passes them."""
-    v = loaded.spec.vertex
-    train = v.train_data or list(dict(job.reader)["source"])
-    valid = v.valid_data or dict(job.reader)["eval_source"]
+    train, valid = list(v.train_data), v.valid_data
     pairs: list[tuple[str, object]] = [
         ("per_gpu_batch_size", d.per_gpu_batch_size), ("model_name", job.name),
         ("train_data", train), ("valid_data", valid), ("schema", v.schema_path), ("max_iter", d.max_iter),
@@ -57,109 +50,39 @@ def worker_args(job: TrainingJob, d: TaskDefaults, loaded: LoadedSpec, skip: set
     return out
 
 
-def _worker_pool(job: TrainingJob, d: TaskDefaults, loaded: LoadedSpec, skip: set[str] = frozenset()) -> list[dict]:
-    v = loaded.spec.vertex
+def _worker_pool(job: TrainingJob, d: TaskDefaults, v: VertexLaunch, skip: frozenset[str] | set[str] = frozenset()) -> list[dict]:
     return [{
         "machine_spec": {"machine_type": v.machine_type, "accelerator_type": v.accelerator_type,
                          "accelerator_count": job.gpu_count},
         "replica_count": 1,
         "container_spec": {"image_uri": v.image_uri, "command": list(v.command),
-                           "args": worker_args(job, d, loaded, skip)},
+                           "args": worker_args(job, d, v, skip)},
     }]
 
 
-def check_vertex(loaded: LoadedSpec, job: TrainingJob) -> None:
-    s = loaded.spec
-    if s.vertex is None:
-        raise loaded.error(("targets",), "the vertex target needs a vertex: section (image_uri, machine_type, ...)",
-                           fix="add vertex: {image_uri: ..., machine_type: a2-highgpu-4g} or drop 'vertex'")
-    if "task" not in s.targets:
-        raise loaded.error(("targets",), "the vertex target runs task.py in the container: add the task target",
-                           fix="targets: [hugectr, task, vertex]")
-    if len(s.solver.vvgpu) != 1:
-        raise loaded.error(("solver", "vvgpu"), f"{len(s.solver.vvgpu)} nodes: a Vertex AI custom job runs HugeCTR on "
-                                                "one node (seed 004)", fix="use one vvgpu row, or the cluster target")
-    study = s.vertex.study
-    if study is None:
-        return
-    d = task_defaults(job)
-    seen = set()
-    for i, p in enumerate(study.parameters):
-        loc = ("vertex", "study", "parameters", i)
-        if p.name in seen:
-            raise loaded.error((*loc, "name"), f"{p.name!r} is tuned twice", fix="list each parameter once")
-        seen.add(p.name)
-        if p.name not in FLOAT_ARGS | INT_ARGS:
-            raise loaded.error((*loc, "name"), f"{p.name!r} is not a tunable task.py argument",
-                               fix=f"use one of {sorted(FLOAT_ARGS | INT_ARGS)}")
-        if p.name == "dropout_rate" and d.dropout_rate is None and not any(
-                layer.type == "Dropout" for layer in job.graph.layers):
-            raise loaded.error((*loc, "name"), "the graph has no Dropout layer to tune", fix="remove this parameter")
-        if p.type in ("double", "integer"):
-            if p.min is None or p.max is None or p.values is not None:
-                raise loaded.error((*loc, "type"), f"a {p.type} parameter takes min and max (no values)",
-                                   fix="e.g. {min: 0.001, max: 0.01}")
-            if not p.min < p.max:
-                raise loaded.error((*loc, "max"), f"max {p.max:g} must be greater than min {p.min:g}")
-            if p.scale in ("log", "reverse_log") and p.min <= 0:
-                raise loaded.error((*loc, "min"), "a log scale needs min > 0")
-            if p.type == "integer" and not (float(p.min).is_integer() and float(p.max).is_integer()):
-                raise loaded.error((*loc, "min"), "an integer parameter takes whole-number bounds")
-        else:
-            if not p.values or p.min is not None or p.max is not None:
-                raise loaded.error((*loc, "values"), f"a {p.type} parameter takes values (no min/max)",
-                                   fix="e.g. values: [0.4, 0.5, 0.6]")
-            numeric = all(isinstance(x, float) for x in p.values)
-            if p.type == "discrete" and (not numeric or list(p.values) != sorted(set(p.values))):
-                raise loaded.error((*loc, "values"), "discrete values must be distinct numbers in increasing order")
-            if p.type == "categorical":
-                if p.scale is not None:
-                    raise loaded.error((*loc, "scale"), "a categorical parameter has no scale", fix="remove scale")
-                convert = int if p.name in INT_ARGS else float
-                bad = [x for x in p.values if not _parses(convert, x)]
-                if bad or len(set(p.values)) != len(p.values):
-                    raise loaded.error((*loc, "values"), f"categorical values reach task.py as --{p.name}=<value>: "
-                                       f"they must be distinct {convert.__name__} strings" + (f", not {bad}" if bad else ""),
-                                       fix='e.g. values: ["0.001", "0.01"]')
-        if p.name in INT_ARGS and p.type == "double":
-            raise loaded.error((*loc, "type"), f"task.py argument {p.name!r} is an integer",
-                               fix="use type: integer or discrete")
-        if p.name in INT_ARGS and p.type == "discrete" and not all(float(x).is_integer() for x in p.values):
-            raise loaded.error((*loc, "values"), f"task.py argument {p.name!r} is an integer: whole numbers only")
-        if p.name in FLOAT_ARGS and p.type == "integer":
-            raise loaded.error((*loc, "type"), f"task.py argument {p.name!r} takes a float", fix="use type: double")
-
-
-def _parses(convert, value) -> bool:
-    try:
-        convert(value)
-    except (TypeError, ValueError):
-        return False
-    return isinstance(value, str)
-
-
-def _parameter(p) -> dict:
+def _parameter(p: StudyParameter) -> dict:
     doc: dict = {"parameter_id": p.name}
     if p.type == "double":
         doc["double_value_spec"] = {"min_value": p.min, "max_value": p.max}
     elif p.type == "integer":
+        assert p.min is not None and p.max is not None     # codegen.model.launch checks the bounds
         doc["integer_value_spec"] = {"min_value": int(p.min), "max_value": int(p.max)}
     elif p.type == "discrete":
-        doc["discrete_value_spec"] = {"values": list(p.values)}
+        doc["discrete_value_spec"] = {"values": list(p.values or ())}
     else:
-        doc["categorical_value_spec"] = {"values": list(p.values)}
+        doc["categorical_value_spec"] = {"values": list(p.values or ())}
     if p.scale is not None:
         doc["scale_type"] = SCALES[p.scale]
     return doc
 
 
-def render_vertex(loaded: LoadedSpec, job: TrainingJob, header: str) -> dict[str, str]:
+def render_vertex(model: Model, header: str) -> dict[str, str]:
     """{path under vertex/: text}."""
-    check_vertex(loaded, job)
-    v = loaded.spec.vertex
+    job, v = model.job, model.vertex
+    assert v is not None, "the vertex target is on"
     d = task_defaults(job, v.eval_batches)
-    display = v.display_name or f"hugectr-{job.name}"
-    files = {"custom_job_spec.json": _json({"worker_pool_specs": _worker_pool(job, d, loaded)})}
+    display = v.display_name
+    files = {"custom_job_spec.json": _json({"worker_pool_specs": _worker_pool(job, d, v)})}
     if v.study is not None:
         st = v.study
         study: dict = {
@@ -177,7 +100,7 @@ def render_vertex(loaded: LoadedSpec, job: TrainingJob, header: str) -> dict[str
         }
         if st.max_failed_trial_count is not None:
             hp["max_failed_trial_count"] = st.max_failed_trial_count
-        hp["trial_job_spec"] = {"worker_pool_specs": _worker_pool(job, d, loaded, skip=tuned)}
+        hp["trial_job_spec"] = {"worker_pool_specs": _worker_pool(job, d, v, skip=tuned)}
         files["hyperparameter_tuning_job.json"] = _json(hp)
     files["submit.py"] = render("vertex/submit.py.j2", header=header, display_name=py(display),
                                 has_study=v.study is not None)

@@ -1,2 +1,2 @@
 """The click commands ``ctrgen validate`` and ``ctrgen assemble`` (loaded lazily by codegen/cli.py): they open the
-spec through the pipeline and hand what it yields to lint/ and deploy/."""
+spec (the model builder, the pipeline) and hand what it yields to lint/ and deploy/."""

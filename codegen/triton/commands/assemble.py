@@ -13,12 +13,12 @@ from ...errors import UserError
 
 def lock_checker(ctx) -> Callable[[Path], None]:
     """The workflow check ``assemble`` runs once the workflow folder is known to hold a workflow: the spec's lock and
-    the workflow are read here (through the pipeline) and compared in deploy/lock_check.py."""
+    the workflow are read here and compared in deploy/lock_check.py."""
 
     def check(workflow: Path) -> None:
         from ...features import read_lock
-        from ...pipeline import read_workflow_features, select_columns
-        from ...workflow import WORKFLOW_SCHEMA
+        from ...lock import select_columns
+        from ...workflow import WORKFLOW_SCHEMA, read_workflow_features
         from ..deploy.lock_check import check_workflow_against_lock
 
         locked = select_columns(read_lock(ctx.lock_path), ctx.spec)
@@ -91,6 +91,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
         raise UserError.one(spec, "--checkpoint serves the PyTorch model, but 'torch' is not among the spec's targets",
                             field="targets", fix="add torch to targets and run ctrgen generate, or pass --weights")
     plan = rendered.triton_torch if torch else rendered.triton
+    assert plan is not None
     folder = "triton_torch" if torch else "triton"
     generated = generated or ctx.root / "generated" / rendered.name / folder
     files = {PurePosixPath(*p.parts[1:]): t for p, t in rendered.files.items() if p.parts[0] == folder}

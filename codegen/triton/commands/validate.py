@@ -34,9 +34,10 @@ Checks (shared/reference/triton.md §2, §4, §5, §7):
 
 
 def spec_lock(spec: Path) -> tuple[Features, Path]:
-    """--spec: the spec's lock on the columns it trains on (read through the pipeline, so unknown columns fail with
+    """--spec: the spec's lock on the columns it trains on (the spec is built first, so unknown columns fail with
     generation's own messages) and the lock's path relative to the working directory."""
-    from ...pipeline import open_spec, spec_features
+    from ...model.build import spec_features
+    from ...spec.context import open_spec
 
     ctx = open_spec(Path(spec))
     return spec_features(ctx), Path(os.path.relpath(ctx.lock_path))
