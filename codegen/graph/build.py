@@ -16,12 +16,12 @@ from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
 from .embedding_collection import build_collection
-from .ir import CallValue, Embedding, Enum, OfflineInference, Graph, Layer, Optimizer, SparseInput, TrainingJob
+from .ir import (CallValue, Embedding, Enum, Graph, Layer, OfflineInference, Optimizer, SparseInput, TrainingJob,
+                 enum_values)
 from .param_types import param_problem
 from .presets import RawLayer, expand_preset
 from .reader_check import build_reader_check
 from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
-from ..hugectr.versions import ENUM_TYPE_NAMES
 
 # GroupLayer_t members a spec's layers: may name (model.add(hugectr.GroupDenseLayer(...)) in model.py).
 GROUP_LAYERS = ("GroupFusedInnerProduct",)
@@ -45,24 +45,6 @@ OPTIMIZER_FIELDS = ("beta", "lambda1", "lambda2", "beta1", "beta2", "epsilon", "
                     "momentum_factor", "atomic_update")
 EMBEDDING_FIELDS = ("embedding_type", "workspace_size_per_gpu_in_mb", "embedding_vec_size", "combiner",
                     "sparse_embedding_name", "bottom_name", "slot_size_array", "optimizer")
-
-
-def enum_values(value: object) -> object:
-    """"Type.Member" strings of a spec's args: map -> :class:`Enum` (also as map keys); other values unchanged."""
-    if isinstance(value, str):
-        head, dot, member = value.partition(".")
-        if dot and member.isidentifier() and head in ENUM_TYPE_NAMES:
-            return Enum(head, member)
-        return value
-    if isinstance(value, list):
-        return [enum_values(v) for v in value]
-    if isinstance(value, dict):
-        if len(value) == 1:
-            (key, inner), = value.items()
-            if isinstance(key, str) and key.startswith("hugectr.") and isinstance(inner, dict):
-                return CallValue(key[len("hugectr."):], tuple((k, enum_values(v)) for k, v in inner.items()))
-        return {enum_values(k): enum_values(v) for k, v in value.items()}
-    return value
 
 
 # The order model.py passes CreateSolver arguments in (the notebooks' order first, then HugeCTR's declaration order).

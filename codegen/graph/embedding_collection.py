@@ -18,52 +18,14 @@ collection is left out and its tops feed layers nothing in the file produces. ct
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ..hugectr import api as A
 from ..hugectr.arg_types import arg_problem
-from .ir import Args, Enum, SparseInput
+from .ir import CONFIG, Args, CollectionTable, EmbeddingCollection, Enum, Lookup, SparseInput, enum_values
 from .shapes import Shape
 
-CONFIG = "EmbeddingCollectionConfig"
 PLANNER = "EmbeddingPlanner"
 TYPED_TABLE_ARGS = ("name", "table_id", "id_space", "max_vocabulary_size", "ev_size")
-
-
-@dataclass(frozen=True)
-class CollectionTable:
-    func: str                     # EmbeddingTableConfig | EmbeddingTablePlaceHolder
-    args: Args                    # in the release's parameter order
-
-
-@dataclass(frozen=True)
-class Lookup:
-    table: int | tuple[int, ...]  # index into EmbeddingCollection.tables (a tuple: the grouped form)
-    bottom: str | tuple[str, ...]
-    top: str
-    combiner: str | tuple[str, ...]
-    shape: Shape                  # of top, batch left out
-
-    @property
-    def bottoms(self) -> tuple[str, ...]:
-        return self.bottom if isinstance(self.bottom, tuple) else (self.bottom,)
-
-
-@dataclass(frozen=True)
-class EmbeddingCollection:
-    api: str                      # EmbeddingCollectionConfig | EmbeddingPlanner
-    args: Args                    # constructor arguments
-    tables: tuple[CollectionTable, ...]
-    lookups: tuple[Lookup, ...]
-    shard: Args                   # EmbeddingCollectionConfig.shard / EmbeddingPlanner.create_embedding_collection
-    table_arg: str = "table_config"   # embedding_lookup's table parameter (3.7: emb_table)
-
-    @property
-    def shard_method(self) -> str:
-        return "shard" if self.api == CONFIG else "create_embedding_collection"
-
-    def outputs(self) -> dict[str, Shape]:
-        return {lk.top: lk.shape for lk in self.lookups}
 
 
 def _missing(func: str, release: str, arg: str | None = None) -> str | None:
@@ -88,8 +50,6 @@ def _enums_in(value: object):
 def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection | None:
     """Check the spec's embedding_collection (problems go to ``builder.fail``); None when there is none or it
     cannot be built."""
-    from .build import enum_values
-
     spec = builder.spec.embedding_collection
     if spec is None:
         return None

@@ -1,18 +1,16 @@
 """The intermediate graph: every HugeCTR object a model.py creates, with derived numbers and output shapes.
 
-Renderers (model.py, graph JSON, summary, Triton, PyTorch) read only this; none of them looks at the spec again.
-Values are plain Python values; enum members are :class:`Enum` so each renderer spells them its own way.
+This is the HugeCTR part of the typed model (codegen.model.types.Model.job), which the renderers read instead of the
+spec. Values are plain Python values; enum members are :class:`Enum` so each renderer spells them its own way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..hugectr.versions import ENUM_TYPE_NAMES
 from .shapes import Shape
-
-if TYPE_CHECKING:
-    from .embedding_collection import EmbeddingCollection
 
 
 @dataclass(frozen=True)
@@ -32,6 +30,24 @@ class CallValue:
 
     func: str
     args: Args
+
+
+def enum_values(value: object) -> object:
+    """"Type.Member" strings of a spec's args: map -> :class:`Enum` (also as map keys); other values unchanged."""
+    if isinstance(value, str):
+        head, dot, member = value.partition(".")
+        if dot and member.isidentifier() and head in ENUM_TYPE_NAMES:
+            return Enum(head, member)
+        return value
+    if isinstance(value, list):
+        return [enum_values(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (key, inner), = value.items()
+            if isinstance(key, str) and key.startswith("hugectr.") and isinstance(inner, dict):
+                return CallValue(key[len("hugectr."):], tuple((k, enum_values(v)) for k, v in inner.items()))
+        return {enum_values(k): enum_values(v) for k, v in value.items()}
+    return value
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,47 @@ class Layer:
             if k == name:
                 return v
         return default
+
+
+# ---- the embedding collection API (codegen.graph.embedding_collection builds it) ----
+
+CONFIG = "EmbeddingCollectionConfig"
+
+
+@dataclass(frozen=True)
+class CollectionTable:
+    func: str                     # EmbeddingTableConfig | EmbeddingTablePlaceHolder
+    args: Args                    # in the release's parameter order
+
+
+@dataclass(frozen=True)
+class Lookup:
+    table: int | tuple[int, ...]  # index into EmbeddingCollection.tables (a tuple: the grouped form)
+    bottom: str | tuple[str, ...]
+    top: str
+    combiner: str | tuple[str, ...]
+    shape: Shape                  # of top, batch left out
+
+    @property
+    def bottoms(self) -> tuple[str, ...]:
+        return self.bottom if isinstance(self.bottom, tuple) else (self.bottom,)
+
+
+@dataclass(frozen=True)
+class EmbeddingCollection:
+    api: str                      # EmbeddingCollectionConfig | EmbeddingPlanner
+    args: Args                    # constructor arguments
+    tables: tuple[CollectionTable, ...]
+    lookups: tuple[Lookup, ...]
+    shard: Args                   # EmbeddingCollectionConfig.shard / EmbeddingPlanner.create_embedding_collection
+    table_arg: str = "table_config"   # embedding_lookup's table parameter (3.7: emb_table)
+
+    @property
+    def shard_method(self) -> str:
+        return "shard" if self.api == CONFIG else "create_embedding_collection"
+
+    def outputs(self) -> dict[str, Shape]:
+        return {lk.top: lk.shape for lk in self.lookups}
 
 
 @dataclass(frozen=True)

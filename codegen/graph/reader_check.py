@@ -9,7 +9,7 @@ from typing import Protocol
 from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..spec.model import Spec
-from .ir import ReaderCheck
+from .ir import ReaderCheck, enum_values
 
 # The classes get_data_reader_train()/_eval() return, by key width: DataReader (up to 23.05), Core23DataReader
 # (23.04 on); a reader method must exist on one of them in the target release.
@@ -31,7 +31,6 @@ def _reader_class(method: str, release: str) -> str | None:
 
 
 def build_reader_check(b: Builder) -> ReaderCheck | None:
-    from .build import enum_values   # the builder's own "Type.Member" conversion (build imports this module)
 
     rc = b.spec.reader_check
     if rc is None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..graph.ir import TrainingJob
 from ..spec.load import LoadedSpec
-from ..spec.model import ClusterSpec, StudySpec
+from ..spec.launch import ClusterSpec, StudySpec
 from .types import ClusterLaunch, Study, StudyParameter, VertexLaunch
 
 # task.py arguments a study may tune, by the kind of value they take.

@@ -7,7 +7,7 @@ embedding_lookup per lookup, the shard plan, then ``model.add``. Values reach th
 
 from __future__ import annotations
 
-from ..graph.embedding_collection import CONFIG, EmbeddingCollection
+from ..graph.ir import CONFIG, EmbeddingCollection
 from .literals import Code, kwargs
 
 

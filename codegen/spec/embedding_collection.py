@@ -25,7 +25,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, model_validator
 
-from .model import ExtraArgs, NonNegInt, PosInt, Strict, TensorName
+from .fields import ExtraArgs, NonNegInt, PosInt, Strict, TensorName
 
 COMBINERS = ("sum", "average", "concat")
 

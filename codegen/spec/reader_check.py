@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .model import ExtraArgs, Ident, PosInt, Strict
+from .fields import ExtraArgs, Ident, PosInt, Strict
 
 
 class ReaderCheckCall(Strict):

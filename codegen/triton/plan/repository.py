@@ -26,7 +26,7 @@ from typing import Protocol
 from ...errors import Located
 from ...features import Column, Features
 from ...graph.ir import TrainingJob
-from ...spec.model import TritonSpec
+from ...spec.serving import TritonSpec
 
 def PlanError(source: str, loc: tuple[str | int, ...], message: str, fix: str = "") -> Located:  # noqa: N802
     """A repository that cannot be planned; the pipeline reports it against the spec (``source="spec"``, with the
