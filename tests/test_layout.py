@@ -1,6 +1,9 @@
-"""codegen/triton/'s layering (issue 15): plan/ (what ctrgen writes), lint/ (ctrgen validate's rules) and deploy/
-(ctrgen assemble's logic) depend on lower layers only; the commands in commands/ open the spec through the pipeline
-and hand what they read in. Imports are read with ast, so a late import inside a function counts too."""
+"""The package's layering (issue 23): front ends (the spec, features locks, workflows) -> the typed model -> the
+renderers of each target -> what works on the outputs -> the commands. A module imports its own layer or lower ones
+only, nothing imports in a circle, and no renderer reads the spec. Inside codegen/triton/ (issue 15): plan/ (what
+ctrgen writes), lint/ (ctrgen validate's rules) and deploy/ (ctrgen assemble's logic) depend on lower layers only;
+the commands in commands/ open the spec and hand what they read in. Imports are read with ast, so a late import
+inside a function (and one under TYPE_CHECKING) counts too."""
 
 from __future__ import annotations
 
@@ -8,7 +11,33 @@ import ast
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TRITON = REPO / "codegen" / "triton"
+CODEGEN = REPO / "codegen"
+TRITON = CODEGEN / "triton"
+
+# Lowest first. A module belongs to the layer of its longest matching prefix; it may import its own layer and those
+# below it. Where a new module goes: docs/architecture.md.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base: knows no spec and no model", (
+        "codegen", "codegen.errors", "codegen.atomic", "codegen.user_cache", "codegen.inputs", "codegen.cli_paths",
+        "codegen.tfmd", "codegen.nvt_import", "codegen.template_files", "codegen.hugectr", "codegen.triton.pb",
+        "codegen.etl", "codegen.triton.plan")),   # (the last two: empty package files of mixed packages)
+    ("front ends: the spec, features locks and workflows", (
+        "codegen.spec", "codegen.features", "codegen.workflow", "codegen.stale", "codegen.lock", "codegen.etl.inputs")),
+    ("the model: codegen.model.build_model and what it holds", (
+        "codegen.model", "codegen.graph", "codegen.etl.plan", "codegen.triton.plan.repository")),
+    ("renderers: model -> text", (
+        "codegen.render", "codegen.etl.render", "codegen.triton.plan.configs")),
+    ("on the outputs: pipeline, writing, import (checked through the model), port, lint, deploy, serve, keysets", (
+        "codegen.pipeline", "codegen.output", "codegen.importer", "codegen.port", "codegen.triton.lint",
+        "codegen.triton.deploy", "codegen.serve", "codegen.keysets",
+        "codegen.triton")),   # (codegen/triton/__init__.py: ctrgen validate's entry points, loaded on first use)
+    ("commands", (
+        "codegen.cli", "codegen.entry", "codegen.__main__", "codegen.triton.commands", "codegen.etl.run",
+        "codegen.etl.cli", "codegen.demo", "codegen.keysets.cli", "codegen.serve.cli_serve",
+        "codegen.serve.cli_query")),
+)
+# Circles known to be left: the importer's package and its modules (issue 23 item 4 splits them). Nothing else.
+KNOWN_CIRCLES = {"codegen.importer"}
 
 # Modules above plan/, lint/ and deploy/: the pipeline and the command layers (ctrgen's group, the click commands,
 # the demo and serve commands that call into them).
@@ -19,6 +48,95 @@ SIBLINGS = {
     "lint": ("codegen.triton.plan", "codegen.triton.deploy"),
     "deploy": ("codegen.triton.lint",),
 }
+
+
+def _layer(name: str) -> int:
+    best = max(((len(p), i) for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes
+                if name == p or name.startswith(p + ".") and p != "codegen"), default=None)
+    assert best is not None, f"{name} is in no layer of tests/test_layout.py's LAYERS: add it (docs/architecture.md)"
+    return best[1]
+
+
+def package_graph() -> dict[str, set[str]]:
+    """{module: the codegen modules it imports} over the whole package ("from . import x" names module x; an
+    imported name that is not a module stands for its module)."""
+    paths = {_module_name(p): p for p in CODEGEN.rglob("*.py")}
+    graph = {}
+    for name, path in paths.items():
+        found = set()
+        for imported in imported_modules(path):
+            if imported in paths:
+                found.add(imported)
+            elif imported.rpartition(".")[0] in paths and imported.startswith("codegen."):
+                found.add(imported.rpartition(".")[0])
+        graph[name] = found - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    left = [c for c in circles(package_graph()) if not all(_reaches(m, tuple(KNOWN_CIRCLES)) for m in c)]
+    assert left == [], left
+
+
+def test_circle_finder_sees_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_every_import_runs_down_the_layers():
+    bad = []
+    for name, imported in sorted(package_graph().items()):
+        for target in sorted(imported):
+            if _layer(target) > _layer(name):
+                bad.append(f"{name} ({LAYERS[_layer(name)][0]}) imports {target} ({LAYERS[_layer(target)][0]})")
+    assert bad == [], "\n".join(bad)
+
+
+def test_layers_place_modules_by_longest_prefix():
+    assert _layer("codegen.triton.plan.configs") == 3 and _layer("codegen.triton.plan.repository") == 2
+    assert _layer("codegen.keysets.cli") == 5 and _layer("codegen.keysets.norm") == 4
+    assert _layer("codegen.hugectr.versions") == 0 and _layer("codegen.spec.context") == 1
+
+
+def test_renderers_do_not_read_the_spec():
+    """Every renderer takes the model (codegen.model.types.Model or a part of it), never the spec."""
+    bad = [f"{name} imports {target}" for name, imported in sorted(package_graph().items()) if _layer(name) == 3
+           for target in sorted(imported) if _reaches(target, ("codegen.spec",))]
+    assert bad == [], "\n".join(bad)
 
 
 def _module_name(path: Path) -> str:
