@@ -196,3 +196,20 @@ if os.environ.get("HUGECTR_CLONE"):
         subprocess.run([sys.executable, str(REPO / "tools" / "hugectr_api.py"), clone, "-o", str(out)], check=True,
                        timeout=600)
         assert out.read_bytes() == TABLE.read_bytes()
+
+
+def test_dense_layer_argument_types_come_from_the_api_table():
+    """DenseLayer's C++ types are api_table.json's (read from each release's pybind sources), with the spec's bound of
+    2**31-1 on every integer: num_layers is an int, index and shape are int64 lists, num_output a size_t."""
+    from codegen.hugectr.api import cpp_type
+    from codegen.hugectr.arg_types import dense_layer_problem
+
+    assert [cpp_type("DenseLayer", "23.08", a) for a in ("num_layers", "index", "shape", "num_output")] == \
+        ["int32", "list[int64]", "list[int64]", "uint64"]
+    assert dense_layer_problem("23.08", "num_layers", "2") == "must be an integer (int), not a string '2'"
+    assert dense_layer_problem("23.08", "num_output", -1) == "-1 is out of range (size_t: from 0 to 2**31-1)"
+    assert dense_layer_problem("23.08", "shape", [4, 2**31]) == \
+        "[1] 2147483648 is out of range (int64_t: from -2**31 to 2**31-1)"
+    assert dense_layer_problem("23.08", "eps", 1e39).startswith("1e+39 does not fit the C++ float")
+    assert dense_layer_problem("23.08", "ranges", [[0, 1], [1]]) == "must be a list of [start, end] pairs"
+    assert dense_layer_problem("23.08", "shape", [1, -2]) == ""

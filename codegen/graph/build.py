@@ -11,14 +11,13 @@ from __future__ import annotations
 from ..errors import Located, Problem, UserError
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
-from ..hugectr.arg_types import arg_problem
+from ..hugectr.arg_types import arg_problem, dense_layer_problem, dense_layer_type
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .continuous import build_continuous
 from .embedding_collection import build_collection
 from .ir import (CallValue, Embedding, Enum, Graph, Layer, OfflineInference, Optimizer, SparseInput, TrainingJob,
                  enum_values)
-from .param_types import param_problem
 from .presets import RawLayer, expand_preset
 from .reader_check import build_reader_check
 from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
@@ -38,8 +37,6 @@ ENUM_MEMBERS = {
     "FcPosition_t": ("Non", "Head", "Body", "Tail", "Isolated"),
     "Activation_t": ("Relu", "Non"),
 }
-INT_LIST_PARAMS = {"selected_slots", "indices", "weight_dims", "num_outputs", "index", "shape"}
-FLOAT_PARAMS = {"factor", "eps", "dropout_rate", "elu_alpha", "lambda"}
 
 OPTIMIZER_FIELDS = ("beta", "lambda1", "lambda2", "beta1", "beta2", "epsilon", "initial_accu_value",
                     "momentum_factor", "atomic_update")
@@ -578,7 +575,7 @@ class Builder:
             if msg:
                 self.fail(loc, f"layer {raw.tops[0]!r}: {msg}", fix="remove it or check its spelling")
                 continue
-            why = param_problem(name, value, FLOAT_PARAMS)
+            why = dense_layer_problem(p.name, name, value)
             if why:
                 self.fail(loc, f"layer {raw.tops[0]!r}: {name} {why}", fix="write the value as HugeCTR's "
                                "DenseLayer argument takes it")
@@ -610,7 +607,7 @@ class Builder:
                 value = acts
             elif name == "ranges":
                 value = [tuple(int(x) for x in r) for r in value]
-            elif name in FLOAT_PARAMS:
+            elif dense_layer_type(p.name, name) == "float32":
                 value = float(value)
             out.append((name, value))
         order = [*p.dense_layer_defaults(), *V.DENSE_LAYER_OBJECTS]

@@ -61,3 +61,72 @@ def arg_problem(func: str, release: str, arg: str, value: object) -> str:
     except A.ApiError:
         return ""
     return value_problem(kind, value) if kind else ""
+
+
+# ---- DenseLayer's arguments ----------------------------------------------------------------------------------------
+# The same table, with DenseLayer's own messages: every integer (a width, a count, an axis, an index) is also bounded
+# by 2**31-1 like the spec's own integers, so 10**12 is refused as no sane width even where the type is size_t.
+_DENSE_INTS = {"uint64": (0, "size_t"), "int32": (INT32_MIN, "int"), "int64": (INT32_MIN, "int64_t")}
+
+
+def _got(value: object) -> str:
+    for t, kind in ((bool, "a boolean"), (str, "a string"), (float, "a float"), (int, "an integer")):
+        if isinstance(value, t):
+            return f"{kind} {value!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _dense_value_problem(kind: str, value: object) -> str:
+    if kind in _DENSE_INTS:
+        low, cpp = _DENSE_INTS[kind]
+        if not isinstance(value, int) or isinstance(value, bool):
+            return f"must be an integer ({cpp}), not {_got(value)}"
+        if not low <= value <= INT32_MAX:
+            return f"{value} is out of range ({cpp}: from {_POWERS.get(low, low)} to 2**31-1)"
+        return ""
+    if kind == "bool":
+        return "" if isinstance(value, bool) else f"must be true or false, not {_got(value)}"
+    if kind in FLOAT_MAX:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return f"must be a number, not {_got(value)}"
+        return value_problem(kind, value)
+    return ""
+
+
+def dense_layer_type(release: str, name: str) -> str | None:
+    """The table's C++ type of DenseLayer argument ``name`` in ``release`` (None: not a number, bool or list)."""
+    try:
+        return A.cpp_type("DenseLayer", release, name)
+    except A.ApiError:
+        return None
+
+
+def dense_layer_problem(release: str, name: str, value: object) -> str:
+    """Why ``value`` cannot be DenseLayer argument ``name`` of ``release`` ('' when it can), by the C++ type the
+    table gives it; ``ranges`` (pairs of int, which the table does not type) is checked here too."""
+    kind = dense_layer_type(release, name)
+    if name == "ranges":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(r, (list, tuple)) and len(r) == 2
+                                                             for r in value):
+            return "must be a list of [start, end] pairs"
+        for i, r in enumerate(value):
+            for v in r:
+                why = _dense_value_problem("int32", v)
+                if why:
+                    return f"[{i}] {why}"
+        return ""
+    if kind is None:
+        return ""
+    if kind.startswith("list[") and kind.endswith("]"):
+        if not isinstance(value, (list, tuple)):
+            return f"must be a list, not {_got(value)}"
+        for i, v in enumerate(value):
+            why = _dense_value_problem(kind[5:-1], v)
+            if why:
+                return f"[{i}] {why}"
+        return ""
+    return _dense_value_problem(kind, value)
