@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..errors import Located, Problem, UserError
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
+from ..inputs import INT64_MAX, UINT32_MAX
 from ..hugectr.arg_types import arg_problem, dense_layer_problem, dense_layer_type
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
@@ -132,7 +133,7 @@ class Builder:
         # hugectr.md §1.2): the largest key, the total minus one, must fit the key type, unsigned int (32-bit ids) or
         # long long. A total of 2**32 (2**63) keys still fits.
         total = sum(c.cardinality or 0 for c in cats)
-        key_max, key_type = (2**63 - 1, "long long") if i64 else (2**32 - 1, "unsigned int")
+        key_max, key_type = (INT64_MAX, "long long") if i64 else (UINT32_MAX, "unsigned int")
         if total - 1 > key_max:
             self.fail(("features", "categorical"), f"the cardinalities add up to {total}, more keys than HugeCTR's "
                       f"{key_type} keys hold (at most {key_max + 1}: keys 0 to {key_max})",

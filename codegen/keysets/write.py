@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..inputs import INT64_MAX, UINT32_MAX
 
 # Key width -> the dtype of the file. 32-bit keys are HugeCTR's ``unsigned int`` (same bytes as int32 below 2**31).
 KEY_DTYPES = {"int64": np.dtype("<i8"), "int32": np.dtype("<u4")}
-KEY_LIMITS = {"int64": (0, 2**63 - 1), "int32": (0, 2**32 - 1)}
+KEY_LIMITS = {"int64": (0, INT64_MAX), "int32": (0, UINT32_MAX)}
 
 
 def to_keyset(keys: np.ndarray, key_type: str, *, where: str) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import Located
+from ...hugectr.backend import CATCOLUMN, INPUTS as HUGECTR_INPUTS, OUTPUT_DTYPE as HUGECTR_OUTPUT_DTYPE
 from .context import Context
 from .findings import WARNING
 from .modelconfig import ConfigFile, dtype_name, kind_name
@@ -18,13 +19,6 @@ from .psentry import PsEntry
 from .psjson import as_bool, as_float, as_int, as_list, show
 from .training_side import Truth
 
-# triton.md §2.1 (hugectr_backend@v4.3:src/hugectr.cc ValidateModelConfig): input name -> accepted data types.
-HUGECTR_INPUTS: dict[str, tuple[str, ...]] = {
-    "DES": ("TYPE_FP32",),
-    "CATCOLUMN": ("TYPE_INT64", "TYPE_UINT32"),
-    "ROWINDEX": ("TYPE_INT32",),
-}
-HUGECTR_OUTPUT_DTYPE = "TYPE_FP32"
 PS_DEFAULT_WORKER_BUFFERS = 1  # triton.md §4: num_of_worker_buffer_in_pool default
 PS_DEFAULT_GPUCACHE = True
 
@@ -68,7 +62,7 @@ def check_tensors(ctx: Context, cfg: ConfigFile) -> str | None:
             ctx.add_cfg(cfg, f"input.{tensor.name}.data_type", f"{dtype} is not accepted for {tensor.name}; "
                     f"the backend expects {' or '.join(allowed)} (triton.md §2.1)",
                     f"set data_type: {allowed[0]}", line=line, actual=dtype, expected=allowed[0])
-        elif tensor.name == "CATCOLUMN":
+        elif tensor.name == CATCOLUMN:
             catcol = dtype
         _check_dims(ctx, cfg, f"input.{tensor.name}.dims", list(tensor.dims), line)
     if len(model.output) != 1:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...hugectr.backend import KEY_DTYPE
 from .context import Context
 from .findings import WARNING
 from .graphjson import Graph
@@ -14,8 +15,6 @@ from .params import Params
 from .psentry import PsEntry
 from .psjson import as_bool, brief, show
 
-# embeddingkey_long_type / supportlonglong -> the CATCOLUMN data type that carries such keys (triton.md §5, R6).
-KEY_DTYPE = {True: "TYPE_INT64", False: "TYPE_UINT32"}
 LONG_KEY_COLUMN_DTYPES = ("int64", "uint64")
 
 

@@ -26,6 +26,7 @@ from typing import Protocol
 from ...errors import Located
 from ...features import Column, Features
 from ...graph.ir import TrainingJob
+from ...hugectr import backend
 from ...spec.serving import TritonSpec
 
 def PlanError(source: str, loc: tuple[str | int, ...], message: str, fix: str = "") -> Located:  # noqa: N802
@@ -42,7 +43,6 @@ TRITON_DTYPES = {
     "str": "TYPE_STRING",
 }
 NVT_SUFFIX, MODEL_SUFFIX, ENSEMBLE_SUFFIX = "_nvt", "", "_ens"
-PREPROCESS_OUTPUTS = ("DES", "CATCOLUMN", "ROWINDEX")
 NVT_ARRAYS = "nvt_arrays.py"      # beside the preprocessing model.py: the workflow compiled to numpy lookups
 
 
@@ -250,8 +250,7 @@ def request_tensors(col: Column) -> tuple[Tensor, ...]:
 
 
 def _preprocess_outputs(pre: Preprocessing) -> tuple[Tensor, ...]:
-    key = "TYPE_INT64" if pre.key_dtype == "int64" else "TYPE_UINT32"
-    return (Tensor("DES", "TYPE_FP32"), Tensor("CATCOLUMN", key), Tensor("ROWINDEX", "TYPE_INT32"))
+    return tuple(Tensor(name, dtype) for name, dtype in backend.input_types(pre.key_dtype == "int64"))
 
 
 # ---- the HugeCTR model step ---------------------------------------------------------------------------------------
@@ -262,8 +261,7 @@ class HugeCTRStep:
     kind = "hugectr"
 
     def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]:
-        key = "TYPE_INT64" if job.i64_input_key else "TYPE_UINT32"
-        return (Tensor("DES", "TYPE_FP32"), Tensor("CATCOLUMN", key), Tensor("ROWINDEX", "TYPE_INT32"))
+        return tuple(Tensor(name, dtype) for name, dtype in backend.input_types(job.i64_input_key))
 
     def weight_files(self, ctx: PlanContext) -> tuple[str, tuple[str, ...]]:
         h = ctx.spec.hugectr
