@@ -26,6 +26,14 @@ def location(file: str, line: int | None = None, col: int | None = None) -> str:
     return loc
 
 
+def field_path(loc: tuple[str | int, ...] | list) -> str:
+    """The one field-path format: names joined by dots, list indexes in brackets (``model.layers[2].num_output``)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
 @dataclass(frozen=True)
 class Problem:
     """One diagnostic: where it is, what is wrong, how to fix it.

@@ -8,6 +8,7 @@ inside a function (and one under TYPE_CHECKING) counts too."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -205,3 +206,68 @@ def test_commands_are_what_reaches_the_pipeline():
     assert "codegen.pipeline" in names
     assert {"codegen.triton.lint.validate", "codegen.triton.deploy.assemble",
             "codegen.triton.deploy.lock_check"} <= names
+
+
+# ---- each fact once (issue 23 item 4) ------------------------------------------------------------------------------
+# The importer's modules are being split (issue 23 item 4); their release comparisons and parsers move then.
+NOT_YET = ("codegen/importer/",)
+RELEASE_COMPARISON = re.compile(r"release\w*(\([^()]*\))?\s*(>=|<=|==|!=|<|>)\s*\(\s*\d+\s*,"
+                                r"|\(\s*\d+\s*,\s*\d+\s*\)\s*(>=|<=|<|>)")
+RELEASE_PARSER = re.compile(r"def \w*release\w*\(|\.split\(\"\.\"\)\[:2\]")
+
+
+def _sources(*skip: str) -> list[tuple[str, str]]:
+    out = []
+    for path in sorted(CODEGEN.rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if not rel.startswith(NOT_YET) and rel not in skip:
+            out.append((rel, path.read_text(encoding="utf-8")))
+    return out
+
+
+def test_release_comparisons_only_in_versions_py():
+    """Every release rule is a named span in codegen/hugectr/versions.py (BEHAVIOUR, holds()); code asks for the rule
+    by name instead of comparing a release with a literal such as (23, 6)."""
+    found = [f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+             for rel, text in _sources("codegen/hugectr/versions.py") for m in RELEASE_COMPARISON.finditer(text)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_release_comparison_pattern_sees_comparisons():
+    for text in ("if p.release >= (23, 8):", "A.release_key(release) < (3, 8)", "(4, 3) <= t.release"):
+        assert RELEASE_COMPARISON.search(text), text
+    assert not RELEASE_COMPARISON.search('V.holds("matmul_4d", t.release)')
+
+
+def test_one_release_parser():
+    """A release name becomes (major, minor) in one place: codegen.hugectr.api.release_key."""
+    found = [f"{rel}: {m.group(0)}" for rel, text in _sources("codegen/hugectr/api.py")
+             for m in RELEASE_PARSER.finditer(text)]
+    assert found == [], "\n".join(found)
+
+
+def test_one_field_path_format():
+    """Field paths are written by codegen.errors.field_path (``a[0].b``), never joined by hand."""
+    joined = re.compile(r"\"\.\"\.join\(\s*str\(|\.replace\(\"\.\[\", \"\[\"\)")
+    found = [f"{rel}: {m.group(0)}" for rel, text in _sources("codegen/errors.py") for m in joined.finditer(text)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_backend_inputs_are_defined_once():
+    """DES, CATCOLUMN and ROWINDEX with their data types: codegen/hugectr/backend.py only."""
+    found = [rel for rel, text in _sources("codegen/hugectr/backend.py")
+             if re.search(r"\"(DES|CATCOLUMN|ROWINDEX)\"", text)]
+    assert found == [], found
+
+
+def test_hugectr_parameter_types_come_from_the_api_table():
+    """No second table of C++ parameter types beside api_table.json (graph/param_types.py disagreed with it)."""
+    assert not (CODEGEN / "graph" / "param_types.py").exists()
+    found = [rel for rel, text in _sources() if re.search(r"^(SIZE_T|INT_LISTS|SIZE_T_LISTS)\s*=", text, re.M)]
+    assert found == [], found
+
+
+def test_modules_stay_small():
+    """No module of codegen/ over 500 lines (the importer's are being split)."""
+    big = {rel: text.count("\n") for rel, text in _sources() if text.count("\n") > 500}
+    assert big == {}, big

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 
 from ..hugectr import api as A
+from ..hugectr import versions as V
 from ..hugectr.arg_types import arg_problem
 from .ir import CONFIG, Args, CollectionTable, EmbeddingCollection, Enum, Lookup, SparseInput, enum_values
 from .shapes import Shape
@@ -68,7 +69,7 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     if builder.spec.solver.args.get("use_embedding_collection") is not True:
         builder.fail(("solver", "args"), "an embedding_collection trains only with CreateSolver("
                      "use_embedding_collection=True)", fix="add use_embedding_collection: true to solver.args")
-    if A.release_key(release) >= (23, 4):
+    if V.holds("collection_one_slot_inputs", release):
         multi = [s.name for s in sparse if s.slot_num != 1]
         if multi:   # model.cpp add(Input), 23.04+
             builder.fail(("input", "sparse"), f"inputs {multi} have several slots: \"To use embedding collection, "
@@ -133,7 +134,7 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     tops: set[str] = set()
     for i, lk in enumerate(spec.lookups):
         where = (*loc, "lookups", i)
-        if lk.grouped and A.release_key(release) < (23, 4):   # the list overload: embedding_collection_wrapper.hpp
+        if lk.grouped and not V.holds("collection_grouped_lookup", release):
             builder.fail((*where, "table"), f"the grouped embedding_lookup (lists) is not in HugeCTR {release}; it "
                          "exists in HugeCTR 23.04 and later", fix="one lookup per table")
             continue
@@ -153,8 +154,7 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
             shape = Shape((sum(widths),))
             lookups.append(Lookup(tuple(lk.table), tuple(lk.bottom), lk.top, tuple(lk.combiner), shape))
             continue
-        # 3.7 reserves (batch, dims); 3.8 on (batch, 1, dims) (model.cpp of each release)
-        shape = Shape((widths[0],)) if A.release_key(release) < (3, 8) else Shape((1, widths[0]))
+        shape = Shape((1, widths[0])) if V.holds("collection_lookup_3d", release) else Shape((widths[0],))
         lookups.append(Lookup(lk.table, lk.bottom, lk.top, lk.combiner, shape))
 
     shard_func = f"{api}.{'shard' if api == CONFIG else 'create_embedding_collection'}"

@@ -13,6 +13,7 @@ from fractions import Fraction
 from math import prod
 
 from ..errors import Located
+from ..hugectr import versions as V
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,7 @@ def _matrix_multiply(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     a, c = b[0], b[1]
     _need(a.ndim in (2, 3, 4), "MatrixMultiplyLayer needs two 2D, 3D or 4D input tensors ", f"first input {_fmt(a)}")
     if a.ndim != c.ndim:
-        if t.release >= (23, 6):
+        if V.holds("matmul_2d_by_3d_check", t.release):
             _own(not (a.ndim == 2 and c.ndim == 3),
                  f"a 2D x 3D MatrixMultiply needs the rhs batch to equal the lhs width ({_fmt(a)} x {_fmt(c)}); it "
                  "holds for one batch size only")
@@ -299,7 +300,7 @@ def _matrix_multiply(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
         _need(False, "All the input tensors must have the same num of dims", f"{_fmt(a)} x {_fmt(c)}")
     _own(a.ndim > 2, f"a 2D MatrixMultiply multiplies by a tensor whose rows are the batch ({_fmt(a)} x {_fmt(c)}); "
                      "it is valid for one batch size only")
-    _own(a.ndim < 4 or t.release >= (4, 3), "4D MatrixMultiply is built from HugeCTR 4.3")
+    _own(a.ndim < 4 or V.holds("matmul_4d", t.release), "4D MatrixMultiply is built from HugeCTR 4.3")
     _need(c.dims[-2] == a.dims[-1], "The last two dimension of the input tensors should be m x n, n x k",
           f"{_fmt(a)} x {_fmt(c)}")
     d = a.ndim
@@ -373,9 +374,9 @@ def _softmax(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     if len(b) == 1:
         return [x]
     _need(len(b) == 2, "Softmax takes one input, or two (scores and mask)", f"got {len(b)}")
-    _own(t.release >= (3, 9), "before HugeCTR 3.9 Softmax ignores a second input (masked softmax came in 3.9)")
+    _own(V.holds("softmax_mask", t.release), "before HugeCTR 3.9 Softmax ignores a second input (masked softmax came in 3.9)")
     if t.mixed_precision:
-        _need(t.release < (23, 6), "MaskedSoftMaxLayer is not available for the mixed precision mode")
+        _need(not V.holds("masked_softmax_mixed_refused", t.release), "MaskedSoftMaxLayer is not available for the mixed precision mode")
         _own(False, "in mixed precision HugeCTR before 23.06 builds a plain Softmax and drops the mask input")
     mask = b[1]
     _need(mask.ndim == x.ndim, "All the input tensors must have the same num of dims", f"{_fmt(x)}, mask {_fmt(mask)}")
@@ -398,12 +399,12 @@ def _mha(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     #     split into heads (B, h, S, H/h) -- two tops (the 3-input form came with num_attention_heads in 4.1).
     #   * 4D (B, h, m, n) and a second 4D tensor: transpose_b=True -> Q·K^T (B, h, m, k) with k = key[-2];
     #     transpose_b=False -> scores·V merged back (B, m, h * V[-1]) -- one top.
-    if t.release >= (23, 9):
+    if V.holds("mha_23_09", t.release):
         return _mha_23_09(p, b, n)
     _need(len(b) >= 2, "MultiHeadAttentionLayer needs at lease two input tensors ", f"got {len(b)}")
     q, k = b[0], b[1]
     _need(q.ndim in (3, 4), "MultiHeadAttentionLayer needs two 4D or 3D input tensors ", f"first input {_fmt(q)}")
-    _own(t.release >= (4, 3), "ctrgen models MultiHeadAttention as HugeCTR 4.3 and later build it")
+    _own(V.holds("mha_as_4_3", t.release), "ctrgen models MultiHeadAttention as HugeCTR 4.3 and later build it")
     _need(q.ndim == 4 or k.ndim == 3, "MultiHeadAttentionLayer needs 3D or 4D input tensors ",
           f"{_fmt(q)}, {_fmt(k)}")
     if q.ndim == 4:
@@ -462,7 +463,7 @@ def _sequence_mask(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     _own(len(b) >= 1, "SequenceMask needs an input tensor (the sequence lengths)")
     _own(b[0].ndim == 2, f"SequenceMask reads a 2D tensor of lengths (the layer asserts it), got {_fmt(b[0])}")
     _tops(n, 1, "SequenceMask", "the mask")
-    if t.release >= (23, 8):
+    if V.holds("sequence_mask_from_to", t.release):
         length = int(p.get("max_sequence_len_to", 1))
         return [Shape((1, int(p.get("max_sequence_len_from", 1)), length), b[0].rows)]
     return [Shape((1, 1, int(p.get("max_sequence_len", 1))), b[0].rows)]

@@ -95,6 +95,33 @@ def _where(test) -> Span:
                 RELEASES[A.RELEASES[ks[-1] + 1]] if ks[-1] + 1 < len(A.RELEASES) else NEWEST)
 
 
+# ---- what the graph builder, the shape rules and the JSON writer do by release (hugectr.md §1.1, §1.6, §2) ----------
+BEHAVIOUR.update({
+    # CreateSolver refuses a mixed-precision scaler other than 128/256/512/1024 up to 4.3 (v4.3.1's
+    # pybind/solver_wrapper.hpp); v23.02.00 comments the check out (§1.1: "the check is commented out by v23.06")
+    "solver_scaler_check": _s((3, 2), (23, 2)),
+    "softmax_mask": _s((3, 9)),              # Softmax takes a second input, the mask (masked softmax)
+    "softmax_factor_json": _s((3, 9)),       # graph_to_json writes Softmax's "factor"
+    # MaskedSoftMaxLayer in mixed precision: refused from 23.06; before, a plain Softmax that drops the mask is built
+    "masked_softmax_mixed_refused": _s((23, 6)),
+    "matmul_2d_by_3d_check": _s((23, 6)),    # MatrixMultiply of a 2D by a 3D tensor: the rhs batch is checked
+    "matmul_4d": _s((4, 3)),                 # 4D MatrixMultiply
+    "mha_as_4_3": _s((4, 3)),                # MultiHeadAttention as ctrgen models it (4.3 and later)
+    "mha_23_09": _s((23, 9)),                # MultiHeadAttention's 23.09 form (Q, K, V and a mask)
+    # SequenceMask reads max_sequence_len_from / _to (and the JSON writes them) where DenseLayer has them
+    "sequence_mask_from_to": _api("DenseLayer", "max_sequence_len_from"),
+    # The embedding collection (model.cpp / embedding_collection_wrapper.hpp of each release):
+    "collection_one_slot_inputs": _s((23, 4)),  # add(Input) requires one slot per sparse input
+    "collection_grouped_lookup": _s((23, 4)),   # embedding_lookup's list overload
+    "collection_lookup_3d": _s((3, 8)),         # a lookup's top is (batch, 1, dims); 3.7 reserves (batch, dims)
+})
+
+
+def holds(rule: str, release: str | Release) -> bool:
+    """Whether BEHAVIOUR ``rule`` holds in ``release`` (a name such as "23.06", or its (major, minor))."""
+    return BEHAVIOUR[rule].covers(RELEASES[release] if isinstance(release, str) else release)
+
+
 # SparseEmbedding(workspace_size_per_gpu_in_mb=) has a default (0), so a spec may leave it out.
 BEHAVIOUR["workspace_optional"] = _where(lambda r: any(
     p.name == "workspace_size_per_gpu_in_mb" and not p.required for p in A.signature("SparseEmbedding", r)))
@@ -156,6 +183,14 @@ ARGS["inference.InferenceModel.predict"] = _args("inference.InferenceModel.predi
 # CreateInferenceSession returns an InferenceSession; scripts call its predict.
 ARGS["inference.CreateInferenceSession.predict"] = _args("inference.InferenceSession.predict")
 ARGS["data.DataSourceParams"] = _args("data.DataSourceParams")
+
+
+def default_inference_api(release: str | Release) -> str:
+    """The offline inference API a script uses when it names none: InferenceModel where the release has it."""
+    r = RELEASES[release] if isinstance(release, str) else release
+    return "InferenceModel" if API["inference.InferenceModel"].covers(r) else "CreateInferenceSession"
+
+
 # The class of the object each offline inference API returns, and its methods (offline_inference.then).
 INFERENCE_CLASS = {"InferenceModel": "inference.InferenceModel", "CreateInferenceSession": "inference.InferenceSession"}
 for _f in A.functions_ever():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from ..errors import Located, UserError
+from ..errors import Located, UserError, field_path
 from ..features import Features
 from ..graph.build import build_job as build_graph_job
 from ..graph.ir import TrainingJob
@@ -86,8 +86,7 @@ def _plan_triton(ctx: SpecContext, job: TrainingJob, features: Features,
     except Located as exc:
         if exc.source == "spec":
             raise ctx.loaded.error(exc.loc, exc.message, exc.fix) from None
-        field = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in exc.loc).replace(".[", "[")
-        raise UserError.one(ctx.lock_display, exc.message, field=field, fix=exc.fix) from None
+        raise UserError.one(ctx.lock_display, exc.message, field=field_path(exc.loc), fix=exc.fix) from None
 
 
 def _nvtabular_note(features: Features) -> str:

@@ -109,7 +109,7 @@ def _dense_layer(layer: Layer, p: V.Profile) -> dict:
     elif t == "Dropout":
         out["rate"] = f32(get("dropout_rate"))
     elif t == "SequenceMask":
-        if p.release >= (23, 8):
+        if p.has("sequence_mask_from_to"):
             out["max_sequence_len_from"] = int(get("max_sequence_len_from") or 1)
             out["max_sequence_len_to"] = int(get("max_sequence_len_to") or 1)
         else:
@@ -171,7 +171,7 @@ def _dense_layer(layer: Layer, p: V.Profile) -> dict:
     elif t == "Scale":
         out["scale_param"] = {"axis": int(get("axis")), "factor": f32(get("factor"))}
     elif t == "Softmax":
-        if p.release >= (3, 9):
+        if p.has("softmax_factor_json"):
             out["factor"] = f32(get("factor"))
     elif t in ("BinaryCrossEntropyLoss", "CrossEntropyLoss", "MultiCrossEntropyLoss"):
         if get("use_regularizer"):

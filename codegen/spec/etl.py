@@ -26,6 +26,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
+from ..errors import field_path
+
 PosInt = Annotated[int, Field(gt=0)]
 NonNegInt = Annotated[int, Field(ge=0)]
 Float = Annotated[float, Field(allow_inf_nan=False)]
@@ -148,7 +150,7 @@ def _parse_op(value: Any) -> dict:
         args = OP_ARGS[name].model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
+        where = field_path(err["loc"])
         msg = "unknown argument" if err["type"] == "extra_forbidden" else err["msg"]
         raise ValueError(f"{name}{'.' + where if where else ''}: {msg}") from None
     return {"name": name, "args": args}

@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from ..errors import Problem, UserError
+from ..errors import Problem, UserError, field_path
 from ..inputs import (FLT_MAX, INT32_MAX, MAX_SPEC_BYTES, UINT64_MAX, check_yaml_nesting, check_yaml_tree, decode,
                       read_text)
 from .model import Spec
@@ -43,14 +43,7 @@ class LoadedSpec:
 
     def error(self, loc: tuple[str | int, ...], message: str, fix: str = "") -> UserError:
         line, col = self.where(*loc)
-        return UserError([Problem(str(self.path), message, _dotted(loc), line, col, fix)])
-
-
-def _dotted(loc: tuple[str | int, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
+        return UserError([Problem(str(self.path), message, field_path(loc), line, col, fix)])
 
 
 def locate(tree: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | None]:
@@ -149,7 +142,7 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
             yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "constrained-int",
                                                               "list[constrained-int]"))
             line, col = locate(tree, yaml_loc)
-            problems.append(Problem(str(path), _message(err), _dotted(yaml_loc), line, col, _fix(err)))
+            problems.append(Problem(str(path), _message(err), field_path(yaml_loc), line, col, _fix(err)))
         raise UserError(problems) from None
     return LoadedSpec(spec=spec, path=path, text=text, tree=tree)
 
