@@ -127,7 +127,7 @@ def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, m
     cleared in-memory memo) reads them without parsing; another text, a corrupt entry or CTRGEN_CACHE=0 parse."""
     from google.protobuf import text_format
 
-    from codegen import workflow
+    from codegen import workflow_schema
     from schema_files import MOVIELENS, write_output_schema
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -141,8 +141,8 @@ def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, m
     monkeypatch.setattr(text_format, "Parse", lambda *a, **k: parses.append(1) or real_parse(*a, **k))
 
     def read():
-        workflow._PBTXT_CACHE.clear()           # what a new process starts with
-        return workflow._read_schema_pbtxt(schema)
+        workflow_schema._PBTXT_CACHE.clear()           # what a new process starts with
+        return workflow_schema.read_schema_pbtxt(schema)
 
     first = read()
     assert len(parses) == 1 and [c.name for c in first.columns] == ["userId", "movieId", "rating"]
@@ -161,6 +161,6 @@ def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, m
     schema.write_text("feature { name: ")                              # a problem is never cached
     monkeypatch.delenv("CTRGEN_CACHE")
     for _ in range(2):
-        workflow._PBTXT_CACHE.clear()
-        with pytest.raises(workflow.UserError):
-            workflow._read_schema_pbtxt(schema)
+        workflow_schema._PBTXT_CACHE.clear()
+        with pytest.raises(workflow_schema.UserError):
+            workflow_schema.read_schema_pbtxt(schema)

@@ -83,7 +83,7 @@ def _got(value: object) -> str:
 def _dense_value_problem(kind: str, value: object) -> str:
     if kind in _DENSE_INTS:
         low, cpp = _DENSE_INTS[kind]
-        if not isinstance(value, int) or isinstance(value, bool):
+        if isinstance(value, bool) or not isinstance(value, int):
             return f"must be an integer ({cpp}), not {_got(value)}"
         if not low <= value <= INT32_MAX:
             return f"{value} is out of range ({cpp}: from {_POWERS.get(low, low)} to 2**31-1)"
