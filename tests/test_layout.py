@@ -23,7 +23,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "codegen.tfmd", "codegen.nvt_import", "codegen.template_files", "codegen.hugectr", "codegen.triton.pb",
         "codegen.etl", "codegen.triton.plan")),   # (the last two: empty package files of mixed packages)
     ("front ends: the spec, features locks and workflows", (
-        "codegen.spec", "codegen.features", "codegen.workflow", "codegen.stale", "codegen.lock", "codegen.etl.inputs")),
+        "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.stale", "codegen.lock",
+        "codegen.etl.inputs")),
     ("the model: codegen.model.build_model and what it holds", (
         "codegen.model", "codegen.graph", "codegen.etl.plan", "codegen.triton.plan.repository")),
     ("renderers: model -> text", (
