@@ -75,3 +75,33 @@ def test_a_rule_between_sections_is_refused_by_the_builder_with_its_line(tmp_pat
         build_model(ctx, *load_features(ctx, check_stale=False))
     (problem,) = info.value.problems
     assert problem.field == "cluster.hosts" and problem.line == text.splitlines().index("  hosts: [node0]") + 1
+
+
+@pytest.mark.parametrize("name", ["deepfm_vertex", "deepfm_multinode", "movielens_genres"])
+def test_the_model_holds_no_spec_object(name):
+    """Renderers get plain values: nothing in the model (walked through dataclasses, tuples, lists and dicts) is one of
+    the spec's pydantic classes (movielens_genres: the ETL plan with a join; deepfm_vertex: a study)."""
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    seen: list[str] = []
+
+    def walk(value: object, where: str) -> None:
+        if isinstance(value, BaseModel):
+            seen.append(f"{where}: {type(value).__module__}.{type(value).__name__}")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{where}.{f.name}")
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(v, f"{where}[{i}]")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{where}[{k!r}]")
+
+    model = _model(name)
+    assert (model.etl is not None) == (name == "movielens_genres")
+    walk(model, "model")
+    assert seen == []
+

@@ -129,13 +129,12 @@ def _shown(path: Path) -> str:
 
 def check_inputs(plan, base: Path) -> int:
     """Check every raw file of the plan; returns the number of rows of the train and valid files."""
-    etl = plan.spec
     rows = 0
     for key, files in (("train", plan.train), ("valid", plan.valid or ())):
         for f in files:
-            rows += check_file(base / f, plan.train_format, dict(etl.inputs.columns), etl.inputs.sep,
+            rows += check_file(base / f, plan.train_format, dict(plan.inputs.columns), plan.inputs.sep,
                                _shown(base / f), f"etl.inputs.{key}")
-    if etl.join is not None:
-        check_file(base / etl.join.path, plan.join_format, dict(etl.join.columns), etl.join.sep,
-                   _shown(base / etl.join.path), "etl.join")
+    if plan.join is not None:
+        check_file(base / plan.join.path, plan.join_format, dict(plan.join.columns), plan.join.sep,
+                   _shown(base / plan.join.path), "etl.join")
     return rows

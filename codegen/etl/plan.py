@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import Problem, UserError
-from ..spec.etl import CATEGORICAL_OPS, EtlSpec
+from ..spec.etl import CATEGORICAL_OPS
 from ..spec.load import LoadedSpec
 
 NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool")
@@ -46,8 +46,45 @@ class CrossPlan:
 
 
 @dataclass(frozen=True)
+class RawInputs:
+    columns: dict[str, str]             # raw column -> dtype, in the spec's order
+    multi_hot: dict[str, str]           # list column -> separator (CSV)
+    sep: str
+
+
+@dataclass(frozen=True)
+class JoinPlan:
+    path: str
+    sep: str
+    on: tuple[str, ...]
+    how: str
+    columns: dict[str, str]
+    multi_hot: dict[str, str]
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    valid_fraction: float
+    seed: int
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    dir: str                            # relative to the spec's folder
+    reader: str                         # hugectr | torch | none
+    part_size: str
+    out_files_per_proc: int
+    shuffle: bool
+    seed: int
+
+
+@dataclass(frozen=True)
 class EtlPlan:
-    spec: EtlSpec
+    inputs: RawInputs
+    join: JoinPlan | None
+    drop: tuple[str, ...]
+    split: SplitPlan
+    output: OutputPlan
     train: tuple[str, ...]              # as written in the spec (relative to its folder)
     valid: tuple[str, ...] | None
     train_format: str
@@ -63,7 +100,7 @@ class EtlPlan:
 
     @property
     def read_columns(self) -> tuple[str, ...]:
-        return tuple(self.spec.inputs.columns)
+        return tuple(self.inputs.columns)
 
 
 def _format(paths: list[str], given: str | None) -> str | None:
@@ -212,11 +249,18 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
     if etl.output.reader != "none":
         dtypes.update({c: "int64" for c in cats if c not in multi_out})
         dtypes.update({c: "float32" for c in conts + labels})
-    return EtlPlan(spec=etl, train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
+    j, o = etl.join, etl.output
+    return EtlPlan(inputs=RawInputs(columns=dict(inputs.columns), multi_hot=dict(inputs.multi_hot), sep=inputs.sep),
+                   join=None if j is None else JoinPlan(path=j.path, sep=j.sep, on=tuple(j.on), how=j.how,
+                                                        columns=dict(j.columns), multi_hot=dict(j.multi_hot)),
+                   drop=tuple(etl.drop), split=SplitPlan(valid_fraction=etl.split.valid_fraction, seed=etl.split.seed),
+                   output=OutputPlan(dir=o.dir, reader=o.reader, part_size=o.part_size,
+                                     out_files_per_proc=o.out_files_per_proc, shuffle=o.shuffle, seed=o.seed),
+                   train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
                    train_format=train_format or "parquet", join_format=join_format, groups=tuple(groups),
                    crosses=tuple(crosses), categorical=cats, continuous=conts, labels=labels, dtypes=dtypes,
                    multi_hot_outputs=multi_out, hashing=bool(hashing))
 
 
 def output_dir(spec_path: Path, plan: EtlPlan) -> Path:
-    return (spec_path.resolve().parent / plan.spec.output.dir).resolve()
+    return (spec_path.resolve().parent / plan.output.dir).resolve()

@@ -111,7 +111,6 @@ def _comments(group: GroupPlan, plan: EtlPlan) -> tuple[str, ...]:
 
 
 def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
-    etl = plan.spec
     chains: list[Chain] = []
     outputs: list[str] = []
     for i, x in enumerate(plan.crosses):
@@ -146,8 +145,8 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         outputs.append(var)
 
     join = None
-    if etl.join is not None:
-        j = etl.join
+    if plan.join is not None:
+        j = plan.join
         joined_cols = [c for g in plan.groups if g.joined for c in g.columns if c in j.columns and c not in j.on]
         left = [c for g in plan.groups if g.joined for c in g.columns if c not in joined_cols]
         left += [k for k in j.on if k not in left]
@@ -158,11 +157,11 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
             "left": py(left), "columns_ext": py(list(j.on) + [c for c in dict.fromkeys(joined_cols)]),
             "indent": len(f"    joined = {py(left)} >> ops.JoinExternal("),
         }
-    inputs = etl.inputs
+    inputs = plan.inputs
     return {
         "header": header,
         "name_text": repr(name),
-        "reader_text": READER_TEXT[etl.output.reader],
+        "reader_text": READER_TEXT[plan.output.reader],
         "train_files": block(list(plan.train), 14),
         "valid_files": block(list(plan.valid) if plan.valid else None, 14),
         "has_valid": plan.valid is not None,
@@ -170,14 +169,14 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "csv_sep": py(inputs.sep),
         "input_dtypes": block(dict(inputs.columns), 15),
         "multi_hot": block(dict(inputs.multi_hot), 12),
-        "drop": block(list(etl.drop), 7),
-        "valid_fraction": py(float(etl.split.valid_fraction)),
-        "split_seed": py(etl.split.seed),
+        "drop": block(list(plan.drop), 7),
+        "valid_fraction": py(float(plan.split.valid_fraction)),
+        "split_seed": py(plan.split.seed),
         "join": join,
-        "part_size": py(etl.output.part_size),
-        "out_files": py(etl.output.out_files_per_proc),
-        "shuffle": py(etl.output.shuffle),
-        "shuffle_seed": py(etl.output.seed),
+        "part_size": py(plan.output.part_size),
+        "out_files": py(plan.output.out_files_per_proc),
+        "shuffle": py(plan.output.shuffle),
+        "shuffle_seed": py(plan.output.seed),
         "categorical": block(list(plan.categorical), 14),
         "continuous": block(list(plan.continuous), 13),
         "labels": block(list(plan.labels), 9),
@@ -186,7 +185,7 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "constant_index": plan.hashing,
         "chains": chains,
         "outputs": outputs,
-        "out_dir": py(etl.output.dir),
+        "out_dir": py(plan.output.dir),
     }
 
 

@@ -56,13 +56,13 @@ def etl_plan(ctx: SpecContext) -> EtlPlan:
     out = output_dir(ctx.loaded.path, plan)
     if ctx.workflow_path is not None and ctx.workflow_path.resolve() != out / "workflow":
         line, col = ctx.loaded.where("workflow")
-        raise UserError.one(ctx.display, f"workflow: points elsewhere than the ETL's output ({plan.spec.output.dir}"
+        raise UserError.one(ctx.display, f"workflow: points elsewhere than the ETL's output ({plan.output.dir}"
                                          "/workflow)", field="workflow", line=line, col=col,
                             fix="set workflow: to etl.output.dir + '/workflow', or remove it")
     base = ctx.loaded.path.resolve().parent
     replaced = [out / part for part in PARTS]
     inputs = [("train", f) for f in plan.train] + [("valid", f) for f in plan.valid or ()]
-    inputs += [("join", plan.spec.join.path)] if plan.spec.join else []
+    inputs += [("join", plan.join.path)] if plan.join else []
     for _key, f in inputs:
         path = (base / f).resolve()
         if any(path == r or r in path.parents for r in replaced):
@@ -152,7 +152,7 @@ def run_section(spec_text: str, shown: Path, base: Path, *, progress: Callable[[
     loaded = load_spec(shown, spec_text)
     plan = build_plan(loaded)
     check_inputs(plan, base)
-    out = (base / plan.spec.output.dir).resolve()
+    out = (base / plan.output.dir).resolve()
     text = render_etl_py(plan, spec_display=shown.name, spec_text=spec_text, name=loaded.spec.name)
     run_script(text, base, out, progress=progress)
     return out
