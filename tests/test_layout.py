@@ -21,7 +21,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base: knows no spec and no model", (
         "codegen", "codegen.errors", "codegen.atomic", "codegen.user_cache", "codegen.inputs", "codegen.cli_paths",
         "codegen.tfmd", "codegen.nvt_import", "codegen.template_files", "codegen.hugectr", "codegen.triton.pb",
-        "codegen.etl", "codegen.triton.plan")),   # (the last two: empty package files of mixed packages)
+        "codegen.etl", "codegen.triton.plan",     # (empty package files of mixed packages)
+        "codegen.runtime")),    # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
     ("front ends: the spec, features locks and workflows", (
         "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.stale", "codegen.lock",
         "codegen.etl.inputs")),
