@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from functools import lru_cache
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,6 +61,7 @@ def _layer(name: str) -> int:
     return best[1]
 
 
+@lru_cache(maxsize=1)
 def package_graph() -> dict[str, set[str]]:
     """{module: the codegen modules it imports} over the whole package ("from . import x" names module x; an
     imported name that is not a module stands for its module)."""
@@ -218,13 +220,13 @@ RELEASE_COMPARISON = re.compile(r"release\w*(\([^()]*\))?\s*(>=|<=|==|!=|<|>)\s*
 RELEASE_PARSER = re.compile(r"def \w*release\w*\(|\.split\(\"\.\"\)\[:2\]")
 
 
+@lru_cache(maxsize=1)
+def _all_sources() -> tuple[tuple[str, str], ...]:
+    return tuple((p.relative_to(REPO).as_posix(), p.read_text(encoding="utf-8")) for p in sorted(CODEGEN.rglob("*.py")))
+
+
 def _sources(*skip: str) -> list[tuple[str, str]]:
-    out = []
-    for path in sorted(CODEGEN.rglob("*.py")):
-        rel = path.relative_to(REPO).as_posix()
-        if not rel.startswith(NOT_YET) and rel not in skip:
-            out.append((rel, path.read_text(encoding="utf-8")))
-    return out
+    return [(rel, text) for rel, text in _all_sources() if not rel.startswith(NOT_YET) and rel not in skip]
 
 
 def test_release_comparisons_only_in_versions_py():
