@@ -380,7 +380,21 @@ def test_task_overrides_reach_hugectr_calls(tmp_path):
     assert _one(result, "hugectr.SparseEmbedding")["workspace_size_per_gpu_in_mb"] == 61
     fit = _one(result, "Model.fit")
     assert (fit["max_iter"], fit["num_epochs"], fit["snapshot"]) == (100, 0, 0)
-    assert len(calls_named(result, "Model.eval")) == 2
+    # The final AUC is the exported model's, through HugeCTR's offline inference session (seed 004's evaluate_model):
+    # the files just saved, the graph JSON ps.json names, the validation list and the run's cardinalities.
+    assert not calls_named(result, "Model.eval")
+    params = _one(result, "hugectr.inference.InferenceParams")
+    model_dir = str(tmp_path / "model")
+    assert (params["model_name"], params["max_batchsize"], params["device_id"], params["i64_input_key"]) == \
+        ("deepfm_vertex", 1024, 0, True)
+    assert params["dense_model_file"] == f"{model_dir}/_dense_25000.model"
+    assert params["sparse_model_files"] == [f"{model_dir}/0_sparse_25000.model"]
+    assert _one(result, "hugectr.inference.CreateInferenceSession")["model_config_path"] == \
+        f"{model_dir}/deepfm_vertex.json"
+    evaluate = _one(result, "InferenceSession.evaluate")
+    assert (evaluate["num_batches"], evaluate["source"], evaluate["data_reader_type"], evaluate["check_type"]) == \
+        (2, "/d/v/_file_list.txt", "DataReaderType_t.Parquet", "Check_t.Non")
+    assert evaluate["slot_size_array"] == _one(result, "hugectr.DataReaderParams")["slot_size_array"]
     # Saved under AIP_MODEL_DIR, AUC reported to hypertune (cloudml-hypertune's metric file).
     # The weight files are the ones ps.json names (whatever --max_iter was), so `assemble --weights` finds them.
     assert (tmp_path / "model" / "deepfm_vertex.json").is_file()
@@ -405,6 +419,28 @@ def test_task_defaults_build_model_py_graph(tmp_path):
     for name in names:
         assert calls_named(task, name) == calls_named(model, name), name
     assert (task_dir / "model" / "deepfm_vertex.json").read_bytes() == (model_dir / "deepfm_vertex.json").read_bytes()
+
+
+def test_task_model_name_must_be_the_served_name():
+    """ps.json and the Triton repository name the spec's model: another --model_name would save files nothing
+    serves, so it is refused before training."""
+    proc = _py(VERTEX / "task.py", "--model_name=other")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--model_name=other: ps.json and the Triton repository serve this model as 'deepfm_vertex'" in proc.stderr
+
+
+def test_task_evaluates_with_the_training_model_where_the_release_has_no_inference_session(tmp_path):
+    """InferenceSession.evaluate is gone from HugeCTR 23.09 on (the API table): task.py then takes the training
+    model's own evaluation, and says so."""
+    spec = _variant(tmp_path, "deepfm_vertex", lambda d: d.update(hugectr_version="23.12"))
+    assert _generate(spec, tmp_path / "out").returncode == 0
+    task = tmp_path / "out" / "deepfm_vertex" / "task.py"
+    text = task.read_text()
+    assert "CreateInferenceSession" not in text and "HugeCTR\n    23.12 has no offline" in text
+    # The stand-in imitates 3.2, 3.3, 4.3 and 23.06; the loop is the one those releases' runs already take.
+    loop = text[text.index("def final_auc("):text.index("def report(")]
+    assert "model.eval()" in loop and "model.get_eval_metrics()" in loop
+    compile(text, str(task), "exec")
 
 
 def test_task_without_hypertune_prints_the_metric(tmp_path):
