@@ -186,7 +186,17 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "chains": chains,
         "outputs": outputs,
         "out_dir": py(etl.output.dir),
+        "cluster": block(_cluster(etl)),
     }
+
+
+def _cluster(etl) -> dict:
+    """The cluster settings etl.py reads, by the names of LocalCUDACluster / LocalCluster where they have one."""
+    c = etl.cluster
+    return {"workers": c.workers, "protocol": c.protocol,
+            "devices": None if c.devices is None else ",".join(str(d) for d in c.devices),
+            "device_memory_limit": c.device_memory_limit, "rmm_pool": c.rmm_pool,
+            "local_directory": c.local_directory, "threads_per_worker": c.threads_per_worker}
 
 
 def etl_digest(spec_text: str) -> str:

@@ -171,6 +171,11 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     text = render_for(ctx, plan)
     base = ctx.loaded.path.resolve().parent
     out = output_dir(ctx.loaded.path, plan)
+    devices = plan.spec.cluster.devices
+    if workers is not None and devices is not None and workers != len(devices):
+        raise UserError.one("--workers", f"{workers} workers, but the spec's etl.cluster.devices names "
+                            f"{len(devices)} GPUs (one worker each)", field="--workers",
+                            fix=f"use --workers {len(devices)} or change etl.cluster.devices")
 
     step("check inputs")
     check_inputs(plan, base)
@@ -196,8 +201,8 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     else:
         ctx.lock_path.write_text(fresh.lock_text(), encoding="utf-8")
         message = f"wrote {lock_shown}"
-    where = "1 process" if workers is None and scheduler is None else \
-        (f"{workers} Dask worker(s)" if workers else f"Dask cluster at {scheduler}")
+    where = stats.get("where") or ("1 process" if workers is None and scheduler is None else
+                                   f"{workers} Dask worker(s)" if workers else f"Dask cluster at {scheduler}")
     return EtlResult(spec=ctx.display, out_dir=out, etl_py=etl_py, features=fresh, rows_in=stats["rows_in"],
                      rows_out={s: _rows_out(out / s) for s in SPLITS}, seconds=seconds, device=stats["device"],
                      workers=where, lock_message=message, drift=drift)
