@@ -160,8 +160,9 @@ def test_23_06_low_level_has_no_first_batch_flag(tmp_path):
 
 # ---- the scripts on the stand-in, with data -------------------------------------------------------------------
 
-def _norm_data(root: Path) -> None:
-    """wdl_data/file_list.{0..5}.txt of two Norm files each, 27 slots (the lock's), 64-bit keys, Check_t.Sum."""
+def _norm_data(root: Path, key_type: str = "int32") -> None:
+    """wdl_data/file_list.{0..5}.txt of two Norm files each, 27 slots (the lock's), 32-bit keys (the spec's
+    i64_input_key: false, as the seed's data), Check_t.Sum."""
     rng = np.random.default_rng(3)
     sizes = [c["cardinality"] for c in json.loads(LOCK.read_text())["categorical"]]
     data = root / "wdl_data"
@@ -170,7 +171,7 @@ def _norm_data(root: Path) -> None:
         files = []
         for j in range(2):
             recs = random_records(rng, 8, slot_sizes=sizes, max_nnz=2, dense_dim=13)
-            files.append(write_norm(data / f"part_{i}_{j}.data", recs, label_dim=1, dense_dim=13))
+            files.append(write_norm(data / f"part_{i}_{j}.data", recs, label_dim=1, dense_dim=13, key_type=key_type))
         write_file_list(data / f"file_list.{i}.txt", [f.relative_to(root) for f in files])
 
 
@@ -188,6 +189,12 @@ def test_mos_scripts_run_with_norm_data_and_keysets(tmp_path):
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (run / "wdl_data").glob("*.keyset")) == \
         [f"file_list.{i}.keyset" for i in (0, 1, 3, 4)]
+    # 4-byte keys, HugeCTR's unsigned int: the keys of the pass's files, read back.
+    from codegen.keysets.norm import norm_keys
+
+    keys = np.fromfile(run / "wdl_data" / "file_list.0.keyset", dtype="<u4")
+    want = np.unique(np.concatenate([norm_keys(run / "wdl_data" / f"part_0_{j}.data", "int32")[0] for j in range(2)]))
+    assert np.array_equal(np.sort(keys), want.astype("<u4")) and len(keys) > 0
     gen = REPO / "generated" / "wdl_continuous"
 
     high = run_with_standin(gen / "model.py", "3.2", cwd=run)
@@ -363,9 +370,9 @@ def _seed003_cell(name: str) -> str:
 
 def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
     """The notebook's two scripts (wdl_train.py, wdl_mos.py) and specs/wdl_continuous.yaml's, run on the 3.2
-    stand-in: the same HugeCTR calls, the same graph JSON bytes. Known differences: i64_input_key (the Criteo demo
-    lock has int64 ids), and the low-level loop evaluates pass 2 on its own eval_source (the notebook keeps
-    file_list.2.txt)."""
+    stand-in: the same HugeCTR calls (32-bit keys too: Norm files record no key width, so the spec decides, and it
+    says HugeCTR's default), the same graph JSON bytes. Known difference: the low-level loop evaluates pass 2 on its
+    own eval_source (the notebook keeps file_list.2.txt)."""
     from collections import Counter
 
     env = {"CTRGEN_STANDIN_SKIP_DATA": "1"}
@@ -385,7 +392,7 @@ def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
         assert calls_named(seed_hi, name) == calls_named(ours_hi, name), name
     (seed_solver,), (our_solver,) = calls_named(seed_hi, "hugectr.CreateSolver"), calls_named(ours_hi,
                                                                                              "hugectr.CreateSolver")
-    assert {**seed_solver["kwargs"], "i64_input_key": True} == our_solver["kwargs"]
+    assert seed_solver["kwargs"] == our_solver["kwargs"] and our_solver["kwargs"]["i64_input_key"] is False
 
     seed_lo = run_with_standin(tmp_path / "wdl_mos.py", "3.2", cwd=seed_dir, env=env)
     ours_lo = run_with_standin(gen / "model_low_level.py", "3.2", cwd=ours_dir, env=env)

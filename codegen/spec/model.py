@@ -135,7 +135,9 @@ class SolverSpec(Strict):
     use_cuda_graph: bool | None = None
     seed: Uint64 | None = None
     model_name: bool = Field(False, description="pass the spec name as CreateSolver(model_name=...) (HugeCTR >= 3.3)")
-    i64_input_key: bool | None = Field(None, description="derived from the categorical dtype; set only to assert it")
+    i64_input_key: bool | None = Field(
+        None, description="64-bit keys. Parquet: derived from the categorical dtype (set only to assert it); Norm and "
+                          "Raw files record no key width: this says it (default false, as HugeCTR's)")
     args: ExtraArgs = Field(default_factory=dict, description="other CreateSolver arguments by HugeCTR's names "
                                                               "(metrics_spec, use_algorithm_search, ...)")
 
