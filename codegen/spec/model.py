@@ -365,6 +365,18 @@ class PassSpec(Strict):
                                         "it here (a later pass, and not with low_level)")
 
 
+class LowLevelSpec(Strict):
+    """model_low_level.py apart from model.py, as seed 003 keeps it: its own sparse model folders (wdl_low_*), one
+    evaluation list for every pass, its own save prefix."""
+
+    sparse_models: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="one folder per embedding (default: continuous_training.sparse_models)")
+    eval_source: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="one evaluation file list for every pass (default: each pass's eval_source)")
+    save_prefix: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="save_params_to_files prefix (default: continuous_training.save_prefix)")
+
+
 class ContinuousTrainingSpec(Strict):
     """Incremental training with HugeCTR's embedding cache: CreateMOS (3.2) or CreateETC (3.3 up to 23.09)."""
 
@@ -384,7 +396,9 @@ class ContinuousTrainingSpec(Strict):
     save_prefix: Annotated[str, Field(min_length=1)] = Field(
         ..., description="save_params_to_files prefix after the last pass")
     incremental_model: bool = Field(True, description="call get_incremental_model() after the last pass")
-    low_level: bool = Field(True, description="also render model_low_level.py (the low-level training loop)")
+    low_level: bool | LowLevelSpec = Field(
+        True, description="also render model_low_level.py (the low-level training loop); a mapping: with its own "
+                          "sparse models, evaluation list or save prefix")
 # ---- serving ------------------------------------------------------------------------------------------------------
 
 InstanceKind = Literal["KIND_GPU", "KIND_CPU", "KIND_AUTO"]
