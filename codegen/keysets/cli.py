@@ -55,8 +55,8 @@ def _from_spec(spec: Path) -> tuple[Expectations, list[tuple[Path, Path]]]:
     if fmt == "raw_async":
         raise UserError.one(spec, "keysets are written for Parquet, Norm and Raw data (continuous training reads no "
                                   "RawAsync)", field="data.format", fix="use data.format: raw")
-    reader = dict(job.reader)
-    sizes = reader.get("slot_size_array") or [0] * len(slots)
+    given = dict(job.reader).get("slot_size_array")
+    sizes = [int(x) for x in given] if isinstance(given, list) else [0] * len(slots)
     raw = RawLayout(label_dense_dim=sum(job.graph.label_dims) + job.graph.dense_dim,
                     slot_offsets=tuple(int(x) for x in np.cumsum([0, *sizes[:-1]]))) if fmt == "raw" else None
     lock = display_path(ctx.lock_path, ctx.root)
