@@ -192,6 +192,15 @@ class EtlSplit(Strict):
     seed: NonNegInt = Field(0, description="the split depends on the row number and this seed only")
 
 
+class EtlNorm(Strict):
+    """HugeCTR Norm files written beside the Parquet output (seed 003's preprocess.sh), under <dir>/norm/."""
+
+    rows_per_file: PosInt = Field(100000, description="records per Norm data file")
+    files_per_list: PosInt = Field(100, description="data files per training file list (file_list.N.txt), one "
+                                                    "list per continuous-training source (seed 003: 100)")
+    check_type: Literal["Sum", "Non"] = Field("Sum", description="Check_t the files are written for (seed 003: Sum)")
+
+
 class EtlOutput(Strict):
     dir: PathText = Field(..., description="where train/, valid/ and workflow/ are written (relative to the spec)")
     out_files_per_proc: PosInt = Field(
@@ -204,6 +213,10 @@ class EtlOutput(Strict):
                                "none = the workflow's dtypes")
     part_size: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(B|KB|MB|GB)$")] = Field(
         "100MB", description="nvt.Dataset part_size (the partitions Dask works on)")
+    format: Literal["parquet", "norm"] = Field(
+        "parquet", description="norm: also write HugeCTR Norm files and file lists under <dir>/norm/ (keys of "
+                               "solver.i64_input_key's width, slot offsets added)")
+    norm: EtlNorm = Field(default_factory=EtlNorm, description="the Norm files' layout (format: norm)")
 
 
 class EtlCluster(Strict):
