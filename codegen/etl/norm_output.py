@@ -97,6 +97,23 @@ def _write_list(path: Path, files: list[Path]) -> None:
     path.write_text(f"{len(files)}\n" + "".join(f"{f}\n" for f in files), encoding="utf-8")
 
 
+def _write_files(folder: Path, rows, layout: NormLayout, rows_per_file: int) -> list[str]:
+    """part_0.data, part_1.data, ... of rows_per_file records each (one, empty, for no rows); their names."""
+    names: list[str] = []
+    pending: list[bytes] = []
+    for floats, slots in rows:
+        for rec in _records(floats, slots, layout):
+            pending.append(rec)
+            if len(pending) == rows_per_file:
+                names.append(f"part_{len(names)}.data")
+                _write_file(folder / names[-1], pending, layout)
+                pending = []
+    if pending or not names:
+        names.append(f"part_{len(names)}.data")
+        _write_file(folder / names[-1], pending, layout)
+    return names
+
+
 def write_norm(parquet_out: Path, layout: NormLayout, *, rows_per_file: int, files_per_list: int) -> dict[str, int]:
     """``parquet_out``/train and /valid (the ETL's Parquet) -> ``parquet_out``/norm/{train,valid}/part_N.data with
     file lists; the folder appears whole (built beside it, then renamed). Returns the data files per split."""
@@ -108,22 +125,7 @@ def write_norm(parquet_out: Path, layout: NormLayout, *, rows_per_file: int, fil
         for split in ("train", "valid"):
             folder = tmp / split
             folder.mkdir(parents=True)
-            pending: list[bytes] = []
-            names: list[str] = []
-
-            def flush() -> None:
-                name = f"part_{len(names)}.data"
-                _write_file(folder / name, pending, layout)
-                names.append(name)
-                pending.clear()
-
-            for floats, slots in _read_rows(parquet_out / split, layout):
-                for rec in _records(floats, slots, layout):
-                    pending.append(rec)
-                    if len(pending) == rows_per_file:
-                        flush()
-            if pending or not names:
-                flush()
+            names = _write_files(folder, _read_rows(parquet_out / split, layout), layout, rows_per_file)
             paths = [final / split / n for n in names]      # absolute, in the final folder: HugeCTR reads them so
             if split == "train":
                 for k in range(0, len(paths), files_per_list):
