@@ -160,8 +160,9 @@ def test_23_06_low_level_has_no_first_batch_flag(tmp_path):
 
 # ---- the scripts on the stand-in, with data -------------------------------------------------------------------
 
-def _norm_data(root: Path) -> None:
-    """wdl_data/file_list.{0..5}.txt of two Norm files each, 27 slots (the lock's), 64-bit keys, Check_t.Sum."""
+def _norm_data(root: Path, key_type: str = "int32") -> None:
+    """wdl_data/file_list.{0..5}.txt of two Norm files each, 27 slots (the lock's), 32-bit keys (the spec's
+    i64_input_key: false, as the seed's data), Check_t.Sum."""
     rng = np.random.default_rng(3)
     sizes = [c["cardinality"] for c in json.loads(LOCK.read_text())["categorical"]]
     data = root / "wdl_data"
@@ -170,7 +171,7 @@ def _norm_data(root: Path) -> None:
         files = []
         for j in range(2):
             recs = random_records(rng, 8, slot_sizes=sizes, max_nnz=2, dense_dim=13)
-            files.append(write_norm(data / f"part_{i}_{j}.data", recs, label_dim=1, dense_dim=13))
+            files.append(write_norm(data / f"part_{i}_{j}.data", recs, label_dim=1, dense_dim=13, key_type=key_type))
         write_file_list(data / f"file_list.{i}.txt", [f.relative_to(root) for f in files])
 
 
@@ -188,6 +189,12 @@ def test_mos_scripts_run_with_norm_data_and_keysets(tmp_path):
     assert r.returncode == 0, r.stderr
     assert sorted(p.name for p in (run / "wdl_data").glob("*.keyset")) == \
         [f"file_list.{i}.keyset" for i in (0, 1, 3, 4)]
+    # 4-byte keys, HugeCTR's unsigned int: the keys of the pass's files, read back.
+    from codegen.keysets.norm import norm_keys
+
+    keys = np.fromfile(run / "wdl_data" / "file_list.0.keyset", dtype="<u4")
+    want = np.unique(np.concatenate([norm_keys(run / "wdl_data" / f"part_0_{j}.data", "int32")[0] for j in range(2)]))
+    assert np.array_equal(np.sort(keys), want.astype("<u4")) and len(keys) > 0
     gen = REPO / "generated" / "wdl_continuous"
 
     high = run_with_standin(gen / "model.py", "3.2", cwd=run)
@@ -212,6 +219,8 @@ def test_mos_scripts_run_with_norm_data_and_keysets(tmp_path):
     low = run_with_standin(gen / "model_low_level.py", "3.2", cwd=run)
     assert low.returncode == 0, low.stderr
     updates = [c["args"] for c in calls_named(low, "ModelOversubscriber.update")]
+    evals = [c["args"] for c in calls_named(low, "DataReader.set_source") if c["args"] and c["args"][0].endswith(".2.txt")]
+    assert evals == [["wdl_data/file_list.2.txt"]]       # one evaluation list, set once (the notebook's)
     assert updates == [[f"wdl_data/file_list.{i}.keyset"] for i in (0, 1, 3, 4)]
     assert all(c["args"] == [] and c["kwargs"] == {} for c in calls_named(low, "Model.train"))
 
@@ -336,7 +345,8 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
     (run / "wdl_mos_dense_0.model").write_bytes(b"")
-    for folder in ("wdl_0_sparse_model", "wdl_1_sparse_model"):   # the models a previous run left
+    # The models previous runs left: model.py's, and model_low_level.py's own (low_level.sparse_models).
+    for folder in ("wdl_0_sparse_model", "wdl_1_sparse_model", "wdl_low_0_sparse_model", "wdl_low_1_sparse_model"):
         (run / folder).mkdir()
     env = {"CTRGEN_STANDIN_SKIP_DATA": "1"}
     high = run_with_standin(gen / "model.py", "3.2", cwd=run, env=env)
@@ -349,6 +359,8 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
     low = run_with_standin(gen / "model_low_level.py", "3.2", cwd=run, env=env)
     assert low.returncode == 0, low.stderr
     assert calls_named(low, "Model.load_dense_weights")[0]["args"] == ["wdl_mos_dense_0.model"]
+    assert calls_named(low, "hugectr.CreateMOS")[0]["kwargs"]["trained_sparse_models"] == \
+        ["./wdl_low_0_sparse_model", "./wdl_low_1_sparse_model"]
     (run / "wdl_mos_dense_0.model").unlink()
     missing = run_with_standin(gen / "model.py", "3.2", cwd=run, env=env)
     assert missing.returncode != 0 and "wdl_mos_dense_0.model" in missing.stderr
@@ -363,9 +375,9 @@ def _seed003_cell(name: str) -> str:
 
 def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
     """The notebook's two scripts (wdl_train.py, wdl_mos.py) and specs/wdl_continuous.yaml's, run on the 3.2
-    stand-in: the same HugeCTR calls, the same graph JSON bytes. Known differences: i64_input_key (the Criteo demo
-    lock has int64 ids), and the low-level loop evaluates pass 2 on its own eval_source (the notebook keeps
-    file_list.2.txt)."""
+    stand-in: the same HugeCTR calls (32-bit keys too: Norm files record no key width, so the spec decides, and it
+    says HugeCTR's default), the same graph JSON bytes; the low-level loop with its own tables (wdl_low_*) and one
+    evaluation list, as the notebook keeps them (continuous_training.low_level)."""
     from collections import Counter
 
     env = {"CTRGEN_STANDIN_SKIP_DATA": "1"}
@@ -385,15 +397,27 @@ def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
         assert calls_named(seed_hi, name) == calls_named(ours_hi, name), name
     (seed_solver,), (our_solver,) = calls_named(seed_hi, "hugectr.CreateSolver"), calls_named(ours_hi,
                                                                                              "hugectr.CreateSolver")
-    assert {**seed_solver["kwargs"], "i64_input_key": True} == our_solver["kwargs"]
+    assert seed_solver["kwargs"] == our_solver["kwargs"] and our_solver["kwargs"]["i64_input_key"] is False
 
     seed_lo = run_with_standin(tmp_path / "wdl_mos.py", "3.2", cwd=seed_dir, env=env)
     ours_lo = run_with_standin(gen / "model_low_level.py", "3.2", cwd=ours_dir, env=env)
     assert seed_lo.returncode == 0 and ours_lo.returncode == 0, seed_lo.stderr + ours_lo.stderr
-    extra = Counter(c["call"] for c in ours_lo.calls) - Counter(c["call"] for c in seed_lo.calls)
-    assert extra == Counter({"DataReader.set_source": 1}) and \
-        not Counter(c["call"] for c in seed_lo.calls) - Counter(c["call"] for c in ours_lo.calls)
-    for name in ("ModelOversubscriber.update", "Model.construct_from_json", "Model.train", "Model.eval",
-                 "Model.save_params_to_files"):
+    assert Counter(c["call"] for c in seed_lo.calls) == Counter(c["call"] for c in ours_lo.calls)
+    for name in ("hugectr.CreateMOS", "ModelOversubscriber.update", "Model.construct_from_json", "Model.train",
+                 "Model.eval", "Model.save_params_to_files", "DataReader.set_source"):
         assert calls_named(seed_lo, name) == calls_named(ours_lo, name), name
-    assert ["wdl_data/file_list.5.txt"] in [c["args"] for c in calls_named(ours_lo, "DataReader.set_source")]
+    assert calls_named(ours_lo, "hugectr.CreateMOS")[0]["kwargs"]["dest_sparse_models"] == \
+        ["./wdl_low_0_sparse_model", "./wdl_low_1_sparse_model"]
+
+
+def test_low_level_tables_must_be_its_own(tmp_path):
+    """low_level.sparse_models: one per embedding, and none that model.py trains (they would overwrite each other)."""
+    for i, (text, fragment) in enumerate([
+            ("[./wdl_low_0_sparse_model]", "1 sparse model for 2 embeddings"),
+            ("[./wdl_0_sparse_model, ./wdl_low_1_sparse_model]", "a folder the other script also trains")]):
+        (tmp_path / str(i)).mkdir()
+        spec = variant(tmp_path / str(i), MOS_SPEC,
+                       ("[./wdl_low_0_sparse_model, ./wdl_low_1_sparse_model]", text))
+        r = run_ctrgen("generate", str(spec), "--out", str(tmp_path / str(i) / "out"))
+        assert r.returncode == 2 and "continuous_training.low_level.sparse_models" in r.stderr, r.stderr
+        assert fragment in r.stderr and not (tmp_path / str(i) / "out").exists()

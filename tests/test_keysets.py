@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -266,3 +267,55 @@ def test_usage_errors(criteo, tmp_path):
     assert "the spec's data is parquet" in _bad(lst, "--spec", str(REPO / "specs" / "wdl.yaml"), "--format", "norm")
     assert "source not found" in _bad(str(tmp_path / "nope.txt"))
     assert not list(tmp_path.glob("*.keyset"))
+
+
+# ---- Raw data (seed 003's other binary format: one .bin file, fixed-size one-hot samples) --------------------------
+
+def _raw_spec(tmp_path: Path, *, offsets: bool, i64: bool) -> Path:
+    from specfactory import CRITEO_LOCK, dcn_spec, write_spec
+
+    spec = dcn_spec("23.06", gpus=[0])
+    spec["data"] = {"format": "raw", "train": ["./train.bin"], "eval": "./test.bin", "slot_size_array": offsets}
+    spec["input"]["sparse"][0].update(nnz_per_slot=1, is_fixed_length=True)
+    spec["solver"]["i64_input_key"] = i64
+    return write_spec(tmp_path, spec, CRITEO_LOCK, name="dcn")
+
+
+def _raw_file(path: Path, ids: np.ndarray, dense_dim: int = 13) -> None:
+    """Samples of int32 label, int32 dense values and one int32 id per slot (HugeCTR's Raw, float_label_dense off)."""
+    rng = np.random.default_rng(0)
+    head = rng.integers(0, 100, size=(len(ids), 1 + dense_dim), dtype=np.int32)
+    np.concatenate([head, ids.astype(np.int32)], axis=1).astype("<i4").tofile(path)
+
+
+@pytest.mark.parametrize("offsets,i64", [(True, False), (False, True)])
+def test_raw_keysets_add_the_slot_offsets_in_the_model_width(tmp_path, offsets, i64):
+    from specfactory import CRITEO_LOCK
+
+    sizes = [c["cardinality"] for c in CRITEO_LOCK["categorical"]]
+    rng = np.random.default_rng(5)
+    ids = np.stack([rng.integers(0, n, size=40) for n in sizes], axis=1)
+    _raw_file(tmp_path / "train.bin", ids)
+    spec = _raw_spec(tmp_path, offsets=offsets, i64=i64)
+    r = run_ctrgen("keysets", "-q", str(tmp_path / "train.bin"), "--spec", str(spec), "-o",
+                   str(tmp_path / "train.keyset"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    shift = np.cumsum([0, *sizes[:-1]]) if offsets else np.zeros(len(sizes), dtype=np.int64)
+    want = np.unique(ids + shift)
+    got = np.fromfile(tmp_path / "train.keyset", dtype="<i8" if i64 else "<u4")
+    assert np.array_equal(got, want)
+    assert f"({'int64' if i64 else 'int32'})" in r.stdout and "raw)" in r.stdout
+
+
+def test_raw_keysets_need_the_layout(tmp_path):
+    rng = np.random.default_rng(1)
+    _raw_file(tmp_path / "train.bin", rng.integers(0, 9, size=(10, 26)))
+    r = run_ctrgen("keysets", "-q", str(tmp_path / "train.bin"), "--format", "raw", "--key-type", "int32",
+                   cwd=tmp_path)
+    assert r.returncode == 2 and "Raw files record neither their sample layout" in r.stderr
+    spec = _raw_spec(tmp_path, offsets=True, i64=False)
+    (tmp_path / "short.bin").write_bytes(b"\0" * (4 * 40 * 3 + 8))
+    r = run_ctrgen("keysets", "-q", str(tmp_path / "short.bin"), "--spec", str(spec), "-o", "x.keyset",
+                   cwd=tmp_path)
+    assert r.returncode == 2 and "no whole number of 160-byte samples" in r.stderr
+    assert not (tmp_path / "x.keyset").exists()

@@ -384,7 +384,21 @@ def test_task_overrides_reach_hugectr_calls(tmp_path):
     assert _one(result, "hugectr.SparseEmbedding")["workspace_size_per_gpu_in_mb"] == 61
     fit = _one(result, "Model.fit")
     assert (fit["max_iter"], fit["num_epochs"], fit["snapshot"]) == (100, 0, 0)
-    assert len(calls_named(result, "Model.eval")) == 2
+    # The final AUC is the exported model's, through HugeCTR's offline inference session (seed 004's evaluate_model):
+    # the files just saved, the graph JSON ps.json names, the validation list and the run's cardinalities.
+    assert not calls_named(result, "Model.eval")
+    params = _one(result, "hugectr.inference.InferenceParams")
+    model_dir = str(tmp_path / "model")
+    assert (params["model_name"], params["max_batchsize"], params["device_id"], params["i64_input_key"]) == \
+        ("deepfm_vertex", 1024, 0, True)
+    assert params["dense_model_file"] == f"{model_dir}/_dense_25000.model"
+    assert params["sparse_model_files"] == [f"{model_dir}/0_sparse_25000.model"]
+    assert _one(result, "hugectr.inference.CreateInferenceSession")["model_config_path"] == \
+        f"{model_dir}/deepfm_vertex.json"
+    evaluate = _one(result, "InferenceSession.evaluate")
+    assert (evaluate["num_batches"], evaluate["source"], evaluate["data_reader_type"], evaluate["check_type"]) == \
+        (2, "/d/v/_file_list.txt", "DataReaderType_t.Parquet", "Check_t.Non")
+    assert evaluate["slot_size_array"] == _one(result, "hugectr.DataReaderParams")["slot_size_array"]
     # Saved under AIP_MODEL_DIR, AUC reported to hypertune (cloudml-hypertune's metric file).
     # The weight files are the ones ps.json names (whatever --max_iter was), so `assemble --weights` finds them.
     assert (tmp_path / "model" / "deepfm_vertex.json").is_file()
@@ -409,6 +423,28 @@ def test_task_defaults_build_model_py_graph(tmp_path):
     for name in names:
         assert calls_named(task, name) == calls_named(model, name), name
     assert (task_dir / "model" / "deepfm_vertex.json").read_bytes() == (model_dir / "deepfm_vertex.json").read_bytes()
+
+
+def test_task_model_name_must_be_the_served_name():
+    """ps.json and the Triton repository name the spec's model: another --model_name would save files nothing
+    serves, so it is refused before training."""
+    proc = _py(VERTEX / "task.py", "--model_name=other")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--model_name=other: ps.json and the Triton repository serve this model as 'deepfm_vertex'" in proc.stderr
+
+
+def test_task_evaluates_with_the_training_model_where_the_release_has_no_inference_session(tmp_path):
+    """InferenceSession.evaluate is gone from HugeCTR 23.09 on (the API table): task.py then takes the training
+    model's own evaluation, and says so."""
+    spec = _variant(tmp_path, "deepfm_vertex", lambda d: d.update(hugectr_version="23.12"))
+    assert _generate(spec, tmp_path / "out").returncode == 0
+    task = tmp_path / "out" / "deepfm_vertex" / "task.py"
+    text = task.read_text()
+    assert "CreateInferenceSession" not in text and "HugeCTR\n    23.12 has no offline" in text
+    # The stand-in imitates 3.2, 3.3, 4.3 and 23.06; the loop is the one those releases' runs already take.
+    loop = text[text.index("def final_auc("):text.index("def report(")]
+    assert "model.eval()" in loop and "model.get_eval_metrics()" in loop
+    compile(text, str(task), "exec")
 
 
 def test_task_without_hypertune_prints_the_metric(tmp_path):
@@ -492,3 +528,118 @@ def test_torchrun_launcher_rendezvous_of_two_nodes(tmp_path):
     assert [p.returncode for p in nodes] == [0, 0], outs
     assert sorted(f.name for f in tmp_path.glob("rank*")) == ["rank0", "rank1"]
     assert {f.read_text() for f in tmp_path.glob("rank*")} == {"2"}
+
+
+# ---- seed 004's container, trials and best-trial deploy ------------------------------------------------------------
+
+def test_container_files_pin_the_seed_image_and_build_task_py():
+    """vertex/Dockerfile is seed 004's Dockerfile.hugectr (its Merlin image, pinned; cloudml-hypertune at the
+    project's pin; task.py where `python -m task` finds it) and cloudbuild.yaml builds it as the seed's build does."""
+    docker = (VERTEX / "vertex" / "Dockerfile").read_text().splitlines()
+    instructions = [ln for ln in docker if ln and not ln.startswith("#")]
+    assert instructions[0] == "FROM nvcr.io/nvidia/merlin/merlin-training:22.04"
+    pin = next(ln for ln in (REPO / "requirements" / "constraints.txt").read_text().splitlines()
+               if ln.startswith("cloudml-hypertune=="))
+    assert f"RUN pip install --no-cache-dir {pin}" in instructions
+    assert instructions.index("WORKDIR /src") < instructions.index("COPY task.py ./")
+    build = yaml.safe_load((VERTEX / "vertex" / "cloudbuild.yaml").read_text())
+    assert build["steps"] == [{"name": "gcr.io/cloud-builders/docker", "args": [
+        "build", "-t", "gcr.io/$PROJECT_ID/hugectr-training", "-f", "vertex/Dockerfile", "."]}]
+    assert build["images"] == ["gcr.io/$PROJECT_ID/hugectr-training"]
+    assert (build["timeout"], build["options"]["machineType"]) == ("7200s", "E2_HIGHCPU_8")
+
+
+@pytest.mark.parametrize("image,ok", [("nvcr.io/nvidia/merlin/merlin-hugectr:23.06", True),
+                                      ("nvcr.io/nvidia/merlin/merlin-hugectr@sha256:" + "ab" * 32, True),
+                                      ("nvcr.io/nvidia/merlin/merlin-hugectr:latest", False),
+                                      ("nvcr.io/nvidia/merlin/merlin-hugectr", False),
+                                      ("img:1\nRUN curl evil | sh", False)])
+def test_base_image_must_be_pinned(tmp_path, image, ok):
+    proc = _generate(_variant(tmp_path, "deepfm_vertex", lambda d: d["vertex"].update(base_image=image)),
+                     tmp_path / "out")
+    if ok:
+        assert proc.returncode == 0, proc.stderr
+        assert f"FROM {image}\n" in (tmp_path / "out" / "deepfm_vertex" / "vertex" / "Dockerfile").read_text()
+    else:
+        _error(proc, "vertex.base_image")
+        assert not (tmp_path / "out").exists()
+
+
+def test_image_uri_with_a_newline_is_refused(tmp_path):
+    proc = _generate(_variant(tmp_path, "deepfm_vertex",
+                              lambda d: d["vertex"].update(image_uri="gcr.io/p/x\nRUN rm -rf /")), tmp_path / "out")
+    _error(proc, "vertex.image_uri")
+
+
+def _tuning_job(tmp_path: Path) -> Path:
+    """A finished tuning job as `gcloud ai hp-tuning-jobs describe --format=json` prints it (REST JSON, camelCase):
+    four trials, one infeasible, one without a final measurement."""
+    def trial(i, state, auc, lr, dropout):
+        t = {"id": str(i), "state": state, "parameters": [{"parameterId": "dropout_rate", "value": dropout},
+                                                           {"parameterId": "lr", "value": lr}]}
+        if auc is not None:
+            t["finalMeasurement"] = {"stepCount": "25000", "metrics": [{"metricId": "AUC", "value": auc}]}
+        return t
+    doc = {"name": "projects/895/locations/us-central1/hyperparameterTuningJobs/77",
+           "displayName": "hugectr-deepfm-v01-tuning", "state": "JOB_STATE_SUCCEEDED",
+           "studySpec": {"metrics": [{"metricId": "AUC", "goal": "MAXIMIZE"}]},
+           "trialJobSpec": {"baseOutputDirectory": {"outputUriPrefix": "gs://bkt/hugectr-deepfm-v01/j1"}},
+           "trials": [trial(1, "SUCCEEDED", 0.7912, 0.0021, 0.5), trial(2, "SUCCEEDED", 0.8011, 0.0047, 0.4),
+                      trial(3, "INFEASIBLE", None, 0.0093, 0.6), trial(4, "SUCCEEDED", 0.7650, 0.0011, 0.6)],
+           "someFieldOfALaterApi": 1}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_trials_lists_each_trial_and_names_the_best(tmp_path):
+    job = _tuning_job(tmp_path)
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(job), "--save",
+                    str(tmp_path / "saved.json"), env={})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split() == ["trial", "state", "AUC", "dropout_rate", "lr"]
+    assert lines[1].split() == ["1", "SUCCEEDED", "0.791200", "0.5", "0.0021"]
+    assert lines[3].split() == ["3", "INFEASIBLE", "-", "0.6", "0.0093"]
+    assert lines[-1] == "best: trial 2 (AUC 0.801100)"
+    # What --save wrote reads back to the same table.
+    again = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(tmp_path / "saved.json"), env={})
+    assert again.stdout == proc.stdout
+    # Minimizing picks the lowest.
+    doc = json.loads(job.read_text())
+    doc["studySpec"]["metrics"][0]["goal"] = "MINIMIZE"
+    job.write_text(json.dumps(doc))
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(job), env={})
+    assert proc.stdout.splitlines()[-1] == "best: trial 4 (AUC 0.765000)"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(bad), env={})
+    assert proc.returncode == 1 and "not a tuning job's description" in proc.stderr
+
+
+@pytest.mark.slow
+def test_deploy_best_trial_assembles_its_weights(tmp_path):
+    """deploy --trial best runs `ctrgen assemble` on <output>/<best trial id>/model under the FUSE mount."""
+    from demo_data import built_demo
+
+    job = _tuning_job(tmp_path)
+    model = tmp_path / "gcs" / "bkt" / "hugectr-deepfm-v01" / "j1" / "2" / "model"
+    ps = json.loads((VERTEX / "triton" / "ps.json").read_text())["models"][0]
+    model.mkdir(parents=True)
+    (model / Path(ps["dense_file"]).name).write_bytes(b"\0" * 8)
+    for sparse in ps["sparse_files"]:
+        (model / Path(sparse).name).mkdir()
+        for part in ("key", "emb_vector"):
+            (model / Path(sparse).name / part).write_bytes(b"")
+    workflow = built_demo().paths["criteo"]["workflow"]
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "deploy", "--from-json", str(job), "--gcs-root",
+                    str(tmp_path / "gcs"), "--workflow", str(workflow), "--out", str(tmp_path / "repo"),
+                    "--spec", str(REPO / "specs" / "deepfm_vertex.yaml"), env={"PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    assert f"trial 2 (AUC 0.801100): {model}" in proc.stdout
+    served = tmp_path / "repo" / "deepfm_vertex" / "1"
+    assert (served / Path(ps["dense_file"]).name).read_bytes() == b"\0" * 8
+    # An unknown trial is one line.
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "deploy", "--trial", "9", "--from-json", str(job),
+                    "--workflow", str(workflow), "--out", str(tmp_path / "r2"), env={})
+    assert proc.returncode == 1 and "--trial '9': the job has trials ['1', '2', '3', '4']" in proc.stderr

@@ -36,7 +36,7 @@ from warm_python import run as run_warm
 pytestmark = pytest.mark.slow
 
 # Iterations and batch per spec: enough to learn the planted signal, small enough for 2 CPU cores.
-RUNS = {"movielens": (120, 256), "movielens_genres": (80, 256), "wdl": (50, 256), "dcn": (50, 256),
+RUNS = {"movielens": (120, 256), "movielens_genres": (80, 256), "movielens_seed001": (80, 256), "wdl": (50, 256), "dcn": (50, 256),
         "dlrm": (150, 128), "deepfm": (60, 256), "deepfm_vertex": (60, 256), "deepfm_multinode": (60, 256),
         "wdl_continuous_etc": (50, 256)}
 # Every example spec -> the demo dataset it trains on (the launch specs are DeepFM on the Criteo workflow).

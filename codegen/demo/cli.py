@@ -25,6 +25,7 @@ from .serve_job import SERVE_SPEC, print_report, run_serve_job
 DEMO_SPECS: dict[str, str] = {
     "movielens": "movielens",
     "movielens_genres": "movielens_genres",
+    "movielens_seed001": "movielens_genres",
     "wdl": "criteo",
     "dcn": "criteo",
     "dlrm": "criteo",

@@ -69,6 +69,13 @@ class SplitPlan:
 
 
 @dataclass(frozen=True)
+class NormPlan:
+    rows_per_file: int
+    files_per_list: int
+    check_type: str                     # Sum | Non
+
+
+@dataclass(frozen=True)
 class OutputPlan:
     dir: str                            # relative to the spec's folder
     reader: str                         # hugectr | torch | none
@@ -76,6 +83,21 @@ class OutputPlan:
     out_files_per_proc: int
     shuffle: bool
     seed: int
+    format: str = "parquet"             # norm: also HugeCTR Norm files under <dir>/norm/
+    norm: NormPlan | None = None
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """The local Dask cluster etl.py starts (LocalCUDACluster's names)."""
+
+    workers: int | None
+    protocol: str
+    devices: tuple[int, ...] | None
+    device_memory_limit: float
+    rmm_pool: bool
+    local_directory: str | None
+    threads_per_worker: int
 
 
 @dataclass(frozen=True)
@@ -85,6 +107,7 @@ class EtlPlan:
     drop: tuple[str, ...]
     split: SplitPlan
     output: OutputPlan
+    cluster: ClusterPlan
     train: tuple[str, ...]              # as written in the spec (relative to its folder)
     valid: tuple[str, ...] | None
     train_format: str
@@ -249,13 +272,20 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
     if etl.output.reader != "none":
         dtypes.update({c: "int64" for c in cats if c not in multi_out})
         dtypes.update({c: "float32" for c in conts + labels})
-    j, o = etl.join, etl.output
+    j, o, cl = etl.join, etl.output, etl.cluster
     return EtlPlan(inputs=RawInputs(columns=dict(inputs.columns), multi_hot=dict(inputs.multi_hot), sep=inputs.sep),
                    join=None if j is None else JoinPlan(path=j.path, sep=j.sep, on=tuple(j.on), how=j.how,
                                                         columns=dict(j.columns), multi_hot=dict(j.multi_hot)),
                    drop=tuple(etl.drop), split=SplitPlan(valid_fraction=etl.split.valid_fraction, seed=etl.split.seed),
                    output=OutputPlan(dir=o.dir, reader=o.reader, part_size=o.part_size,
-                                     out_files_per_proc=o.out_files_per_proc, shuffle=o.shuffle, seed=o.seed),
+                                     out_files_per_proc=o.out_files_per_proc, shuffle=o.shuffle, seed=o.seed,
+                                     format=o.format,
+                                     norm=NormPlan(o.norm.rows_per_file, o.norm.files_per_list, o.norm.check_type)
+                                     if o.format == "norm" else None),
+                   cluster=ClusterPlan(workers=cl.workers, protocol=cl.protocol,
+                                       devices=None if cl.devices is None else tuple(cl.devices),
+                                       device_memory_limit=cl.device_memory_limit, rmm_pool=cl.rmm_pool,
+                                       local_directory=cl.local_directory, threads_per_worker=cl.threads_per_worker),
                    train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
                    train_format=train_format or "parquet", join_format=join_format, groups=tuple(groups),
                    crosses=tuple(crosses), categorical=cats, continuous=conts, labels=labels, dtypes=dtypes,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ..render.env import render
 from ..template_files import templates_digest
 from ..render.literals import ident, py
-from .plan import EtlPlan, GroupPlan
+from .plan import ClusterPlan, EtlPlan, GroupPlan
 
 READER_TEXT = {"hugectr": "HugeCTR's Parquet reader", "torch": "train_torch.py", "none": "the workflow"}
 ROLE_VAR = {"categorical": "cat", "continuous": "cont", "label": "label"}
@@ -186,7 +186,16 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "chains": chains,
         "outputs": outputs,
         "out_dir": py(plan.output.dir),
+        "cluster": block(_cluster(plan.cluster)),
     }
+
+
+def _cluster(c: ClusterPlan) -> dict:
+    """The cluster settings etl.py reads, by the names of LocalCUDACluster / LocalCluster where they have one."""
+    return {"workers": c.workers, "protocol": c.protocol,
+            "devices": None if c.devices is None else ",".join(str(d) for d in c.devices),
+            "device_memory_limit": c.device_memory_limit, "rmm_pool": c.rmm_pool,
+            "local_directory": c.local_directory, "threads_per_worker": c.threads_per_worker}
 
 
 def etl_digest(spec_text: str) -> str:

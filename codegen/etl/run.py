@@ -46,6 +46,7 @@ class EtlResult:
     workers: str
     lock_message: str
     drift: list[str] = field(default_factory=list)
+    norm_files: dict[str, int] | None = None     # etl.output.format: norm: data files per split
 
 
 def etl_plan(ctx: SpecContext) -> EtlPlan:
@@ -172,6 +173,11 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     text = render_for(ctx, plan)
     base = ctx.loaded.path.resolve().parent
     out = output_dir(ctx.loaded.path, plan)
+    devices = plan.cluster.devices
+    if workers is not None and devices is not None and workers != len(devices):
+        raise UserError.one("--workers", f"{workers} workers, but the spec's etl.cluster.devices names "
+                            f"{len(devices)} GPUs (one worker each)", field="--workers",
+                            fix=f"use --workers {len(devices)} or change etl.cluster.devices")
 
     step("check inputs")
     check_inputs(plan, base)
@@ -186,6 +192,9 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
 
     step("features lock")
     fresh = _features(ctx, plan, out / "workflow")
+    norm_files = None
+    if plan.output.norm is not None:
+        norm_files = _write_norm(ctx, plan, fresh, out)
     lock_shown = ctx.lock_display
     drift: list[str] = []
     if check_lock:
@@ -197,11 +206,28 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     else:
         ctx.lock_path.write_text(fresh.lock_text(), encoding="utf-8")
         message = f"wrote {lock_shown}"
-    where = "1 process" if workers is None and scheduler is None else \
-        (f"{workers} Dask worker(s)" if workers else f"Dask cluster at {scheduler}")
+    where = stats.get("where") or ("1 process" if workers is None and scheduler is None else
+                                   f"{workers} Dask worker(s)" if workers else f"Dask cluster at {scheduler}")
     return EtlResult(spec=ctx.display, out_dir=out, etl_py=etl_py, features=fresh, rows_in=stats["rows_in"],
                      rows_out={s: _rows_out(out / s) for s in SPLITS}, seconds=seconds, device=stats["device"],
-                     workers=where, lock_message=message, drift=drift)
+                     workers=where, lock_message=message, drift=drift, norm_files=norm_files)
+
+
+def _write_norm(ctx: SpecContext, plan: EtlPlan, fresh: Features, out: Path) -> dict[str, int]:
+    """etl.output.format: norm: the Parquet output as HugeCTR Norm files, in the key width the spec trains with."""
+    from .norm_output import NormLayout, write_norm
+
+    i64 = bool(ctx.spec.solver.i64_input_key)
+    cards = tuple(int(c.cardinality or 0) for c in fresh.categorical)
+    if not i64 and sum(cards) > 2**32:
+        raise UserError.one(ctx.display, f"the cardinalities add up to {sum(cards)} keys, more than 32-bit Norm keys "
+                            "hold", field="solver.i64_input_key", fix="set solver.i64_input_key: true (64-bit keys)")
+    n = plan.output.norm
+    assert n is not None
+    layout = NormLayout(labels=tuple(c.name for c in fresh.labels), dense=tuple(c.name for c in fresh.continuous),
+                        slots=tuple(c.name for c in fresh.categorical), cardinalities=cards,
+                        key_type="int64" if i64 else "int32", check_sum=n.check_type == "Sum")
+    return write_norm(out, layout, rows_per_file=n.rows_per_file, files_per_list=n.files_per_list)
 
 
 def _features(ctx: SpecContext, plan: EtlPlan, workflow: Path) -> Features:
@@ -223,6 +249,9 @@ def summary_lines(r: EtlResult) -> list[str]:
     lines = [f"{r.spec}: {r.rows_in} rows in -> train {r.rows_out['train']}, valid {r.rows_out['valid']} rows out "
              f"in {r.seconds:.1f} s ({r.device}, {r.workers})",
              f"  output: {r.out_dir}/{{train,valid,workflow}}"]
+    if r.norm_files is not None:
+        lines.append(f"  norm: {r.out_dir}/norm/train/file_list.*.txt ({r.norm_files['train']} file(s)), "
+                     f"{r.out_dir}/norm/valid/file_list.txt ({r.norm_files['valid']} file(s))")
     if r.etl_py is not None:
         lines.append(f"  script: {r.etl_py}")
     lines.append("  categorical: " + (", ".join(cat(c) for c in f.categorical) or "-"))

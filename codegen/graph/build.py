@@ -104,8 +104,11 @@ class Builder(SparseParts, DenseLayers):
         if bad:
             self.fail(("features", "categorical"), f"columns {bad} are not integer ids",
                       fix="Categorify them in the workflow")
-        i64 = bool(dtypes & {"int64", "uint64"})
-        if len({d in ("int64", "uint64") for d in dtypes}) > 1:
+        # The key width: Parquet ids are the workflow's columns, so the lock decides; Norm and Raw files record no
+        # width, so the spec does (HugeCTR's default is 32-bit keys, CreateSolver(i64_input_key=False)).
+        from_lock = s.data.format == "parquet"
+        i64 = bool(dtypes & {"int64", "uint64"}) if from_lock else bool(s.solver.i64_input_key)
+        if from_lock and len({d in ("int64", "uint64") for d in dtypes}) > 1:
             self.fail(("features", "categorical"), f"categorical columns mix 32- and 64-bit ids ({sorted(dtypes)})",
                       fix="cast them to one width in the workflow's to_parquet(dtypes=...)")
         # The keys the embeddings see are ids plus their slot's offset (the exclusive prefix sum of the cardinalities,
@@ -118,7 +121,7 @@ class Builder(SparseParts, DenseLayers):
                       f"{key_type} keys hold (at most {key_max + 1}: keys 0 to {key_max})",
                       fix="check the lock's cardinalities" +
                       ("" if i64 else ", or write 64-bit ids (to_parquet dtypes int64)"))
-        if s.solver.i64_input_key is not None and s.solver.i64_input_key != i64:
+        if from_lock and s.solver.i64_input_key is not None and s.solver.i64_input_key != i64:
             self.fail(("solver", "i64_input_key"),
                       f"is {s.solver.i64_input_key}, but the categorical columns are {sorted(dtypes)}",
                       fix=f"remove it (ctrgen derives {i64}) or change the workflow's dtypes")

@@ -156,17 +156,30 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
                                      f"{_n(len(source), 'training source')} (HugeCTR: {text})",
                    fix="give one keyset per source, in the same order ('ctrgen keysets' writes them)")
         eval_source = ps.eval_source or eval_source
-        if not ps.fit and (i == 0 or ct.low_level):
+        if not ps.fit and (i == 0 or ct.low_level is not False):
             b.fail((*loc, "fit"), "the first pass trains on the reader's source" if i == 0 else
                    "model_low_level.py trains on every pass; a pass without fit has no low-level form",
                    fix="remove fit: false" if i == 0 else "set low_level: false, or remove fit: false")
         passes.append(DataPass(source=tuple(source), keyset=tuple(ps.keyset), eval_source=eval_source, fit=ps.fit))
+
+    low = ct.low_level if not isinstance(ct.low_level, bool) else None
+    if low is not None and low.sparse_models is not None:
+        if len(low.sparse_models) != n_embeddings:
+            b.fail(_loc("low_level", "sparse_models"), f"{_n(len(low.sparse_models), 'sparse model')} for "
+                                                       f"{_n(n_embeddings, 'embedding')}",
+                   fix="list one sparse model folder per embedding, in embeddings order")
+        if set(low.sparse_models) & set(ct.sparse_models) or len(set(low.sparse_models)) != len(low.sparse_models):
+            b.fail(_loc("low_level", "sparse_models"), "a folder the other script also trains, or one listed twice "
+                                                       "(the two scripts would overwrite each other's tables)",
+                   fix="give model_low_level.py folders of its own, e.g. wdl_low_0_sparse_model")
 
     t = spec.training
     return ContinuousTraining(
         cache=cache, ps_types=tuple(ps_types), sparse_models=tuple(ct.sparse_models),
         train_from_scratch=ct.train_from_scratch, dense_model=ct.dense_model, local_paths=tuple(local_paths),
         hmem_cache=hmem, passes=tuple(passes), save_prefix=ct.save_prefix, incremental_model=ct.incremental_model,
-        low_level=ct.low_level, first_batch_flag=p.has_api("train_is_first_batch"),
+        low_level=ct.low_level is not False, first_batch_flag=p.has_api("train_is_first_batch"),
         num_epochs=t.num_epochs or 0, display=t.display, eval_interval=t.eval_interval,
-        max_eval_batches=spec.solver.max_eval_batches)
+        max_eval_batches=spec.solver.max_eval_batches,
+        low_sparse_models=tuple(low.sparse_models or ()) if low else (),
+        low_eval_source=low.eval_source if low else None, low_save_prefix=low.save_prefix if low else None)

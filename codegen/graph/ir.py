@@ -211,6 +211,10 @@ class ContinuousTraining:
     display: int
     eval_interval: int
     max_eval_batches: int
+    # model_low_level.py's own settings (seed 003 keeps them apart from model.py's); empty/None: model.py's.
+    low_sparse_models: tuple[str, ...] = ()
+    low_eval_source: str | None = None
+    low_save_prefix: str | None = None
 
 
 @dataclass(frozen=True)

@@ -739,8 +739,9 @@ class Mapper:
                 pos += 1
         continuous = tuple(Column(f"I{i + 1}", "float32") for i in range(int(dense_dim)))
         label_cols = tuple(Column(n, "float32") for n in labels)
-        if self.i64:
-            spec.setdefault("solver", {})
+        if self.i64 and spec.get("data", {}).get("format", "parquet") != "parquet":
+            # Norm and Raw files record no key width: the spec says it (the lock's dtype describes Parquet only).
+            spec.setdefault("solver", {})["i64_input_key"] = True
         return Features(categorical=tuple(categorical), continuous=continuous, labels=label_cols,
                         source_kind="imported", provenance=f"imported from {self.source_label}")
 

@@ -12,6 +12,7 @@ import numpy as np
 from ..errors import UserError
 from .norm import norm_keys
 from .parquet import SlotLayout, parquet_keys
+from .raw import RawLayout, raw_keys
 from .sources import Source, default_keyset_path, open_source
 from .write import to_keyset, write_keyset
 
@@ -21,8 +22,9 @@ Examples:
   ctrgen keysets /data/criteo/day_0/_file_list.txt         # NVTabular output: _file_list.keyset beside the list
   ctrgen keysets wdl_data/file_list.3.txt wdl_data/file_list.4.txt --key-type int32   # Norm file lists
   ctrgen keysets day_0/_file_list.txt --spec specs/wdl_continuous_etc.yaml -o day_0.keyset
+  ctrgen keysets train_data.bin --spec specs/dlrm_raw.yaml           # Raw: the spec gives the sample layout
 \b
-A keyset holds the unique keys of one source, as the embedding sees them: Parquet ids plus the slot offsets
+A keyset holds the unique keys of one source, as the embedding sees them: Parquet and Raw ids plus the slot offsets
 HugeCTR's reader adds (exclusive prefix sums of slot_size_array, in slot order); Norm keys as stored. Keys are
 8-byte with i64_input_key, else 4-byte (HugeCTR's unsigned int). Paths in file lists and in the spec are read as
 HugeCTR reads them: absolute, or relative to the working directory.
@@ -39,6 +41,7 @@ class Expectations:
     layout: SlotLayout | None
     slot_num: int | None
     check_sum: bool | None
+    raw: RawLayout | None = None     # Raw data: the sample layout (only a spec gives it)
 
 
 def _from_spec(spec: Path) -> tuple[Expectations, list[tuple[Path, Path]]]:
@@ -51,15 +54,19 @@ def _from_spec(spec: Path) -> tuple[Expectations, list[tuple[Path, Path]]]:
     job = build_job(ctx, features)
     slots = [(c, n) for s in job.graph.sparse for c, n in zip(s.columns, s.cardinalities)]
     fmt = ctx.spec.data.format
-    if fmt == "raw":
-        raise UserError.one(spec, "keysets are written for Parquet and Norm data", field="data.format",
-                            fix="convert the data, or write the keysets another way")
+    if fmt == "raw_async":
+        raise UserError.one(spec, "keysets are written for Parquet, Norm and Raw data (continuous training reads no "
+                                  "RawAsync)", field="data.format", fix="use data.format: raw")
+    given = dict(job.reader).get("slot_size_array")
+    sizes = [int(x) for x in given] if isinstance(given, list) else [0] * len(slots)
+    raw = RawLayout(label_dense_dim=sum(job.graph.label_dims) + job.graph.dense_dim,
+                    slot_offsets=tuple(int(x) for x in np.cumsum([0, *sizes[:-1]]))) if fmt == "raw" else None
     lock = ctx.lock_display
     exp = Expectations(
         fmt=fmt, key_type="int64" if job.i64_input_key else "int32",
         key_origin=f"i64_input_key={job.i64_input_key} of {ctx.display}",
         layout=SlotLayout(tuple(c for c, _ in slots), tuple(n for _, n in slots), lock),
-        slot_num=len(slots), check_sum=True if fmt == "norm" else None)
+        slot_num=len(slots), check_sum=True if fmt == "norm" else None, raw=raw)
     pairs: list[tuple[Path, Path]] = []
     if job.continuous is not None:
         for p in job.continuous.passes:
@@ -93,6 +100,14 @@ def _keys(source: Source, exp: Expectations, schema: Path | None, advance) -> tu
             parts.append(keys)
             advance(f)
         return np.concatenate(parts), width or "int64"
+    if source.fmt == "raw":
+        if exp.raw is None or exp.key_type is None:
+            raise UserError.one(source.path, "Raw files record neither their sample layout nor their key width",
+                                field="--spec", fix="pass --spec (the model's label, dense and slot layout)")
+        for f in source.files:
+            parts.append(raw_keys(f, exp.raw))
+            advance(f)
+        return np.concatenate(parts), exp.key_type
     if exp.key_type is None:
         raise UserError.one(source.path, "Norm files do not record their key width", field="--key-type",
                             fix="pass --key-type int32 or int64 (i64_input_key), or --spec")
@@ -128,7 +143,7 @@ class _Bar:
                    "without SOURCES, every pass of its continuous_training section")
 @click.option("--key-type", type=click.Choice(["int32", "int64"]),
               help="key width (default: the spec's i64_input_key, else the Parquet id columns' dtype)")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "norm"]),
+@click.option("--format", "fmt", type=click.Choice(["parquet", "norm", "raw"]),
               help="data format (default: the spec's, else Parquet for .parquet files and Norm otherwise)")
 @click.option("--schema", type=click.Path(path_type=Path),
               help="Parquet without --spec: the dataset folder, schema file or saved workflow that gives the slot "
@@ -146,11 +161,11 @@ def keysets_command(sources: tuple[Path, ...], spec: Path | None, key_type: str 
     if spec is not None:
         exp, spec_pairs = _from_spec(spec)
     if key_type is not None:
-        exp = Expectations(exp.fmt, key_type, "--key-type", exp.layout, exp.slot_num, exp.check_sum)
+        exp = Expectations(exp.fmt, key_type, "--key-type", exp.layout, exp.slot_num, exp.check_sum, exp.raw)
     if fmt is not None:
         if exp.fmt is not None and exp.fmt != fmt:
             raise UserError.one(spec, f"the spec's data is {exp.fmt}", field="--format", fix="drop --format")
-        exp = Expectations(fmt, exp.key_type, exp.key_origin, exp.layout, exp.slot_num, exp.check_sum)
+        exp = Expectations(fmt, exp.key_type, exp.key_origin, exp.layout, exp.slot_num, exp.check_sum, exp.raw)
     if output is not None and out_dir is not None:
         raise UserError.one("--output", "use either --output or --out-dir", field="--output")
 

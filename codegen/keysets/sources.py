@@ -16,7 +16,7 @@ DATA_SUFFIXES = (".parquet", ".data", ".bin")
 class Source:
     path: Path                 # what the user named (a file list or one data file)
     files: tuple[Path, ...]    # the data files it stands for
-    fmt: str                   # "parquet" or "norm"
+    fmt: str                   # "parquet", "norm" or "raw"
 
 
 def read_file_list(path: Path) -> list[Path]:
@@ -45,7 +45,8 @@ def read_file_list(path: Path) -> list[Path]:
 
 
 def open_source(path: Path, fmt: str | None = None) -> Source:
-    """``fmt`` None: a ``.parquet`` file (or a list of them) is Parquet, anything else Norm."""
+    """``fmt`` None: a ``.parquet`` file (or a list of them) is Parquet, anything else Norm (Raw only when given:
+    a ``.bin`` file says nothing of its layout)."""
     path = Path(path)
     if not path.exists():
         raise UserError.one(path, "source not found", fix="name a file list or a data file")
@@ -55,8 +56,8 @@ def open_source(path: Path, fmt: str | None = None) -> Source:
     detected = "parquet" if all(f.suffix == ".parquet" for f in files) else "norm"
     if fmt is None:
         fmt = detected
-    elif fmt == "norm" and any(f.suffix == ".parquet" for f in files):
-        raise UserError.one(path, "lists Parquet files, but the format is norm", field="--format",
+    elif fmt in ("norm", "raw") and any(f.suffix == ".parquet" for f in files):
+        raise UserError.one(path, f"lists Parquet files, but the format is {fmt}", field="--format",
                             fix="use --format parquet (or data.format: parquet in the spec)")
     return Source(path=path, files=tuple(files), fmt=fmt)
 

@@ -56,6 +56,9 @@ def vertex_launch(loaded: LoadedSpec, job: TrainingJob) -> VertexLaunch:
         raise loaded.error(("solver", "vvgpu"), f"{len(s.solver.vvgpu)} nodes: a Vertex AI custom job runs HugeCTR on "
                                                 "one node (seed 004)", fix="use one vvgpu row, or the cluster target")
     v, reader = s.vertex, dict[str, Any](job.reader)
+    if not v.image_uri.isprintable() or any(c.isspace() for c in v.image_uri):
+        raise loaded.error(("vertex", "image_uri"), "an image reference has no spaces or control characters",
+                           fix='e.g. "gcr.io/{project}/hugectr-training"')
     study = None
     if v.study is not None:
         st = v.study
@@ -67,6 +70,7 @@ def vertex_launch(loaded: LoadedSpec, job: TrainingJob) -> VertexLaunch:
                                          values=tuple(p.values) if p.values is not None else None)
                           for p in st.parameters))
     return VertexLaunch(display_name=v.display_name or f"hugectr-{job.name}", image_uri=v.image_uri,
+                        base_image=v.base_image,
                         machine_type=v.machine_type, accelerator_type=v.accelerator_type, command=tuple(v.command),
                         train_data=tuple(v.train_data or reader["source"]),
                         valid_data=v.valid_data or str(reader["eval_source"]), schema_path=v.schema_path,

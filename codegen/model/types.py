@@ -63,6 +63,7 @@ class VertexLaunch:
 
     display_name: str
     image_uri: str
+    base_image: str                        # FROM of vertex/Dockerfile, pinned
     machine_type: str
     accelerator_type: str
     command: tuple[str, ...]

@@ -58,6 +58,7 @@ def continuous_context(job: TrainingJob) -> dict | None:
         "dense_model": py_str(c.dense_model) if c.dense_model else None,
         "incremental_model": c.incremental_model,
         "save_prefix": py_str(c.save_prefix),
+        "low_eval_source": py_str(c.low_eval_source) if c.low_eval_source else None,
         "eval_interval": c.eval_interval,
         "max_eval_batches": c.max_eval_batches,
         "cache_var": "model_oversubscriber" if mos else "etc",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
 
 from ..graph.ir import Enum, TrainingJob
 from ..graph.shapes import fmt_shape
@@ -180,7 +181,12 @@ def render_model_py(job: TrainingJob, header: str) -> str:
 
 
 def render_low_level_py(job: TrainingJob, header: str) -> str:
-    """The low-level continuous-training loop of seed 003 (templates/hugectr/model_low_level.py.j2)."""
+    """The low-level continuous-training loop of seed 003 (templates/hugectr/model_low_level.py.j2), with its own
+    sparse models and save prefix where the spec gives them (continuous_training.low_level)."""
+    c = job.continuous
+    if c is not None:
+        job = replace(job, continuous=replace(c, sparse_models=c.low_sparse_models or c.sparse_models,
+                                              save_prefix=c.low_save_prefix or c.save_prefix))
     return render(
         "hugectr/model_low_level.py.j2",
         header=header,

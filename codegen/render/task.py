@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from ..graph.ir import Layer, TrainingJob
+from ..hugectr import versions as V
 from .env import render
 from .literals import Code, py, py_str
 from .script import Bindings, build_context
@@ -178,16 +179,13 @@ def _has_dropout(job: TrainingJob) -> bool:
     return any(layer.type == "Dropout" for layer in job.graph.layers)
 
 
-# Final evaluation: the trained model's own evaluation loop (low-level API, hugectr.md §1.9: eval() and
-# get_eval_metrics() in every supported release) over --eval_batches batches. Seed 004 reloaded the saved files into a
-# hugectr.inference InferenceSession instead; the loop needs no reload and no inference module. AUC is the metric
-# HugeCTR evaluates by default (metrics_spec {AUC: 1.0}).
-EVALUATION = '''"""AUC over --eval_batches evaluation batches (fewer if the evaluation source runs out)."""
-for _ in range(args.eval_batches):
-    if not model.eval():
-        break
-metrics = dict(model.get_eval_metrics())
-return float(metrics[HYPERTUNE_METRIC])'''
+def _inference_session(job: TrainingJob) -> bool:
+    """Whether the final evaluation can reload the exported files into HugeCTR's offline inference session
+    (CreateInferenceSession + InferenceSession.evaluate, seed 004's way); releases without it evaluate the training
+    model itself (eval() + get_eval_metrics(), in every supported release)."""
+    p = V.profile(job.hugectr_version)
+    return p is not None and all(p.missing_function(f) is None for f in (
+        "inference.CreateInferenceSession", "inference.InferenceSession.evaluate", "inference.InferenceParams"))
 
 
 def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: int | None = None) -> str:
@@ -207,7 +205,14 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
         cardinalities=py(cards),
         arguments=_arguments(job, d),
         has_dropout=_has_dropout(job),
-        evaluation=EVALUATION,
+        inference_session=_inference_session(job),
+        version=job.hugectr_version,
+        model_name=py_str(job.name),
+        sparse_files=len(g.embeddings),
+        i64_input_key=py(job.i64_input_key),
+        reader_type=py(dict(job.reader)["data_reader_type"]),
+        check_type=py(dict(job.reader)["check_type"]),
+        reader_slot_sizes="slot_size_array" in dict(job.reader),
         snapshot_prefix=py(fit.get("snapshot_prefix", "")),
         weights_prefix=py_str(posixpath.basename(str(fit.get("snapshot_prefix", "")))),
         weights_iteration=job.weights_iteration or 0,

@@ -19,6 +19,10 @@ from .task import TaskDefaults, task_defaults
 
 SCALES = {"linear": "UNIT_LINEAR_SCALE", "log": "UNIT_LOG_SCALE", "reverse_log": "UNIT_REVERSE_LOG_SCALE"}
 ALGORITHMS = {"grid": "GRID_SEARCH", "random": "RANDOM_SEARCH"}
+# The training container's cloudml-hypertune, as requirements/constraints.txt pins it (a test keeps them equal).
+HYPERTUNE_VERSION = "0.1.0.dev6"
+# image_uri placeholders and the Cloud Build substitutions that fill them when the image is built.
+CLOUD_BUILD_NAMES = {"{project}": "$PROJECT_ID", "{region}": "$LOCATION"}
 
 
 def _json(doc: object) -> str:
@@ -103,5 +107,13 @@ def render_vertex(model: Model, header: str) -> dict[str, str]:
         hp["trial_job_spec"] = {"worker_pool_specs": _worker_pool(job, d, v, skip=tuned)}
         files["hyperparameter_tuning_job.json"] = _json(hp)
     files["submit.py"] = render("vertex/submit.py.j2", header=header, display_name=py(display),
-                                has_study=v.study is not None)
+                                has_study=v.study is not None, spec_path=py(model.provenance.spec),
+                                metric=v.study.metric if v.study else "", metric_py=py(v.study.metric if v.study else ""))
+    files["Dockerfile"] = render("vertex/Dockerfile.j2", header=header, base_image=v.base_image,
+                                 hypertune=HYPERTUNE_VERSION, command=" ".join(v.command)[:200].encode(
+                                     "unicode_escape").decode("ascii"), image_comment=json.dumps(v.image_uri))
+    built = v.image_uri
+    for placeholder, substitution in CLOUD_BUILD_NAMES.items():
+        built = built.replace(placeholder, substitution)
+    files["cloudbuild.yaml"] = render("vertex/cloudbuild.yaml.j2", header=header, image=json.dumps(built))
     return files

@@ -194,6 +194,15 @@ class EtlSplit(Strict):
     seed: NonNegInt = Field(0, description="the split depends on the row number and this seed only")
 
 
+class EtlNorm(Strict):
+    """HugeCTR Norm files written beside the Parquet output (seed 003's preprocess.sh), under <dir>/norm/."""
+
+    rows_per_file: PosInt = Field(100000, description="records per Norm data file")
+    files_per_list: PosInt = Field(100, description="data files per training file list (file_list.N.txt), one "
+                                                    "list per continuous-training source (seed 003: 100)")
+    check_type: Literal["Sum", "Non"] = Field("Sum", description="Check_t the files are written for (seed 003: Sum)")
+
+
 class EtlOutput(Strict):
     dir: PathText = Field(..., description="where train/, valid/ and workflow/ are written (relative to the spec)")
     out_files_per_proc: PosInt = Field(
@@ -206,6 +215,36 @@ class EtlOutput(Strict):
                                "none = the workflow's dtypes")
     part_size: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(B|KB|MB|GB)$")] = Field(
         "100MB", description="nvt.Dataset part_size (the partitions Dask works on)")
+    format: Literal["parquet", "norm"] = Field(
+        "parquet", description="norm: also write HugeCTR Norm files and file lists under <dir>/norm/ (keys of "
+                               "solver.i64_input_key's width, slot offsets added)")
+    norm: EtlNorm = Field(default_factory=EtlNorm, description="the Norm files' layout (format: norm)")
+
+
+class EtlCluster(Strict):
+    """The local Dask cluster etl.py starts (seed 001's LocalCUDACluster settings; on the CPU, a LocalCluster). The
+    output does not depend on any of these: the same parquet and categories with 1 worker or 8."""
+
+    workers: PosInt | None = Field(None, description="local workers (default: one process, no cluster; "
+                                                     "ctrgen etl --workers overrides)")
+    protocol: Literal["tcp", "ucx"] = Field(
+        "tcp", description="transport between scheduler and workers (ucx: GPU clusters with UCX-Py installed)")
+    devices: list[NonNegInt] | None = Field(
+        None, min_length=1, description="GPUs the workers use, one worker each (CUDA_VISIBLE_DEVICES); GPU only")
+    device_memory_limit: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = Field(
+        0.8, description="fraction of each GPU's memory at which a worker spills to host memory (seed 001: 0.5)")
+    rmm_pool: bool = Field(True, description="an RMM memory pool on each GPU worker (seed 001's _rmm_pool)")
+    local_directory: PathText | None = Field(
+        None, description="the workers' scratch space (spilled data), relative to the spec; default: Dask's")
+    threads_per_worker: PosInt = Field(1, description="threads of each worker (CPU: pandas holds the GIL)")
+
+    @model_validator(mode="after")
+    def _devices(self) -> "EtlCluster":
+        if self.devices is not None and len(set(self.devices)) != len(self.devices):
+            raise ValueError("devices: each GPU once")
+        if self.devices is not None and self.workers is not None and self.workers != len(self.devices):
+            raise ValueError(f"workers: {self.workers}, but {len(self.devices)} devices: one worker per GPU")
+        return self
 
 
 class EtlSpec(Strict):
@@ -216,3 +255,4 @@ class EtlSpec(Strict):
     cross: list[EtlCross] = Field(default_factory=list)
     split: EtlSplit = Field(default_factory=EtlSplit)
     output: EtlOutput
+    cluster: EtlCluster = Field(default_factory=EtlCluster)

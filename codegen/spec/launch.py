@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from .fields import Float, Ident, NonNegInt, PosInt, Strict
 
@@ -34,6 +34,12 @@ class StudySpec(Strict):
     algorithm: Literal["grid", "random"] | None = Field(None, description="omitted: Vertex AI's default (Bayesian)")
 
 
+# An image reference pinned by a tag or a sha256 digest: registry/path:tag or ...@sha256:hex (":latest" is refused by
+# VertexSpec's validator: the pattern engine has no look-ahead).
+PINNED_IMAGE = (r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
+                r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$")
+
+
 class VertexSpec(Strict):
     """Vertex AI custom training (seed 004): one node, the GPUs of solver.vvgpu, task.py in a container."""
 
@@ -44,6 +50,17 @@ class VertexSpec(Strict):
     machine_type: Annotated[str, Field(pattern=r"^[a-z0-9-]+$")] = "a2-highgpu-1g"
     accelerator_type: Annotated[str, Field(pattern=r"^[A-Z0-9_]+$")] = "NVIDIA_TESLA_A100"
     command: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=lambda: ["python", "-m", "task"])
+    base_image: Annotated[str, Field(pattern=PINNED_IMAGE, max_length=255)] = Field(
+        "nvcr.io/nvidia/merlin/merlin-training:22.04",
+        description="FROM of vertex/Dockerfile: a Merlin image with the HugeCTR release the spec targets, pinned by "
+                    "tag or digest (not :latest); default: seed 004's image")
+
+    @field_validator("base_image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        if value.endswith(":latest"):
+            raise ValueError("':latest' moves: pin the image by a release tag or a sha256 digest")
+        return value
     train_data: list[Annotated[str, Field(min_length=1)]] | None = Field(
         None, min_length=1, description="--train_data as the container sees it, e.g. /gcs/{bucket}/train/_file_list.txt "
                                         "(default: data.train); {bucket} is filled in by submit.py")

@@ -80,7 +80,9 @@ class SolverSpec(Strict):
     use_cuda_graph: bool | None = None
     seed: Uint64 | None = None
     model_name: bool = Field(False, description="pass the spec name as CreateSolver(model_name=...) (HugeCTR >= 3.3)")
-    i64_input_key: bool | None = Field(None, description="derived from the categorical dtype; set only to assert it")
+    i64_input_key: bool | None = Field(
+        None, description="64-bit keys. Parquet: derived from the categorical dtype (set only to assert it); Norm and "
+                          "Raw files record no key width: this says it (default false, as HugeCTR's)")
     args: ExtraArgs = Field(default_factory=dict, description="other CreateSolver arguments by HugeCTR's names "
                                                               "(metrics_spec, use_algorithm_search, ...)")
 
@@ -308,6 +310,18 @@ class PassSpec(Strict):
                                         "it here (a later pass, and not with low_level)")
 
 
+class LowLevelSpec(Strict):
+    """model_low_level.py apart from model.py, as seed 003 keeps it: its own sparse model folders (wdl_low_*), one
+    evaluation list for every pass, its own save prefix."""
+
+    sparse_models: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        None, min_length=1, description="one folder per embedding (default: continuous_training.sparse_models)")
+    eval_source: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="one evaluation file list for every pass (default: each pass's eval_source)")
+    save_prefix: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="save_params_to_files prefix (default: continuous_training.save_prefix)")
+
+
 class ContinuousTrainingSpec(Strict):
     """Incremental training with HugeCTR's embedding cache: CreateMOS (3.2) or CreateETC (3.3 up to 23.09)."""
 
@@ -327,7 +341,9 @@ class ContinuousTrainingSpec(Strict):
     save_prefix: Annotated[str, Field(min_length=1)] = Field(
         ..., description="save_params_to_files prefix after the last pass")
     incremental_model: bool = Field(True, description="call get_incremental_model() after the last pass")
-    low_level: bool = Field(True, description="also render model_low_level.py (the low-level training loop)")
+    low_level: bool | LowLevelSpec = Field(
+        True, description="also render model_low_level.py (the low-level training loop); a mapping: with its own "
+                          "sparse models, evaluation list or save prefix")
 
 
 

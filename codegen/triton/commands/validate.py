@@ -33,14 +33,17 @@ Checks (shared/reference/triton.md §2, §4, §5, §7):
 """
 
 
-def spec_lock(spec: Path) -> tuple[Features, Path]:
+def spec_lock(spec: Path) -> tuple[Features, Path, bool | None]:
     """--spec: the spec's lock on the columns it trains on (the spec is built first, so unknown columns fail with
-    generation's own messages) and the lock's path relative to the working directory."""
+    generation's own messages), the lock's path relative to the working directory, and the key width of a Norm or
+    Raw spec (whose files record none: the spec's i64_input_key, not the lock, decides it)."""
     from ...model.build import spec_features
     from ...spec.context import open_spec
 
     ctx = open_spec(Path(spec))
-    return spec_features(ctx), Path(os.path.relpath(ctx.lock_path))
+    features = spec_features(ctx)
+    key_long = None if ctx.spec.data.format == "parquet" else bool(ctx.spec.solver.i64_input_key)
+    return features, Path(os.path.relpath(ctx.lock_path)), key_long
 
 
 def _parse_root_map(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[str, Path]:

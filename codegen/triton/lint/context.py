@@ -21,6 +21,9 @@ class Context:
     resolver: PathResolver
     lock: Features | None = None
     lock_path: Path | None = None
+    # The key width training used, where the training side says it (a Norm or Raw spec's i64_input_key; a Parquet
+    # spec's comes from the lock's dtypes, as when only the lock is given).
+    key_long: bool | None = None
     findings: Problems = field(default_factory=Problems)
 
     def show_path(self, path: Path) -> str:

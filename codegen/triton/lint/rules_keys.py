@@ -103,7 +103,17 @@ def check_key_width(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry |
         effective, where = sll, ("ps", "supportlonglong")
     else:
         return
-    if ctx.lock is not None and ctx.lock.categorical:
+    if ctx.key_long is not None:
+        if ctx.key_long != effective:
+            message = (f"{str(effective).lower()} ({'64' if effective else '32'}-bit keys), but the spec trains "
+                       f"with i64_input_key={ctx.key_long} (its Norm/Raw files hold {'64' if ctx.key_long else '32'}"
+                       "-bit keys)")
+            fix = f"use {'64' if ctx.key_long else '32'}-bit keys, as training did (i64_input_key={ctx.key_long})"
+            if where[0] == "config":
+                ctx.add_cfg(cfg, where[1], message, fix, param=True, expected=str(ctx.key_long).lower())
+            else:
+                ps.add(where[1], message, fix, top_level=True, expected=ctx.key_long)
+    elif ctx.lock is not None and ctx.lock.categorical:
         lock_long = any(c.dtype in LONG_KEY_COLUMN_DTYPES for c in ctx.lock.categorical)
         if lock_long != effective:
             dtypes = sorted({c.dtype for c in ctx.lock.categorical})

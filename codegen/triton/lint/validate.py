@@ -41,9 +41,10 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping[str, Path] = MappingProxyType({}),
                         features_lock: Path | None = None,
-                        spec_lock: Callable[[], tuple[Features, Path]] | None = None) -> list[Problem]:
+                        spec_lock: Callable[[], tuple[Features, Path, bool | None]] | None = None) -> list[Problem]:
     """``spec_lock``: the training side ``--spec`` names, read when needed (after the checks of PATH) by the command
-    (codegen/triton/commands/validate.py): the lock on the spec's columns and the lock file's path for messages."""
+    (codegen/triton/commands/validate.py): the lock on the spec's columns, the lock file's path for messages and
+    the key width the spec trains with where the lock does not decide it (Norm and Raw data)."""
     path = Path(path)
     if not path.exists():
         raise UserError.one(path, "no such file or directory", fix="pass the folder of a Triton model repository")
@@ -58,7 +59,7 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
     if features_lock is not None:
         ctx.lock, ctx.lock_path = read_lock(Path(features_lock)), Path(features_lock)
     if spec_lock is not None:
-        ctx.lock, ctx.lock_path = spec_lock()
+        ctx.lock, ctx.lock_path, ctx.key_long = spec_lock()
 
     config_paths = _visible(path, CONFIG_NAME)
     if not config_paths:

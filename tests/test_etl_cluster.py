@@ -1,0 +1,97 @@
+"""The spec's etl.cluster section (seed 001's LocalCUDACluster settings) reaches the cluster etl.py starts: a real
+dask LocalCluster on this machine, and LocalCUDACluster's own signature for the GPU branch (no GPU here)."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_ctrgen
+from specfactory import write_spec
+
+MODEL = {"version": 1, "name": "clustered", "hugectr_version": "23.06",
+         "data": {"format": "parquet", "train": ["/data/train/_file_list.txt"], "eval": "/data/valid/_file_list.txt"},
+         "model": {"preset": "mlp", "units": [8]}}
+ETL = {"inputs": {"train": ["raw/train.parquet"], "columns": {"C1": "str", "y": "int64"}},
+       "groups": [{"columns": ["C1"], "ops": ["Categorify"]},
+                  {"columns": ["y"], "ops": [{"LambdaOp": {"compare": ">=", "value": 1, "dtype": "int8"}}]}],
+       "output": {"dir": "out"}}
+LOCK = {"ctrgen_features_lock": 1, "source": "recorded", "provenance": "test",
+        "categorical": [{"name": "C1", "dtype": "int64", "cardinality": 10}], "continuous": [],
+        "labels": [{"name": "y", "dtype": "int8"}]}
+
+
+def _etl_module(tmp_path: Path, cluster: dict) -> dict:
+    """The generated etl.py of a spec with this etl.cluster, loaded as ctrgen etl loads it."""
+    from codegen.etl.run import etl_plan, render_for
+    from codegen.pipeline import open_spec
+
+    spec = write_spec(tmp_path / "specs", {**MODEL, "etl": {**ETL, "cluster": cluster}}, LOCK, name="clustered")
+    ctx = open_spec(spec)
+    script = tmp_path / "etl.py"
+    script.write_text(render_for(ctx, etl_plan(ctx)))
+    return runpy.run_path(str(script), run_name="ctrgen_etl")
+
+
+# Run in a process of its own: multiprocessing's resource tracker lives as long as the process that started workers.
+PROBE = """
+import json, runpy, sys
+from pathlib import Path
+etl = runpy.run_path(sys.argv[1], run_name="ctrgen_etl")
+client = etl["start_client"](etl["CLUSTER"]["workers"], None, False, Path(sys.argv[2]))
+try:
+    info = client.scheduler_info()["workers"]
+    dirs = client.run(lambda dask_worker: dask_worker.local_directory)
+    print(json.dumps({"nthreads": sorted(w["nthreads"] for w in info.values()), "address": client.scheduler.address,
+                      "dirs": sorted(dirs.values())}))
+finally:
+    cluster = client.cluster
+    client.close()
+    cluster.close()
+"""
+
+
+def test_cpu_cluster_gets_the_spec_settings(tmp_path):
+    _etl_module(tmp_path, {"workers": 2, "threads_per_worker": 2, "local_directory": "../scratch"})
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "etl.py"), str(tmp_path / "specs")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["nthreads"] == [2, 2] and got["address"].startswith("tcp://")
+    scratch = (tmp_path / "scratch").resolve()
+    assert all(Path(d).resolve().is_relative_to(scratch) for d in got["dirs"]), got
+
+
+def test_gpu_cluster_arguments_are_local_cuda_clusters(tmp_path):
+    """Seed 001: protocol, visible devices, the spill fraction and the workers' directory, as LocalCUDACluster's own
+    keyword arguments (bound to its signature: a renamed argument fails here)."""
+    from dask_cuda import LocalCUDACluster
+
+    etl = _etl_module(tmp_path, {"protocol": "ucx", "devices": [0, 1], "device_memory_limit": 0.5,
+                                 "local_directory": "work"})
+    kwargs = etl["cluster_kwargs"](2, True, tmp_path / "specs")
+    assert kwargs == {"n_workers": 2, "protocol": "ucx", "threads_per_worker": 1, "dashboard_address": None,
+                      "local_directory": str((tmp_path / "specs" / "work").resolve()), "device_memory_limit": 0.5,
+                      "CUDA_VISIBLE_DEVICES": "0,1"}
+    inspect.signature(LocalCUDACluster).bind(**kwargs)
+    with pytest.raises(SystemExit, match="protocol ucx needs GPU workers"):
+        etl["cluster_kwargs"](2, False, tmp_path / "specs")
+
+
+def test_cluster_problems_name_the_field(tmp_path):
+    spec = write_spec(tmp_path / "a", {**MODEL, "etl": {**ETL, "cluster": {"workers": 3, "devices": [0, 1]}}}, LOCK,
+                      name="clustered")
+    proc = run_ctrgen("etl", str(spec), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "etl.cluster" in proc.stderr and "one worker per GPU" in proc.stderr
+    spec = write_spec(tmp_path / "b", {**MODEL, "etl": {**ETL, "cluster": {"devices": [0, 1]}}}, LOCK,
+                      name="clustered")
+    proc = run_ctrgen("etl", str(spec), "--workers", "3", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--workers: 3 workers, but the spec's etl.cluster.devices names 2 GPUs" in proc.stderr
