@@ -23,7 +23,8 @@ from .render.env import templates_digest
 from .render.graph_json import render_graph_json
 from .render.script import render_low_level_py, render_model_py
 from .render.summary import render_summary
-from .render.torch_model import FEATURES_FILE, render_features_json, render_train_torch
+from .render.torch_model import render_features_json, render_train_torch
+from .runtime.contract import FEATURES_FILE
 from .render.triton import plan_for, render_triton
 from .triton.plan.repository import TorchStep
 from .render.task import render_task_py

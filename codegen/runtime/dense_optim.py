@@ -1,6 +1,11 @@
+"""DenseOptimizer: the spec's optimizer over whole tensors, as torch.optim computes it, without torch.optim."""
 
+from __future__ import annotations
 
-# ---- dense optimizer -----------------------------------------------------------------------------------------------
+import torch
+
+from .errors import DataError
+
 
 class DenseOptimizer:
     """The spec's optimizer over whole tensors, as torch.optim computes it, without torch.optim: its first use

@@ -1,6 +1,10 @@
+"""Triton kernels for embedding rows on the compiled GPU path: a gather (every one-hot lookup; straight into the
+autocast precision) and the SGD row update. Built on first use: neither start-up nor a CPU run imports Triton."""
 
+from __future__ import annotations
 
-# ---- embedding rows: Triton kernels of the compiled path -----------------------------------------------------------
+import torch
+
 # Two kernels, used where the dense layers are compiled (--compile: Triton is already there, and its compile time
 # already paid). The gather serves every one-hot lookup: torch's index_select moves about 1.5 G rows of a table a
 # second whatever their width (82 us of a 0.67 ms MovieLens step at batch 65536 went to its lookup, 28 us with the
@@ -11,6 +15,7 @@
 # runs, no Triton) the same arithmetic runs as torch ops. `tl` is bound when the kernels are first built, so that
 # neither start-up nor a CPU run imports Triton.
 tl = None   # triton.language, once RowKernels.get() ran
+
 
 def _gather_rows_kernel(weight, rows, out, n, dim, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
     r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
