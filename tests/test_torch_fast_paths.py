@@ -75,7 +75,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
 
 def run(script: Path, data_dir: Path, out: Path, *extra: str, iters: int = 80, batch: int = 256):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     cmd = [sys.executable, str(script), "--device", "cpu", "--train", str(data_dir / "train"), "--eval",
            str(data_dir / "valid"), "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(iters),
            "--eval-interval", str(iters), "--snapshot", "0", "--output-dir", str(out), *extra]
@@ -287,7 +287,7 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
             "    model(torch.randn(4, 13), ids).sum().backward(); opt.step(); opt.zero_grad()\n"
             "print(sorted(k for k in sys.modules if k.startswith('torch._dynamo')))\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     (tmp_path / "first_step.py").write_text(code)
     # A process forked from the warm Python (which has torch, not torch._dynamo: checked first).
     proc = run_warm([sys.executable, str(tmp_path / "first_step.py")], env=env, cwd=str(tmp_path), timeout=300)
@@ -378,7 +378,7 @@ def test_arrow_columns_read_as_pyarrow_reads_them():
 
 def test_first_step_bench_reports_every_phase():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     # The bench forked from the warm Python; the trainer runs it measures are fresh processes of its own.
     proc = run_warm([sys.executable, str(REPO / "bench" / "first_step.py"), "--device", "cpu", "--runs", "1",
                      "--models", "movielens"], env=env, timeout=600, cwd=str(REPO))

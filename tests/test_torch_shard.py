@@ -34,7 +34,7 @@ COMMON = ("--lr", "8", "--display", "20", "--eval-interval", str(ITERS), "--eval
 
 def script_env() -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     return env
 
 
