@@ -24,17 +24,15 @@ import pytest
 import torch
 
 from conftest import REPO
+from trainer_view import view
 from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
 
 
 def load(name: str, folder: Path | None = None):
-    path = (folder or REPO / "generated" / name) / "train_torch.py"
-    spec = importlib.util.spec_from_file_location(f"fast_paths_{name}_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The generated train_torch.py of ``name`` with the runtime it calls (trainer_view)."""
+    return view((folder or REPO / "generated" / name) / "train_torch.py")
 
 
 def synthesize(features: dict, rows: int, out: Path, files: int, seed: int = 3) -> None:
@@ -110,8 +108,9 @@ def test_mixed_precision_spec_trains_in_bf16_without_a_flag(data, tmp_path):
     text = text.replace("solver:\n", "solver:\n  use_mixed_precision: true\n  scaler: 1024\n", 1)
     (specs / "movielens.yaml").write_text(text)
     shutil.copy(REPO / "specs" / "movielens.features.lock.json", specs)
-    proc = subprocess.run([str(Path(sys.executable).with_name("ctrgen")), "generate", str(specs / "movielens.yaml"),
-                           "--out", str(tmp_path / "gen")], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "codegen", "generate", str(specs / "movielens.yaml"),
+                           "--out", str(tmp_path / "gen")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     script = tmp_path / "gen" / "movielens" / "train_torch.py"
     module = load("movielens", script.parent)
@@ -278,8 +277,8 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
     """The generated trainer's optimizer step (dense layers and row updates) never imports torch._dynamo."""
     code = ("import sys, importlib.util, json, torch\n"
             "assert not any(k.startswith('torch._dynamo') for k in sys.modules)\n"
-            f"spec = importlib.util.spec_from_file_location('t', {str(REPO / 'generated/dlrm/train_torch.py')!r})\n"
-            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            f"sys.path.insert(0, {str(REPO / 'tests')!r}); from trainer_view import view\n"
+            f"m = view({str(REPO / 'generated/dlrm/train_torch.py')!r})\n"
             f"model = m.Model(json.load(open({str(REPO / 'generated/dlrm/features.json')!r})))\n"
             "for rows in (False, True):\n"
             "    opt = m.make_optimizer(model, 0.1, fused=False, capturable=False, row_updates=rows)\n"

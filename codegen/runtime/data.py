@@ -191,6 +191,8 @@ def read_split(files: list[Path], features: dict, max_rows: int | None = None) -
 class Columns:
     """One split as tensors: on the device when it fits (batches are gathered there), else in pinned host memory."""
 
+    placement = "host"   # where the trainer put it: gpu, host (--data-on)
+
     def __init__(self, arrays: dict, device: torch.device, on_device: bool):
         self.n = len(arrays["labels"])
         where = device if on_device else torch.device("cpu")
@@ -234,6 +236,9 @@ class Stream:
     and queues batches in pinned host memory; each step copies the next one into fixed device buffers (so a CUDA
     graph can read them). An epoch is the whole of the files, every full batch of it."""
 
+    placement = "stream"
+    kernels = False      # batches arrive whole: no RowKernels gather
+
     def __init__(self, files: list[Path], features: dict, device: torch.device, batch_size: int, window: int):
         self.files, self.features, self.device = files, features, device
         self.batch_size, self.window = batch_size, max(window, batch_size)
@@ -248,7 +253,8 @@ class Stream:
         self.buffers += [torch.zeros(batch_size, len(s["columns"]), s["nnz"], dtype=torch.int64, device=device)
                          for s in features["sparse"]]
         self.tensors = self.buffers          # where batches live (the device), as Columns.tensors
-        self.thread = None
+        self.thread: threading.Thread | None = None
+        self.queue: queue.Queue = queue.Queue(maxsize=4)
         self.stop_event = threading.Event()
 
     def batch(self, index) -> list[torch.Tensor]:
@@ -299,7 +305,7 @@ class Stream:
             pending = None
             # Two row groups are read and converted ahead (pyarrow and numpy release the GIL for most of it).
             with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-                ahead = collections.deque()
+                ahead: collections.deque = collections.deque()
                 order = list(rng.permutation(len(self.groups)))
                 while order or ahead:
                     while order and len(ahead) < 2:

@@ -31,7 +31,8 @@ class SparseEmbedding(nn.Module):
         self.padding_row = int(sum(cardinalities)) if self.shard is None else self.shard.rows
         self.combiner = combiner
         self.row_updates = False           # set by the trainer: RowSparseOptimizer updates the looked-up rows
-        self.lookup = None                 # (rows, looked-up vectors) of the last training forward, for it
+        self.lookup: tuple[torch.Tensor, torch.Tensor] | None = None   # (rows, looked-up vectors) of the last
+        # training forward, for RowSparseOptimizer
         self.kernels = False               # set by the trainer (compiled GPU runs): RowKernels look up (and update)
         self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size))
         self._init_rows()

@@ -25,6 +25,7 @@ import warnings
 import numpy as np
 
 from . import nvt_arrays
+from .nvt_check import probe_columns, self_check
 
 MODEL_NAME = WORKFLOW_DIR = ""
 REQUEST: list = []
@@ -105,7 +106,7 @@ class Preprocess:
         if self.plan is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                problem = arrays.self_check(workflow, self.plan, arrays.probe_columns(workflow, self.plan, REQUEST))
+                problem = self_check(workflow, self.plan, probe_columns(workflow, self.plan, REQUEST))
             if problem:
                 raise pb.TritonModelException(
                     f"{MODEL_NAME}: the numpy lookups disagree with the saved workflow ({problem}); refusing to "

@@ -23,6 +23,11 @@ def make_optimizer(spec: Optimizer, model: nn.Module, lr, *, row_updates: bool =
         table.row_updates = True
         table.weight.requires_grad_(False)
     params = [p for p in model.parameters() if p.requires_grad]
-    rows = PassOptimizer(tables, lr, spec.hugectr, spec.rows_hyper) if continuous else \
-        RowSparseOptimizer(tables, lr, spec.rows, spec.rows_hyper)
+    rows: RowSparseOptimizer
+    if continuous:
+        rows = PassOptimizer(tables, lr, spec.hugectr, spec.rows_hyper)
+    else:
+        if spec.rows is None:
+            raise ValueError(f"{spec.hugectr}: no row update reproduces its table update (row_updates needs one)")
+        rows = RowSparseOptimizer(tables, lr, spec.rows, spec.rows_hyper)
     return Optimizers(DenseOptimizer(params, lr, spec.dense, spec.dense_hyper), rows)

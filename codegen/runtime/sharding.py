@@ -51,7 +51,9 @@ def sharded_tables(model: nn.Module) -> list:
 def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | None:
     """The whole table of a tensor shaped like this rank's part (weight or row state), on rank 0 in host memory
     (None elsewhere): slot by slot, each owner sends its rows in chunks of CHUNK_BYTES. Every rank calls it."""
-    shard, rank = table.shard, table.shard.placement.rank
+    shard = table.shard
+    assert shard is not None, "full_rows: a sharded table"
+    rank = shard.placement.rank
     width = local.shape[1:]
     full = torch.empty((sum(shard.cardinalities) + 1, *width), dtype=local.dtype) if rank == 0 else None
     chunk = max(1, CHUNK_BYTES // max(1, local[:1].numel() * local.element_size()))
@@ -62,7 +64,7 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
         for a in range(0, shard.cardinalities[s], chunk):
             b = min(a + chunk, shard.cardinalities[s])
             if rank == owner == 0:
-                full[start + a:start + b] = local[first + a:first + b].cpu()
+                full[start + a:start + b] = local[first + a:first + b].cpu()  # type: ignore[index]
             elif rank == owner:
                 part = local[first + a:first + b]
                 p2p(dist.isend, part.cpu() if host_only() else part.contiguous(), 0)
@@ -70,7 +72,7 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
                 buffer = torch.empty((b - a, *width), dtype=local.dtype,
                                      device="cpu" if host_only() else local.device)
                 p2p(dist.irecv, buffer, owner)
-                full[start + a:start + b] = buffer.cpu()
+                full[start + a:start + b] = buffer.cpu()  # type: ignore[index]
     if full is not None:
         full[-1] = local[-1].cpu()      # the padding row (every rank's is the same)
     return full

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -133,7 +134,8 @@ def load_data(args, sources: list[str], eval_source: str, features: dict,
     """This rank's training files and evaluation rows; a problem on any rank stops every rank."""
     rank, size = world()
     problem = ""
-    train = valid = None
+    train: Columns | Stream | None = None
+    valid: Columns | None = None
     try:
         files = [f for source in sources for f in data_files(source)]
         if len(files) < size:
@@ -156,6 +158,7 @@ def load_data(args, sources: list[str], eval_source: str, features: dict,
     failed = all_reduce(torch.tensor([1 if problem else 0], device=device), dist.ReduceOp.MAX)
     if failed.item():
         raise DataError(problem or "another rank could not read its data (see its message)")
+    assert train is not None and valid is not None
     return train, valid
 
 
@@ -189,7 +192,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         for line in describe_placement(placement):
             log("  " + line)
 
-    startup = {"import_s": round(clock.imported - clock.started, 3)}
+    startup: dict[str, Any] = {"import_s": round(clock.imported - clock.started, 3)}
     if clock.pycache:
         log(f"torch's bytecode is kept in {clock.pycache} (this installation has none and PYTHONDONTWRITEBYTECODE is set; "
             "CTRGEN_PYCACHE=0 turns this off)")
@@ -203,7 +206,8 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     # The first data set is read right after the model (its placement sees the model's memory use), then the
     # optimizer is made (DenseOptimizer, not torch.optim: its first use imports torch._dynamo, seconds of start-up).
     mark = time.perf_counter()
-    first_data = load_data(args, *args.plan[0][1:], features, device)
+    _, sources, eval_source = args.plan[0]
+    first_data: tuple | None = load_data(args, sources, eval_source, features, device)
     startup["data_load_s"] = round(time.perf_counter() - mark, 3)
     mark = time.perf_counter()
     lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
@@ -229,7 +233,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     if compiled:
         for table in model.modules():
             if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
-                table.forward = torch.compiler.disable(table.forward)
+                table.forward = torch.compiler.disable(table.forward)  # type: ignore[method-assign]
                 table.kernels = device.type == "cuda"
         net = torch.compile(net)
     state = {"iteration": 0, "pass": 0}
@@ -239,7 +243,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
             + (f", after pass {state['pass']}" if state.get("pass") else ""))
     args.output_dir.mkdir(parents=True, exist_ok=True)
 
-    metrics = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
+    metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded}
     if placement is not None:
         local = torch.tensor([m.weight.shape[0] for _, m in sharded_tables(model)], device=device)
@@ -297,7 +301,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     return metrics
 
 
-def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: Columns, valid_cols: Columns,
+def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: Columns | Stream, valid_cols: Columns,
                features: dict, device: torch.device, lr: float, graph: bool, it: int, data_pass: int | None, sources: list[str],
                metrics: dict, precision: str = "fp32", scaler: LossScaler | None = None,
                startup: dict | None = None, resumed: int = 0) -> tuple[int, float]:
