@@ -71,7 +71,7 @@ def assemble_repo(ctx, rendered, workflow: Path, checkpoint: Path, out: Path) ->
     check_generated(generated, files, ctx.display)
     assemble(rendered.triton_torch, generated, workflow=workflow, weights=checkpoint, out=out, force=True,
              features_json=rendered.files[PurePosixPath("features.json")],
-             check_workflow=lock_checker(ctx))
+             train_torch=rendered.files[PurePosixPath("train_torch.py")], check_workflow=lock_checker(ctx))
     return out
 
 

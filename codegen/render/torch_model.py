@@ -399,6 +399,8 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         passes=_passes_literal(passes) if passes is not None else None,
         sparse_optimizer_class=SPARSE_OPTIMIZERS.get(job.optimizer.type),
         layer_imports=sorted({"SparseEmbedding", *(h for h in m.helpers)}),
+        uses_torch=any(re.search(r"\btorch\.", line) for line in m.init + m.forward),
+        uses_functional=any(re.search(r"\bF\.", line) for line in m.init + m.forward),
         init=m.init,
         forward=m.forward,
         forward_args=m.forward_args,  # type: ignore[attr-defined]

@@ -11,53 +11,21 @@ columns, sample-major), CATCOLUMN (every key of sample 0, table by table, slot b
 shifted by its slot's offset) and ROWINDEX (int32, per table one CSR row-pointer array). A bad request gets HTTP 400
 with a message (gRPC INVALID_ARGUMENT); the model stays loaded.
 
-A Triton stub process serves one model instance: the configuration is kept in this module's globals, which the
-request helpers below read.
 """
 
-import functools
 import gc
 import json
 import os
-import sys
 import warnings
 
 import numpy as np
 
 from . import nvt_arrays
+from .nvt_import import import_nvtabular
 from .nvt_check import probe_columns, self_check
-
-MODEL_NAME = WORKFLOW_DIR = ""
-REQUEST: list = []
-LABELS: list = []
-CONTINUOUS: list = []
-TABLES: list = []
-LIST_COLUMNS = False
-KEY_DTYPE = np.dtype(np.int64)
-SLOT_OFFSETS = np.zeros(0, dtype=np.int64)
-pb = None   # the stub's triton_python_backend_utils
-
 
 class RequestError(Exception):
     """A bad request: answered with HTTP 400 (INVALID_ARG), the model stays ready."""
-
-
-def import_nvtabular():
-    """nvtabular, imported quietly and without PyTorch: merlin imports torch (where installed) only to register its
-    dtype names, about 1 s of CPU and 230 MB per process, for tensors this code never makes. While nvtabular is
-    imported, `import torch` raises the ImportError merlin expects where torch is missing; a process that has torch
-    keeps it."""
-    hidden = "torch" not in sys.modules
-    if hidden:
-        sys.modules["torch"] = None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # merlin's notices (no TensorFlow/PyTorch dtype mappings)
-            import nvtabular
-    finally:
-        if hidden and "torch" in sys.modules and sys.modules["torch"] is None:
-            del sys.modules["torch"]
-    return nvtabular
 
 
 class Preprocess:
@@ -66,32 +34,32 @@ class Preprocess:
     triton_python_backend_utils."""
 
     def __init__(self, config, pb_utils):
-        global MODEL_NAME, WORKFLOW_DIR, REQUEST, LABELS, LIST_COLUMNS, CONTINUOUS, TABLES, KEY_DTYPE, SLOT_OFFSETS, \
-            pb
-        pb = pb_utils
-        MODEL_NAME, WORKFLOW_DIR = config.MODEL_NAME, config.WORKFLOW_DIR
-        REQUEST, LABELS, CONTINUOUS, TABLES = config.REQUEST, config.LABELS, config.CONTINUOUS, config.TABLES
-        KEY_DTYPE = np.dtype(config.KEY_DTYPE)
-        LIST_COLUMNS = any(is_list for _, _, is_list in REQUEST)
-        SLOT_OFFSETS = np.array([offset for _, slots in TABLES for _, offset, _, _ in slots], dtype=np.int64)
+        self.pb = pb_utils
+        self.name, self.workflow_dir = config.MODEL_NAME, config.WORKFLOW_DIR
+        self.request, self.labels = config.REQUEST, config.LABELS
+        self.continuous, self.tables = config.CONTINUOUS, config.TABLES
+        self.key_dtype = np.dtype(config.KEY_DTYPE)
+        self.list_columns = any(is_list for _, _, is_list in self.request)
+        self.slot_offsets = np.array([offset for _, slots in self.tables for _, offset, _, _ in slots], dtype=np.int64)
+        self.rowindex: dict = {}     # ROWINDEX of one-hot requests, by row count
 
     def initialize(self, args):
         nvtabular = import_nvtabular()
         here = os.path.join(args["model_repository"], args["model_version"])
-        path = os.path.join(here, WORKFLOW_DIR)
+        path = os.path.join(here, self.workflow_dir)
         if not os.path.isdir(path):
-            raise pb.TritonModelException(f"{MODEL_NAME}: no saved workflow at {path!r} (run ctrgen assemble)")
+            raise self.pb.TritonModelException(f"{self.name}: no saved workflow at {path!r} (run ctrgen assemble)")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             workflow = nvtabular.Workflow.load(path)
-        present = [c for c in LABELS if c in workflow.input_schema.column_names]
+        present = [c for c in self.labels if c in workflow.input_schema.column_names]
         if present:
             workflow.remove_inputs(present)
-        wanted = [name for name, _, _ in REQUEST]
+        wanted = [name for name, _, _ in self.request]
         got = list(workflow.input_schema.column_names)
         if sorted(got) != sorted(wanted):
-            raise pb.TritonModelException(
-                f"{MODEL_NAME}: the workflow reads {got}, but this model was generated for {wanted}: "
+            raise self.pb.TritonModelException(
+                f"{self.name}: the workflow reads {got}, but this model was generated for {wanted}: "
                 "regenerate the repository from this workflow's features lock")
         self._check_cardinalities(nvtabular, workflow)
         self.workflow = workflow
@@ -102,14 +70,14 @@ class Preprocess:
                 self.plan = arrays.compile_workflow(workflow)
         except arrays.Unsupported as exc:
             self.plan = None
-            pb.Logger.log_warn(f"{MODEL_NAME}: {exc} has no numpy step: each request runs the workflow")
+            self.pb.Logger.log_warn(f"{self.name}: {exc} has no numpy step: each request runs the workflow")
         if self.plan is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                problem = self_check(workflow, self.plan, probe_columns(workflow, self.plan, REQUEST))
+                problem = self_check(workflow, self.plan, probe_columns(workflow, self.plan, self.request))
             if problem:
-                raise pb.TritonModelException(
-                    f"{MODEL_NAME}: the numpy lookups disagree with the saved workflow ({problem}); refusing to "
+                raise self.pb.TritonModelException(
+                    f"{self.name}: the numpy lookups disagree with the saved workflow ({problem}); refusing to "
                     "serve answers the workflow would not give")
         config = json.loads(args["model_config"])
         self.outputs = [o["name"] for o in config["output"]]
@@ -119,24 +87,24 @@ class Preprocess:
         # The stub turns each BYTES input into an object array by calling this function of the module by name: the
         # vectorized one (same arrays) is set in this model's own stub process; a server whose stub has no such
         # function keeps its own decoding.
-        stock = getattr(pb, "deserialize_bytes_tensor", None)
-        if any(dtype == "object" for _, dtype, _ in REQUEST) and callable(stock) and not hasattr(stock, "original"):
-            pb.deserialize_bytes_tensor = arrays.fast_bytes_deserializer(stock)
+        stock = getattr(self.pb, "deserialize_bytes_tensor", None)
+        strings = any(dtype == "object" for _, dtype, _ in self.request)
+        if strings and callable(stock) and not hasattr(stock, "original"):
+            self.pb.deserialize_bytes_tensor = arrays.fast_bytes_deserializer(stock)
 
-    @staticmethod
-    def _check_cardinalities(nvtabular, workflow):
+    def _check_cardinalities(self, nvtabular, workflow):
         sizes = nvtabular.ops.get_embedding_sizes(workflow)
         merged = {}
         for part in (sizes if isinstance(sizes, tuple) else (sizes,)):
             merged.update(part)
-        for table, slots in TABLES:
+        for table, slots in self.tables:
             for column, _offset, _keys, cardinality in slots:
                 if column not in merged:
-                    raise pb.TritonModelException(
-                        f"{MODEL_NAME}: the workflow has no categorical output column {column!r}")
+                    raise self.pb.TritonModelException(
+                        f"{self.name}: the workflow has no categorical output column {column!r}")
                 if int(merged[column][0]) != cardinality:
-                    raise pb.TritonModelException(
-                        f"{MODEL_NAME}: column {column!r} has cardinality {int(merged[column][0])} in the workflow, "
+                    raise self.pb.TritonModelException(
+                        f"{self.name}: column {column!r} has cardinality {int(merged[column][0])} in the workflow, "
                         f"but table {table!r} was trained with {cardinality}: keys would be shifted wrongly")
 
     def execute(self, requests):
@@ -145,9 +113,9 @@ class Preprocess:
         good = []
         for i, request in enumerate(requests):
             try:
-                good.append((i, _read(request)))
+                good.append((i, self._read(request)))
             except RequestError as exc:
-                responses[i] = _error(str(exc), pb.TritonError.INVALID_ARG)
+                responses[i] = self._error(str(exc), self.pb.TritonError.INVALID_ARG)
         if good:
             try:
                 outs = self._transform_many([columns for _, columns in good])
@@ -157,11 +125,12 @@ class Preprocess:
                 try:
                     out = outs[k] if outs is not None else self._transform_many([columns])[0]
                     rows = len(next(iter(columns.values())))
-                    responses[i] = pb.InferenceResponse(output_tensors=self._vcsr(out, rows))
+                    responses[i] = self.pb.InferenceResponse(output_tensors=self._vcsr(out, rows))
                 except RequestError as exc:
-                    responses[i] = _error(str(exc), pb.TritonError.INVALID_ARG)
+                    responses[i] = self._error(str(exc), self.pb.TritonError.INVALID_ARG)
                 except Exception as exc:  # the workflow failed on this data: report it, keep serving
-                    responses[i] = _error(f"{MODEL_NAME}: {type(exc).__name__}: {exc}", pb.TritonError.INTERNAL)
+                    responses[i] = self._error(f"{self.name}: {type(exc).__name__}: {exc}",
+                                               self.pb.TritonError.INTERNAL)
         return responses
 
     def _transform_many(self, batches):
@@ -173,11 +142,11 @@ class Preprocess:
             columns = batches[0]
             try:
                 return [self.plan.transform({name: (arrays.Ragged(*c) if isinstance(c, tuple) else c)
-                                             for name, c in columns.items()} if LIST_COLUMNS else columns)]
+                                             for name, c in columns.items()} if self.list_columns else columns)]
             except arrays.Fallback:
                 return [self._workflow_transform(columns)]
         if self.plan is not None:
-            joined = {name: _concat([columns[name] for columns in batches], arrays) for name, _, _ in REQUEST}
+            joined = {name: _concat([columns[name] for columns in batches], arrays) for name, _, _ in self.request}
             index = np.concatenate([np.arange(n) for n in sizes])
             try:
                 out = self.plan.transform(joined, index)
@@ -200,7 +169,7 @@ class Preprocess:
             warnings.simplefilter("ignore")
             out = LocalExecutor().transform(frame, [self.workflow.output_node])
         if len(out) != rows:
-            raise RequestError(f"{MODEL_NAME}: the workflow returned {len(out)} rows for {rows}")
+            raise RequestError(f"{self.name}: the workflow returned {len(out)} rows for {rows}")
         result = {}
         for name in out.columns:
             series = out[name]
@@ -215,21 +184,21 @@ class Preprocess:
 
     def _vcsr(self, out, rows):
         result = {}
-        if CONTINUOUS:
+        if self.continuous:
             # (columns, rows) transposed: reshape copies it sample-major
-            result["DES"] = np.array([np.asarray(out[c], dtype=np.float32) for c in CONTINUOUS]).T.reshape(1, -1)
+            result["DES"] = np.array([np.asarray(out[c], dtype=np.float32) for c in self.continuous]).T.reshape(1, -1)
         else:
             result["DES"] = np.zeros((1, 0), dtype=np.float32)
-        if not any(isinstance(out[column], self.arrays.Ragged) for _, slots in TABLES for column, *_ in slots):
+        if not any(isinstance(out[column], self.arrays.Ragged) for _, slots in self.tables for column, *_ in slots):
             # One key per (sample, slot): a (sample, slot) matrix in table and slot order is already sample-major.
-            keys = np.array([np.asarray(out[column], dtype=np.int64) for _, slots in TABLES
-                             for column, *_ in slots]).T + SLOT_OFFSETS
-            result["CATCOLUMN"] = keys.astype(KEY_DTYPE, copy=False).reshape(1, -1)
-            result["ROWINDEX"] = _one_hot_rowindex(rows)
-            return [pb.Tensor(name, result[name]) for name in self.outputs]
+            keys = np.array([np.asarray(out[column], dtype=np.int64) for _, slots in self.tables
+                             for column, *_ in slots]).T + self.slot_offsets
+            result["CATCOLUMN"] = keys.astype(self.key_dtype, copy=False).reshape(1, -1)
+            result["ROWINDEX"] = self._one_hot_rowindex(rows)
+            return [self.pb.Tensor(name, result[name]) for name in self.outputs]
         values, sample_of, slot_of, rowindex = [], [], [], []
         slot = 0
-        for table, slots in TABLES:
+        for table, slots in self.tables:
             counts = np.zeros((rows, len(slots)), dtype=np.int64)
             for j, (column, offset, max_keys, _cardinality) in enumerate(slots):
                 column_out = out[column]
@@ -239,7 +208,7 @@ class Preprocess:
                     keys, lengths = np.asarray(column_out, dtype=np.int64), np.ones(rows, dtype=np.int64)
                 if lengths.size and lengths.max() > max_keys:
                     bad = int(np.argmax(lengths > max_keys))
-                    raise RequestError(f"{MODEL_NAME}: row {bad} has {int(lengths[bad])} keys in slot {column!r} "
+                    raise RequestError(f"{self.name}: row {bad} has {int(lengths[bad])} keys in slot {column!r} "
                                        f"of table {table!r}, more than its {max_keys} (nnz_per_slot)")
                 counts[:, j] = lengths
                 values.append(keys + offset)
@@ -250,46 +219,70 @@ class Preprocess:
         keys = np.concatenate(values) if values else np.zeros(0, dtype=np.int64)
         # Sample-major: sample 0's keys table by table and slot by slot, then sample 1, ... (stable keeps list order).
         order = np.lexsort((np.concatenate(slot_of), np.concatenate(sample_of))) if values else np.zeros(0, int)
-        result["CATCOLUMN"] = keys[order].astype(KEY_DTYPE).reshape(1, -1)
+        result["CATCOLUMN"] = keys[order].astype(self.key_dtype).reshape(1, -1)
         result["ROWINDEX"] = np.concatenate(rowindex).astype(np.int32).reshape(1, -1)
-        return [pb.Tensor(name, result[name]) for name in self.outputs]
+        return [self.pb.Tensor(name, result[name]) for name in self.outputs]
 
+    def _one_hot_rowindex(self, rows):
+        """ROWINDEX when every (sample, slot) has one key: per table 0, 1, ..., batch x slots (the same for every
+        request of `rows` samples; nothing writes to the cached array)."""
+        if rows not in self.rowindex:
+            if len(self.rowindex) >= 256:
+                self.rowindex.clear()
+            self.rowindex[rows] = np.concatenate([np.arange(rows * len(slots) + 1, dtype=np.int32)
+                                                  for _, slots in self.tables]).reshape(1, -1)
+        return self.rowindex[rows]
 
-@functools.lru_cache(maxsize=256)
-def _one_hot_rowindex(rows):
-    """ROWINDEX when every (sample, slot) has one key: per table 0, 1, ..., batch x slots (the same for every request
-    of `rows` samples; nothing writes to the cached array)."""
-    return np.concatenate([np.arange(rows * len(slots) + 1, dtype=np.int32) for _, slots in TABLES]).reshape(1, -1)
+    def _error(self, message, code):
+        return self.pb.InferenceResponse(output_tensors=[], error=self.pb.TritonError(message, code))
 
+    def _read(self, request):
+        """The request's columns ({name: 1-D array, or padded rows + lengths for a list column}), all with one row
+        count."""
+        columns, rows = {}, None
+        # One pass over the inputs (self.pb.get_input_tensor_by_name lists and scans them all for each name).
+        tensors = {tensor.name(): tensor for tensor in request.inputs()}
+        for name, dtype, is_list in self.request:
+            if is_list:
+                padded = self._tensor(tensors, name, dtype, matrix=True)
+                lengths = self._tensor(tensors, name + "__lengths", "int32").astype(np.int64)
+                if len(lengths) != len(padded) or (lengths.size and (lengths.min() < 0 or
+                                                                     lengths.max() > padded.shape[1])):
+                    raise RequestError(f"{self.name}: {name + '__lengths'!r} must give 0..{padded.shape[1]} "
+                                       f"values for each of the {len(padded)} rows of {name!r}")
+                keep = np.arange(padded.shape[1])[None, :] < lengths[:, None]
+                column = (padded[keep], np.concatenate([[0], np.cumsum(lengths)]))
+                count = len(padded)
+            else:
+                column = self._tensor(tensors, name, dtype)
+                count = len(column)
+            if rows is not None and count != rows:
+                raise RequestError(f"{self.name}: input {name!r} has {count} rows, expected {rows}")
+            rows = count
+            columns[name] = column
+        return columns
 
-def _error(message, code):
-    return pb.InferenceResponse(output_tensors=[], error=pb.TritonError(message, code))
-
-
-def _read(request):
-    """The request's columns ({name: 1-D array, or padded rows + lengths for a list column}), all with one row count."""
-    columns, rows = {}, None
-    # One pass over the inputs (pb.get_input_tensor_by_name lists and scans them all for each name).
-    tensors = {tensor.name(): tensor for tensor in request.inputs()}
-    for name, dtype, is_list in REQUEST:
-        if is_list:
-            padded = _tensor(tensors, name, dtype, matrix=True)
-            lengths = _tensor(tensors, name + "__lengths", "int32").astype(np.int64)
-            if len(lengths) != len(padded) or (lengths.size and (lengths.min() < 0 or
-                                                                 lengths.max() > padded.shape[1])):
-                raise RequestError(f"{MODEL_NAME}: {name + '__lengths'!r} must give 0..{padded.shape[1]} "
-                                   f"values for each of the {len(padded)} rows of {name!r}")
-            keep = np.arange(padded.shape[1])[None, :] < lengths[:, None]
-            column = (padded[keep], np.concatenate([[0], np.cumsum(lengths)]))
-            count = len(padded)
-        else:
-            column = _tensor(tensors, name, dtype)
-            count = len(column)
-        if rows is not None and count != rows:
-            raise RequestError(f"{MODEL_NAME}: input {name!r} has {count} rows, expected {rows}")
-        rows = count
-        columns[name] = column
-    return columns
+    def _tensor(self, tensors, name, dtype, matrix=False):
+        """One request input as a 1-D array ([batch, 1] or [batch]; [batch, n] with ``matrix``), checked against the
+        dtype the model was generated for."""
+        tensor = tensors.get(name)
+        if tensor is None:
+            raise RequestError(f"{self.name}: missing input {name!r}")
+        array = tensor.as_numpy()
+        if matrix:
+            if array.ndim != 2:
+                raise RequestError(f"{self.name}: input {name!r} must have shape [batch, n], got {list(array.shape)}")
+        elif array.ndim == 2 and array.shape[1] == 1:
+            array = array[:, 0]
+        if not matrix and array.ndim != 1:
+            raise RequestError(f"{self.name}: input {name!r} must have shape [batch, 1], got {list(array.shape)}")
+        if dtype == "object":              # kept as bytes: the lookups hold the UTF-8 bytes of each category
+            if array.dtype != np.object_:
+                raise RequestError(f"{self.name}: input {name!r} must be BYTES, got {array.dtype}")
+            return array
+        if array.dtype != np.dtype(dtype):
+            raise RequestError(f"{self.name}: input {name!r} must be {dtype}, got {array.dtype}")
+        return array
 
 
 def _concat(parts, arrays):
@@ -316,26 +309,3 @@ def _split(out, sizes, arrays):
 
 def _lists(values, offsets):
     return [values[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-
-
-def _tensor(tensors, name, dtype, matrix=False):
-    """One request input as a 1-D array ([batch, 1] or [batch]; [batch, n] with ``matrix``), checked against the
-    dtype the model was generated for."""
-    tensor = tensors.get(name)
-    if tensor is None:
-        raise RequestError(f"{MODEL_NAME}: missing input {name!r}")
-    array = tensor.as_numpy()
-    if matrix:
-        if array.ndim != 2:
-            raise RequestError(f"{MODEL_NAME}: input {name!r} must have shape [batch, n], got {list(array.shape)}")
-    elif array.ndim == 2 and array.shape[1] == 1:
-        array = array[:, 0]
-    if not matrix and array.ndim != 1:
-        raise RequestError(f"{MODEL_NAME}: input {name!r} must have shape [batch, 1], got {list(array.shape)}")
-    if dtype == "object":              # kept as bytes: the lookups hold the UTF-8 bytes of each category
-        if array.dtype != np.object_:
-            raise RequestError(f"{MODEL_NAME}: input {name!r} must be BYTES, got {array.dtype}")
-        return array
-    if array.dtype != np.dtype(dtype):
-        raise RequestError(f"{MODEL_NAME}: input {name!r} must be {dtype}, got {array.dtype}")
-    return array

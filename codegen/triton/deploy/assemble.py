@@ -124,6 +124,8 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     nvt_name = plan.name + NVT_SUFFIX
     _check_workflow(workflow)
     if plan.step == TorchStep.kind:
+        if not train_torch:
+            raise ValueError("assemble: the PyTorch repository needs the rendered train_torch.py (train_torch=)")
         _check_checkpoint(weights, features_json)
     else:
         problems = Problems()      # every missing file at once

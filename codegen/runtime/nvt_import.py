@@ -4,8 +4,9 @@ merlin (which nvtabular imports) imports torch, where it is installed, only to r
 1 s of CPU and 230 MB of memory in every process that imports nvtabular, for tensors no workflow of ctrgen's
 produces. ``import_nvtabular`` hides torch while nvtabular is imported (``import torch`` then raises the ImportError
 merlin expects where torch is missing; merlin's notice about it is silenced with its others); a process that has
-imported torch already keeps it, and torch can be imported afterwards as usual. The generated etl.py and Triton
-preprocessing model do the same (templates/_macros.j2 ``import_nvtabular``).
+imported torch already keeps it, and torch can be imported afterwards as usual. ctrgen and the runtime's Triton
+preprocessing model (nvt_model) import it from here; the generated etl.py carries the same function
+(templates/_macros.j2 ``import_nvtabular``: it runs without ctrgen's runtime).
 """
 
 from __future__ import annotations
