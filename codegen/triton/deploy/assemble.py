@@ -20,7 +20,7 @@ from ...atomic import clean_stale, stage as new_stage, swap_in
 from ...errors import Problems, UserError
 from ...output import check_out_root, compare
 from ..plan.repository import NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
-from .runtime_copy import write_runtime
+from .runtime_copy import RESERVED, write_runtime
 
 WORKFLOW_PICKLE = "workflow.pkl"
 SPARSE_PARTS = ("key", "emb_vector")
@@ -122,6 +122,10 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     from .instances import this_machine, write_counts
 
     nvt_name = plan.name + NVT_SUFFIX
+    taken = [m.name for m in plan.models if m.name in RESERVED]
+    if taken:
+        raise UserError.one(generated, f"model {taken[0]!r}: the repository's root holds ctrgen's runtime under that "
+                            "name", field="name", fix="rename the model in the spec")
     _check_workflow(workflow)
     if plan.step == TorchStep.kind:
         if not train_torch:

@@ -13,6 +13,7 @@ from ... import __version__, runtime
 
 PACKAGE = PurePosixPath("codegen")
 MANIFEST = "MANIFEST.json"
+RESERVED = frozenset({str(PACKAGE), MANIFEST})   # names at the root no model may have
 
 
 def runtime_files() -> dict[PurePosixPath, bytes]:
