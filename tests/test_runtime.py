@@ -154,3 +154,19 @@ def test_generated_trainers_hold_the_model_only():
         assert "class Model(nn.Module)" in text and "def main(" in text
         for machinery in ("class SparseEmbedding", "class RowSparseOptimizer", "def train_pass", "class Stream"):
             assert machinery not in text, (path, machinery)
+
+
+def test_a_model_named_like_the_runtime_folder_is_refused(tmp_path):
+    """The runtime lives at the repository's root as codegen/: no model of the repository may have that name."""
+    from codegen.errors import UserError
+    from codegen.pipeline import open_spec, render_spec
+    from codegen.triton.deploy.assemble import assemble
+    from specfactory import MOVIELENS_LOCK, write_spec
+
+    text = (REPO / "specs" / "movielens.yaml").read_text().replace("name: movielens\n", "name: codegen\n", 1)
+    assert "name: codegen\n" in text
+    rendered = render_spec(open_spec(write_spec(tmp_path / "specs", text, MOVIELENS_LOCK, name="codegen")))
+    with pytest.raises(UserError, match="the repository's root holds ctrgen's runtime under that name"):
+        assemble(rendered.triton, tmp_path / "generated", workflow=tmp_path / "workflow", weights=tmp_path / "w",
+                 out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
