@@ -11,7 +11,7 @@ from ..features import Features
 from ..graph.ir import TrainingJob
 from ..spec.model import TritonSpec
 from ..triton.plan.configs import config_text
-from ..triton.plan.repository import NVT_SUFFIX, ModelStep, RepositoryPlan, TorchStep, plan_repository
+from ..triton.plan.repository import NVT_SUFFIX, TORCH_SCRIPT, ModelStep, RepositoryPlan, TorchStep, plan_repository
 from .env import render
 from .literals import ident, py
 
@@ -63,6 +63,7 @@ def render_torch_serving_model(plan: RepositoryPlan, header: str) -> str:
         model_name_literal=py(plan.name),
         model_name=plan.name,
         runtime_version=py(__version__),
+        script_literal=py(TORCH_SCRIPT),
         n_continuous=len(pre.continuous),
         key_dtype=ident(pre.key_dtype),
         key_dtype_literal=py(pre.key_dtype),
