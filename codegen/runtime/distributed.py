@@ -9,7 +9,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-# ---- distributed helpers -------------------------------------------------------------------------------------------
+
 def world() -> tuple[int, int]:
     return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
 

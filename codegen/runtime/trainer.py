@@ -40,7 +40,6 @@ class Clock:
     pycache: str | None = None
 
 
-# ---- training ------------------------------------------------------------------------------------------------------
 class Step:
     """One optimisation step on the rows of a batch index (or the next streamed batch); with `graph`, the whole step
     (gather, forward, backward, optimizer) is captured once as a CUDA graph and replayed. The forward runs under
