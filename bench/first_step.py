@@ -40,7 +40,7 @@ def main() -> int:
     sys.path.insert(0, str(REPO / "bench"))
     from train_throughput import synthesize
 
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}   # the runtime of this checkout (codegen.runtime)
     if args.bytecode_cache is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(args.bytecode_cache)

@@ -15,7 +15,6 @@ index_select's), timed against it for several rows-per-program settings (GATHER_
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -42,9 +41,8 @@ def main() -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA GPU (fix: --device cpu with TRITON_INTERPRET=1)", file=sys.stderr)
         return 2
-    spec = importlib.util.spec_from_file_location("train_torch_dlrm", REPO / "generated" / "dlrm" / "train_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    from codegen.runtime import kernels as module     # the runtime's row kernels (every generated trainer's)
+
     kernels = module.RowKernels
     n = args.lookups or (65536 * 27 if device.type == "cuda" else 3000)
     torch.manual_seed(0)

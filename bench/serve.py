@@ -98,7 +98,9 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
     module_spec = importlib.util.spec_from_file_location(f"bench_{name}_train_torch", generated / "train_torch.py")
     script = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(script)
-    features = script.load_features(generated / "features.json")
+    from codegen.runtime.data import load_features
+
+    features = load_features(generated / "features.json", script.LAYOUT)
     torch.manual_seed(0)
     checkpoint = scratch / "checkpoint"
     checkpoint.mkdir()

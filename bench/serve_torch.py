@@ -36,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_throughput import REPO, load_trainer  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
 sys.path.insert(0, str(REPO))
+from codegen.runtime.data import load_features  # noqa: E402
 from codegen.serve.server import Server, pytriton_dir  # noqa: E402  (the server `ctrgen serve` and the tests run)
+from codegen.triton.deploy.runtime_copy import write_runtime  # noqa: E402
 
 
 def build_repo(root: Path, name: str, kind: str, model: torch.nn.Module, features_path: Path) -> Path:
@@ -52,6 +54,8 @@ def build_repo(root: Path, name: str, kind: str, model: torch.nn.Module, feature
                                                       f"instance_group {{\n  count: 1\n  kind: {kind}\n}}"))
     torch.save(model.state_dict(), dest / "1" / "model.pt")
     shutil.copy2(features_path, dest / "1" / "features.json")
+    shutil.copy2(REPO / "generated" / name / "train_torch.py", dest / "1" / "train_torch.py")   # as assemble does
+    write_runtime(root)                           # ctrgen's runtime at the repository's root, as assemble puts it
     return root
 
 
@@ -110,10 +114,10 @@ def main() -> int:
         pytriton_dir()
     except RuntimeError as exc:
         ap.error(str(exc))
-    # The committed generated/<model>/train_torch.py: `ctrgen check` keeps the triton_torch/ copy byte-identical.
+    # The committed generated/<model>/train_torch.py (assemble copies it into the served repository).
     script, features_path = load_trainer(args.model)
     torch.manual_seed(0)
-    features = script.load_features(features_path)
+    features = load_features(features_path, script.LAYOUT)
     model = script.Model(features).eval()
     kinds = (["KIND_GPU"] if torch.cuda.is_available() else []) + ["KIND_CPU"]
     ok = True

@@ -283,7 +283,7 @@ def _workflow_provenance(path: Path) -> str:
 def _load_workflow(path: Path) -> SchemaInfo:
     saved_with = _workflow_provenance(path)
     try:
-        from .nvt_import import import_nvtabular
+        from .runtime.nvt_import import import_nvtabular
 
         nvtabular = import_nvtabular()
     except Exception as exc:  # ImportError, or a broken install failing on import

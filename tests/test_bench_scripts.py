@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 def bench(script: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)          # the scripts need torch, numpy and pyarrow only (serve_torch: pytriton)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     # A process forked from the warm Python of the trainer runs (the scripts import torch first).
     return run_warm([sys.executable, str(REPO / "bench" / script), *args], env=env, timeout=600, cwd=REPO)
 

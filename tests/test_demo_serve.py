@@ -25,7 +25,9 @@ def test_demo_serve_trains_serves_queries_and_compares():
     for name in ("model.pt", "features.json"):
         assert (demo.root / "train" / "movielens" / name).is_file()
     repo = demo.root / "serve" / "movielens"
-    assert sorted(p.name for p in repo.iterdir()) == ["movielens", "movielens_ens", "movielens_nvt"]
+    # the three models, one copy of ctrgen's runtime and the manifest recording its version
+    assert sorted(p.name for p in repo.iterdir()) == ["MANIFEST.json", "codegen", "movielens", "movielens_ens",
+                                                      "movielens_nvt"]
     assert (repo / "movielens" / "1" / "model.pt").is_file() and (repo / "movielens_nvt" / "1" / "workflow").is_dir()
     log = (demo.root / "serve" / "movielens.tritonserver.log").read_text()
     assert "successfully loaded 'movielens_ens'" in log

@@ -422,8 +422,6 @@ def _trainer(tmp_path: Path, spec: dict):
 def test_evaluate_runs_the_model_in_eval_mode_and_restores_training(tmp_path):
     import torch
 
-    tt, _ = _trainer(tmp_path, movielens())
-
     class Probe(torch.nn.Module):
         def __init__(self):
             super().__init__()
@@ -437,10 +435,13 @@ def test_evaluate_runs_the_model_in_eval_mode_and_restores_training(tmp_path):
     n = 10
     arrays = {"labels": np.arange(n, dtype=np.float32).reshape(n, 1) % 2, "dense": np.zeros((n, 0), np.float32),
               "sparse": [np.zeros((n, 2), np.int64)]}
-    columns = tt.Columns(arrays, torch.device("cpu"), on_device=True)
+    from codegen.runtime.data import Columns
+    from codegen.runtime.evaluation import evaluate
+
+    columns = Columns(arrays, torch.device("cpu"), on_device=True)
     model = Probe()
     model.train()
-    auc, loss = tt.evaluate(model, columns, 4)
+    auc, loss = evaluate(model, columns, 4)
     assert model.modes == [False, False, False]          # 3 batches, every one without dropout
     assert model.training                                  # back to training afterwards
     assert loss == pytest.approx(float(torch.nn.functional.binary_cross_entropy_with_logits(
@@ -450,6 +451,8 @@ def test_evaluate_runs_the_model_in_eval_mode_and_restores_training(tmp_path):
 def test_seed_of_the_spec_reaches_both_trainers(tmp_path):
     tt, files = _trainer(tmp_path, movielens(solver__seed=1234))
     assert "seed=1234" in files["model.py"].replace(" ", "")
-    assert tt.parse_args([]).seed == 1234
+    from codegen.runtime.cli import parse_args
+
+    assert parse_args(tt.JOB, tt.__file__, []).seed == 1234
     other, _ = _trainer(tmp_path / "b", movielens())
-    assert other.parse_args([]).seed == 0                  # HugeCTR's default seed when the spec sets none
+    assert parse_args(other.JOB, other.__file__, []).seed == 0                  # HugeCTR's default seed when the spec sets none

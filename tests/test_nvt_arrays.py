@@ -1,6 +1,6 @@
-"""The preprocessing model's numpy path (generated nvt_arrays.py) against real NVTabular, without a server.
+"""The preprocessing model's numpy path (the runtime's nvt_arrays) against real NVTabular, without a server.
 
-The committed ``generated/<spec>/triton_torch/<spec>_nvt/1/nvt_arrays.py`` compiles each demo workflow (MovieLens
+``codegen.runtime.nvt_arrays`` (which every generated preprocessing model imports) compiles each demo workflow (MovieLens
 one-hot, MovieLens genres through JoinExternal, Criteo with strings, a column combination and FillMissing >> Clip >>
 Normalize) and a workflow fitted here with every Categorify option ctrgen's workflows may use (freq_threshold,
 max_size, num_buckets hashing, combo hashing) and LogOp / FillMedian. On raw rows with unseen values and nulls, the
@@ -9,26 +9,21 @@ compiled plan must give exactly what ``workflow.transform`` gives: the same valu
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import REPO
+from codegen.runtime.nvt_check import probe_columns, self_check
 from tests.demo_data import built_demo
 
 pytestmark = pytest.mark.slow
 
-ARRAYS_FILE = REPO / "generated" / "wdl" / "triton_torch" / "wdl_nvt" / "1" / "nvt_arrays.py"
-
-
 def load_arrays():
-    spec = importlib.util.spec_from_file_location("generated_nvt_arrays", ARRAYS_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from codegen.runtime import nvt_arrays
+
+    return nvt_arrays
 
 
 @pytest.fixture(scope="module")
@@ -160,10 +155,10 @@ def test_load_check_refuses_arrays_that_disagree(arrays):
     workflow = load_workflow(demo.paths["criteo"]["workflow"], ["label"])
     request = [(c, "object" if c.startswith("C") else "float64", False) for c in workflow.input_schema.column_names]
     plan = arrays.compile_workflow(workflow)
-    assert arrays.self_check(workflow, plan, arrays.probe_columns(workflow, plan, request)) is None
+    assert self_check(workflow, plan, probe_columns(workflow, plan, request)) is None
     lookup = next(s.lookups["C2"] for s in plan.steps.values() if "C2" in getattr(s, "lookups", {}))
     lookup.table = {k: v + 1 for k, v in lookup.table.items()}
-    problem = arrays.self_check(workflow, plan, arrays.probe_columns(workflow, plan, request))
+    problem = self_check(workflow, plan, probe_columns(workflow, plan, request))
     assert problem and "differs from the workflow's transform" in problem
 
 

@@ -1,6 +1,6 @@
 """nvtabular is imported without PyTorch (merlin would import torch only for its dtype names: ~1 s of CPU and ~230 MB
-per process) by ctrgen, the generated etl.py (also in each local Dask worker, through its preload) and the generated
-Triton preprocessing model; torch stays importable afterwards."""
+per process) by ctrgen, the generated etl.py (also in each local Dask worker, through its preload) and the Triton
+preprocessing model (the runtime's nvt_model); torch stays importable afterwards."""
 
 from __future__ import annotations
 
@@ -17,11 +17,14 @@ pytestmark = pytest.mark.slow
 CHECK = """
 import runpy, sys
 assert "torch" not in sys.modules
-from codegen.nvt_import import import_nvtabular
+from codegen.runtime.nvt_import import import_nvtabular
 nvt = import_nvtabular()
 assert "torch" not in sys.modules and nvt.Workflow, sorted(k for k in sys.modules if k.startswith("torch"))[:5]
-# The generated code's copy of the function (templates/_macros.j2), and the Dask worker the generated etl.py starts.
-for path in ("generated/movielens/triton/movielens_nvt/1/model.py", "generated/movielens/etl.py"):
+# The generated etl.py's copy of the function (templates/_macros.j2), and the Dask worker it starts; the Triton
+# preprocessing model uses ctrgen's (its runtime's nvt_model imports it).
+from codegen.runtime import nvt_model
+assert nvt_model.import_nvtabular is import_nvtabular
+for path in ("generated/movielens/etl.py",):
     source = open(path).read()
     start = source.index("def import_nvtabular():")
     namespace = {"sys": sys, "warnings": __import__("warnings")}

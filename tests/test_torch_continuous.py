@@ -89,7 +89,7 @@ def setup(tmp_path_factory):
 
 def run(setup, out: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     proc = run_warm([sys.executable, str(setup["script"]), "--device", "cpu", "--epochs", "1", "--batch-size",
                      str(BATCH), "--display", "1000", "--eval-interval", "1000", "--max-eval-batches", "4",
                      "--output-dir", str(out), *args], env=env, cwd=REPO, timeout=900)
@@ -176,7 +176,7 @@ def test_keysets_of_the_passes_are_the_rows_it_trains(setup):
 
 def test_pass_arguments_are_checked(setup, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     proc = run_warm([sys.executable, str(setup["script"]), "--device", "cpu", "--pass-train", "a",
                      "--output-dir", str(tmp_path)], env=env, cwd=REPO, timeout=300)
     assert proc.returncode == 2 and "--pass-train given 1 time(s); the spec has 2 passes" in proc.stderr

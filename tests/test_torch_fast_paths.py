@@ -24,17 +24,15 @@ import pytest
 import torch
 
 from conftest import REPO
+from trainer_view import view
 from warm_python import run as run_warm
 
 pytestmark = pytest.mark.slow
 
 
 def load(name: str, folder: Path | None = None):
-    path = (folder or REPO / "generated" / name) / "train_torch.py"
-    spec = importlib.util.spec_from_file_location(f"fast_paths_{name}_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The generated train_torch.py of ``name`` with the runtime it calls (trainer_view)."""
+    return view((folder or REPO / "generated" / name) / "train_torch.py")
 
 
 def synthesize(features: dict, rows: int, out: Path, files: int, seed: int = 3) -> None:
@@ -75,7 +73,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
 
 def run(script: Path, data_dir: Path, out: Path, *extra: str, iters: int = 80, batch: int = 256):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     cmd = [sys.executable, str(script), "--device", "cpu", "--train", str(data_dir / "train"), "--eval",
            str(data_dir / "valid"), "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(iters),
            "--eval-interval", str(iters), "--snapshot", "0", "--output-dir", str(out), *extra]
@@ -110,8 +108,9 @@ def test_mixed_precision_spec_trains_in_bf16_without_a_flag(data, tmp_path):
     text = text.replace("solver:\n", "solver:\n  use_mixed_precision: true\n  scaler: 1024\n", 1)
     (specs / "movielens.yaml").write_text(text)
     shutil.copy(REPO / "specs" / "movielens.features.lock.json", specs)
-    proc = subprocess.run([str(Path(sys.executable).with_name("ctrgen")), "generate", str(specs / "movielens.yaml"),
-                           "--out", str(tmp_path / "gen")], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "codegen", "generate", str(specs / "movielens.yaml"),
+                           "--out", str(tmp_path / "gen")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     script = tmp_path / "gen" / "movielens" / "train_torch.py"
     module = load("movielens", script.parent)
@@ -278,8 +277,8 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
     """The generated trainer's optimizer step (dense layers and row updates) never imports torch._dynamo."""
     code = ("import sys, importlib.util, json, torch\n"
             "assert not any(k.startswith('torch._dynamo') for k in sys.modules)\n"
-            f"spec = importlib.util.spec_from_file_location('t', {str(REPO / 'generated/dlrm/train_torch.py')!r})\n"
-            "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+            f"sys.path.insert(0, {str(REPO / 'tests')!r}); from trainer_view import view\n"
+            f"m = view({str(REPO / 'generated/dlrm/train_torch.py')!r})\n"
             f"model = m.Model(json.load(open({str(REPO / 'generated/dlrm/features.json')!r})))\n"
             "for rows in (False, True):\n"
             "    opt = m.make_optimizer(model, 0.1, fused=False, capturable=False, row_updates=rows)\n"
@@ -287,7 +286,7 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
             "    model(torch.randn(4, 13), ids).sum().backward(); opt.step(); opt.zero_grad()\n"
             "print(sorted(k for k in sys.modules if k.startswith('torch._dynamo')))\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     (tmp_path / "first_step.py").write_text(code)
     # A process forked from the warm Python (which has torch, not torch._dynamo: checked first).
     proc = run_warm([sys.executable, str(tmp_path / "first_step.py")], env=env, cwd=str(tmp_path), timeout=300)
@@ -378,7 +377,7 @@ def test_arrow_columns_read_as_pyarrow_reads_them():
 
 def test_first_step_bench_reports_every_phase():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     # The bench forked from the warm Python; the trainer runs it measures are fresh processes of its own.
     proc = run_warm([sys.executable, str(REPO / "bench" / "first_step.py"), "--device", "cpu", "--runs", "1",
                      "--models", "movielens"], env=env, timeout=600, cwd=str(REPO))

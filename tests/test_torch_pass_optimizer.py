@@ -96,7 +96,7 @@ def test_a_continuous_pass_imports_no_dynamo_and_refuses_torch_optim_state(tmp_p
                      "    assert not e.code, e.code\n"
                      "print('dynamo:', sorted(k for k in sys.modules if k.startswith('torch._dynamo')))\n")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     proc = run_warm([sys.executable, str(probe), "--device", "cpu", "--epochs", "1", "--batch-size", "128",
                      "--max-eval-batches", "1", "--output-dir", str(tmp_path / "out"),
                      "--pass-train", str(tmp_path / "pass1"), "--pass-eval", str(tmp_path / "valid"),

@@ -34,7 +34,7 @@ COMMON = ("--lr", "8", "--display", "20", "--eval-interval", str(ITERS), "--eval
 
 def script_env() -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     return env
 
 
@@ -127,8 +127,9 @@ def test_a_rank_allocates_only_its_tables_and_they_start_as_in_the_whole_table()
 WORKER = r'''
 import importlib.util, sys
 import torch, torch.distributed as dist
-spec = importlib.util.spec_from_file_location("train_torch", sys.argv[1])
-m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+sys.path.insert(0, sys.argv[2])   # tests/: trainer_view
+from trainer_view import view
+m = view(sys.argv[1], "train_torch")
 dist.init_process_group("gloo")
 rank, size = dist.get_rank(), dist.get_world_size()
 vec, lr = 8, 0.05
@@ -192,7 +193,7 @@ dist.destroy_process_group()
 def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path):
     worker = tmp_path / "shard_worker.py"
     worker.write_text(WORKER)
-    proc = torchrun(worker, str(DLRM), cwd=tmp_path)
+    proc = torchrun(worker, str(DLRM), str(REPO / "tests"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert "rank 0: 18 cases equal" in proc.stdout and "rank 1: 18 cases equal" in proc.stdout
 

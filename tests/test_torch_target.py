@@ -26,6 +26,8 @@ from codegen.demo.metrics import roc_auc
 from codegen.errors import UserError
 from codegen.output import write
 from codegen.pipeline import open_spec, render_spec
+from codegen.runtime.data import data_files, read_split
+from codegen.runtime.evaluation import roc_auc as runtime_auc
 from codegen.workflow import read_workflow_features
 from conftest import REPO
 from demo_data import built_demo
@@ -78,7 +80,7 @@ def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
     """The script in a process forked from a warm Python; with torchrun=N under the real torchrun; with ranks=N as N
     ranks with torchrun's environment, forked (stdout and stderr of every rank, the worst exit status)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    env.pop("PYTHONPATH", None)   # the script stands alone: torch, numpy, pyarrow only
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     if ranks:
         return run_job([sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args], cwd=folder,
                        env=env, ranks=ranks, timeout=timeout)
@@ -176,8 +178,7 @@ def test_checkpoint_loads_into_the_importable_model(demo, scripts, tmp_path):
     model = module.Model(features)
     model.load_state_dict(torch.load(out / "model.pt"))
     model.eval()
-    arrays = module.read_split(module.data_files(str(demo.paths["movielens_genres"]["valid"])), features,
-                               max_rows=160 * 2048)
+    arrays = read_split(data_files(str(demo.paths["movielens_genres"]["valid"])), features, max_rows=160 * 2048)
     with torch.no_grad():
         scores = model(torch.from_numpy(arrays["dense"]), torch.from_numpy(arrays["sparse"][0]))[:, 0]
     assert roc_auc(arrays["labels"][:, 0], scores.numpy()) == pytest.approx(metrics["auc"], abs=1e-5)
@@ -267,14 +268,11 @@ def test_multi_hot_lists_longer_than_nnz_are_refused(demo, scripts, tmp_path):
     assert f"{bad}: column 'genres': row 3 lists 12 ids, more than nnz_per_slot 10" in proc.stderr
 
 
-def test_roc_auc_of_the_script_matches_the_reference(scripts):
-    spec = importlib.util.spec_from_file_location("train_torch_auc", scripts["movielens"] / "train_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_roc_auc_of_the_runtime_matches_the_reference():
     rng = np.random.default_rng(5)
     y = rng.integers(0, 2, 500)
     s = rng.integers(0, 30, 500).astype(np.float32)        # many ties
-    assert module.roc_auc(torch.from_numpy(y), torch.from_numpy(s)) == pytest.approx(roc_auc(y, s), abs=1e-12)
+    assert runtime_auc(torch.from_numpy(y), torch.from_numpy(s)) == pytest.approx(roc_auc(y, s), abs=1e-12)
 
 
 def test_collectives_keep_their_work_until_the_main_thread_releases_it():
@@ -283,7 +281,9 @@ def test_collectives_keep_their_work_until_the_main_thread_releases_it():
     CPU load). Every collective on a tensor of ours goes through collective(), which keeps the work handle."""
     import re
 
-    for name in SPECS:
-        text = (REPO / "generated" / name / "train_torch.py").read_text()
-        assert re.findall(r"\bdist\.(all_reduce|all_gather|broadcast|reduce_scatter|all_to_all)\(", text) == [], name
-        assert "RECENT_WORK.append(work)" in text and "collective(dist.all_gather, parts, padded)" in text, name
+    runtime = REPO / "codegen" / "runtime"
+    for path in sorted(runtime.glob("*.py")):
+        text = path.read_text()
+        assert re.findall(r"\bdist\.(all_reduce|all_gather|broadcast|reduce_scatter|all_to_all)\(", text) == [], path
+    text = (runtime / "distributed.py").read_text()
+    assert "RECENT_WORK.append(work)" in text and "collective(dist.all_gather, parts, padded)" in text

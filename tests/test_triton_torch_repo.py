@@ -3,12 +3,14 @@ dtypes, the files of each version folder, spec errors, determinism, and ``ctrgen
 
 from __future__ import annotations
 
+import hashlib
 import json
 import zipfile
 
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
+from codegen import __version__
 from codegen.pipeline import open_spec, render_spec
 from codegen.triton.lint.modelconfig import load_config
 from tests.conftest import REPO, run_ctrgen
@@ -61,14 +63,15 @@ def test_ensemble_wiring_and_dtypes_agree(name):
 
 
 @pytest.mark.parametrize("name", TORCH_SPECS)
-def test_version_folder_reuses_the_generated_script(name):
+def test_version_folder_references_the_generated_script(name):
+    """triton_torch/ carries no copy of train_torch.py (assemble puts generated/<name>/train_torch.py there)."""
     version = GENERATED / name / "triton_torch" / name / "1"
-    assert sorted(p.name for p in version.iterdir()) == ["model.py", "train_torch.py"]
-    assert (version / "train_torch.py").read_bytes() == (GENERATED / name / "train_torch.py").read_bytes()
+    assert sorted(p.name for p in version.iterdir()) == ["model.py"]
     text = (version / "model.py").read_text()
     compile(text, str(version / "model.py"), "exec")
     assert "nn.Linear" not in text and "class Model" not in text        # the layers live in train_torch.py only
-    assert "spec_from_file_location" in text
+    assert 'SCRIPT = "train_torch.py"' in text and "spec_from_file_location" in text
+    assert "from codegen.runtime.torch_model import Serve" in text
 
 
 def test_ctrgen_validate_accepts_the_torch_repository():
@@ -147,7 +150,18 @@ def test_assemble_checkpoint_builds_the_repository(inputs, tmp_path):
     assert result.returncode == 0, result.stderr
     assert sorted(p.name for p in (out / "movielens" / "1").iterdir()) == \
         ["features.json", "model.pt", "model.py", "train_torch.py"]
+    assert (out / "movielens" / "1" / "train_torch.py").read_bytes() == \
+        (GENERATED / "movielens" / "train_torch.py").read_bytes()
     assert (out / "movielens_nvt" / "1" / "workflow" / "workflow.pkl").is_file()
+    # One copy of ctrgen's runtime at the root, its version in MANIFEST.json; none inside a model folder.
+    runtime = out / "codegen" / "runtime"
+    assert sorted(p.name for p in runtime.iterdir()) == sorted(p.name for p in (REPO / "codegen" / "runtime").glob("*.py"))
+    assert [p for p in out.rglob("trainer.py")] == [runtime / "trainer.py"]
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    assert manifest["runtime"]["version"] == __version__ == manifest["ctrgen_version"]
+    assert manifest["runtime"]["files"]["codegen/runtime/trainer.py"] == \
+        hashlib.sha256((runtime / "trainer.py").read_bytes()).hexdigest()
+    assert f"__version__ = {__version__!r}" in (out / "codegen" / "__init__.py").read_text()
     assert not (out / "ps.json").exists()
     assert "tritonserver --model-repository=/model --model-control-mode=explicit --load-model=movielens_ens" \
         in result.stdout

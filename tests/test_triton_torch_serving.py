@@ -4,7 +4,7 @@ For the MovieLens specs (one-hot ``movielens``, multi-hot ``movielens_genres``) 
 columns, BYTES request columns): the spec is pointed at the demo's real NVTabular workflow, train_torch.py trains a
 few iterations on the CPU on the demo's synthetic data, ``ctrgen assemble --checkpoint`` builds the repository from
 generated/<name>/triton_torch/, and raw rows sent to ``<name>_ens`` over HTTP and gRPC must score what the offline
-path scores: the workflow transform (nvtabular in-process), read by the script's own ``read_split``, through the
+path scores: the workflow transform (nvtabular in-process), read by the runtime's ``read_split``, through the
 trained ``Model`` loaded in-process, then a sigmoid.
 """
 
@@ -26,6 +26,7 @@ import torch
 from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
 from codegen.pipeline import open_spec, render_spec
+from codegen.runtime.data import read_split
 from codegen.workflow import read_workflow_features
 from tests.conftest import REPO, run_ctrgen
 from tests.demo_data import built_demo
@@ -136,7 +137,7 @@ def request_frame(raw: Path, plan, rows: int = 40) -> pd.DataFrame:
 
 
 def offline_scores(d: dict, frame: pd.DataFrame, tmp: Path) -> np.ndarray:
-    """Workflow transform in-process -> the script's read_split -> Model.forward in-process -> sigmoid."""
+    """Workflow transform in-process -> the runtime's read_split -> Model.forward in-process -> sigmoid."""
     import nvtabular as nvt
 
     plan = d["plan"]
@@ -150,7 +151,7 @@ def offline_scores(d: dict, frame: pd.DataFrame, tmp: Path) -> np.ndarray:
     for label in features["labels"]:
         out[label["name"]] = np.zeros(len(out), np.float32)       # read_split reads labels too; unused here
     out.to_parquet(tmp / "transformed.parquet")
-    arrays = script.read_split([tmp / "transformed.parquet"], features)
+    arrays = read_split([tmp / "transformed.parquet"], features)
     model = script.Model(features)
     model.load_state_dict(torch.load(d["checkpoint"] / "model.pt", weights_only=True))
     model.eval()

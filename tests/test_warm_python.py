@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from conftest import REPO
 from warm_python import _STATE, rank_envs, run, run_ranks
 
 SCRIPT = '''
@@ -35,7 +36,7 @@ def warm_on(monkeypatch):
 
 def _env() -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "WARM_PROBE": "x\u00e9"}   # the trainers'
-    env.pop("PYTHONPATH", None)
+    env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     return env
 
 

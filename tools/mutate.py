@@ -63,7 +63,7 @@ MUTANTS = (
            "            if a[name] != b[name]:",
            '            if __import__("dataclasses").replace(a[name], max_len=None) != '
            '__import__("dataclasses").replace(b[name], max_len=None):', "lock_drift", issue=True),
-    Mutant("eval-mode", "evaluate() runs the model in eval mode", "templates/torch/train_torch.py.j2",
+    Mutant("eval-mode", "evaluate() runs the model in eval mode", "codegen/runtime/evaluation.py",
            '"""(AUC, mean BCE) over the evaluation rows of every rank."""\n    model.eval()\n',
            '"""(AUC, mean BCE) over the evaluation rows of every rank."""\n', "eval_mode", issue=True),
     Mutant("tensor-dims", "Triton tensors are declared [-1]", "codegen/triton/plan/repository.py",
@@ -91,7 +91,7 @@ MUTANTS = (
     Mutant("drift-inputs-order", "a stale-lock check compares the request columns in order", "codegen/features.py",
            "and locked.inputs != fresh.inputs:", "and set(locked.inputs) != set(fresh.inputs):", "lock_drift"),
     Mutant("eval-restores-train", "evaluate() puts the model back in training mode",
-           "templates/torch/train_torch.py.j2",
+           "codegen/runtime/evaluation.py",
            "        labels.append(label[:, 0])\n    model.train()\n", "        labels.append(label[:, 0])\n",
            "eval_mode"),
     Mutant("dtype-int64", "an int64 column is TYPE_INT64 in Triton", "codegen/triton/plan/repository.py",

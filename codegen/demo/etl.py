@@ -36,7 +36,7 @@ def quiet() -> Iterator[None]:
 
 
 def import_nvtabular():
-    from ..nvt_import import import_nvtabular
+    from ..runtime.nvt_import import import_nvtabular
 
     return import_nvtabular()
 

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import click
 
+from .. import runtime
 from ..errors import UserError
 
 SERVE_SPEC = "movielens"
@@ -47,8 +48,9 @@ class ServeReport:
 
 
 def train(generated: Path, out: Path) -> dict:
-    """train_torch.py on the CPU, one thread (the demo's machine may have two cores)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    """train_torch.py on the CPU, one thread (the demo's machine may have two cores), on this ctrgen's runtime."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join(
+        p for p in (str(Path(runtime.__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")) if p)}
     cmd = [sys.executable, str(generated / "train_torch.py"), "--device", "cpu", "--max-iter", str(TRAIN_ITERS),
            "--batch-size", str(TRAIN_BATCH), "--display", str(TRAIN_ITERS), "--eval-interval", str(TRAIN_ITERS),
            "--snapshot", "0", "--output-dir", str(out)]
@@ -69,7 +71,7 @@ def assemble_repo(ctx, rendered, workflow: Path, checkpoint: Path, out: Path) ->
     check_generated(generated, files, ctx.display)
     assemble(rendered.triton_torch, generated, workflow=workflow, weights=checkpoint, out=out, force=True,
              features_json=rendered.files[PurePosixPath("features.json")],
-             check_workflow=lock_checker(ctx))
+             train_torch=rendered.files[PurePosixPath("train_torch.py")], check_workflow=lock_checker(ctx))
     return out
 
 

@@ -5,7 +5,8 @@ repository and what ``ctrgen validate`` accepts both read this."""
 
 from __future__ import annotations
 
-DES, CATCOLUMN, ROWINDEX = "DES", "CATCOLUMN", "ROWINDEX"
+from ..runtime.contract import CATCOLUMN, DES, ROWINDEX
+
 # i64 keys (embeddingkey_long_type / supportlonglong true) -> the CATCOLUMN data type that carries them (§5, R6).
 KEY_DTYPE = {True: "TYPE_INT64", False: "TYPE_UINT32"}
 # input name -> accepted data types (the first is what ctrgen writes for int64 keys)

@@ -17,7 +17,8 @@ from .graph_json import render_graph_json
 from .script import render_low_level_py, render_model_py
 from .summary import render_summary
 from .task import render_task_py
-from .torch_model import FEATURES_FILE, render_features_json, render_train_torch
+from ..runtime.contract import FEATURES_FILE
+from .torch_model import render_features_json, render_train_torch
 from .triton import render_triton
 from .vertex import render_vertex
 

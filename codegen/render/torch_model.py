@@ -15,15 +15,15 @@ import keyword
 import re
 from dataclasses import dataclass, field
 
+from .. import __version__
 from ..errors import Located
 from ..features import Features
 from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
+from ..runtime.contract import FEATURES_FORMAT, layout_of
 from .env import render
 from .literals import py, py_str
 
-FEATURES_FILE = "features.json"
-FEATURES_FORMAT = 1
 
 # Names the generated forward() uses itself, and nn.Module attributes a layer attribute must not shadow.
 RESERVED_LOCALS = frozenset({"self", "torch", "nn", "F", "np", "math", "json"}) | frozenset(keyword.kwlist)
@@ -264,12 +264,6 @@ def render_features_json(job: TrainingJob, features: Features) -> str:
     return json.dumps(features_json(job, features), indent=2, ensure_ascii=False) + "\n"
 
 
-def _layout(doc: dict) -> dict:
-    """What the script's code depends on (names, order, list widths); cardinalities and dtypes may change."""
-    return {"labels": [c["name"] for c in doc["labels"]], "continuous": [c["name"] for c in doc["continuous"]],
-            "sparse": [[s["input"], s["nnz"], [c["name"] for c in s["columns"]]] for s in doc["sparse"]]}
-
-
 def _wrapped(items: list, indent: str, width: int = 116) -> str:
     """A list literal broken over lines of at most ``width`` characters."""
     one = py(items)
@@ -372,33 +366,44 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         "precision": _precision(solver),
         "loss_scale": float(solver["scaler"]) if solver.get("scaler") else GRAD_SCALER_DEFAULT,
     }
-    row_update, row_hyper = _row_update(job)
-    dense_hyper = {k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)}
+    row_update, _ = _row_update(job)
+    continuous = passes is not None
+    optimizer = [py_str(job.optimizer.type), f"dense={py_str(opt_class)}",
+                 f"dense_hyper={py({k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)})}"]
+    if row_update is not None:
+        optimizer.append(f"rows={py_str(row_update)}")
+    if row_update is not None or continuous:
+        optimizer.append(f"rows_hyper={py(_row_hyper(job))}")
+    if continuous:
+        optimizer.append(f"sparse_form={py_str(SPARSE_OPTIMIZERS[job.optimizer.type])}")
+    if not graph_safe:
+        optimizer.append("graph_safe=False")
+    tables_note = (f"the embedding tables row by row with {SPARSE_OPTIMIZERS[job.optimizer.type]}'s step (only the "
+                   "rows a pass looks up)." if continuous else
+                   f"the embedding tables row by row where rows={py_str(row_update)} (--embedding-update)."
+                   if row_update is not None else "the embedding tables with the dense step (its update_type moves "
+                   "every row).")
     return render(
         "torch/train_torch.py.j2",
         header=header,
         name=py_str(job.name),
         name_text=job.name,
-        features_file=py_str(FEATURES_FILE),
-        features_format=FEATURES_FORMAT,
-        layout=_layout_literal(_layout(doc)),
+        runtime_version=py_str(__version__),
+        layout=_layout_literal(layout_of(doc)),
         defaults=[(k, py(v)) for k, v in defaults.items()],
         schedule=[(k, py(v)) for k, v in _lr_schedule(job).items()],
         optimizer_class=opt_class,
+        optimizer_name=job.optimizer.type,
+        optimizer_args=optimizer,
+        tables_note=tables_note,
         passes=_passes_literal(passes) if passes is not None else None,
         sparse_optimizer_class=SPARSE_OPTIMIZERS.get(job.optimizer.type),
-        pass_update=py(job.optimizer.type if passes is not None else None),
-        pass_update_hyper=py(_row_hyper(job) if passes is not None else {}),
-        optimizer_name=job.optimizer.type,
-        dense_optimizer=py(opt_class),
-        dense_hyper=py(dense_hyper),
-        graph_safe_optimizer=graph_safe,
-        row_update=py(row_update),
-        row_update_hyper=py(row_hyper),
+        layer_imports=sorted({"SparseEmbedding", *(h for h in m.helpers)}),
+        uses_torch=any(re.search(r"\btorch\.", line) for line in m.init + m.forward),
+        uses_functional=any(re.search(r"\bF\.", line) for line in m.init + m.forward),
         init=m.init,
         forward=m.forward,
         forward_args=m.forward_args,  # type: ignore[attr-defined]
         output=m.output,
-        helpers=m.helpers,
         hugectr_version=job.hugectr_version,
     )

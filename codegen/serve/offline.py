@@ -1,5 +1,5 @@
 """Offline scores of raw rows, the way training saw them: the saved NVTabular workflow (in this process), then
-train_torch.py's own ``read_split`` and ``Model`` with the checkpoint's weights, then a sigmoid. ``ctrgen query
+the runtime's ``read_split`` (train_torch.py's reader) and the script's ``Model`` with the checkpoint's weights, then a sigmoid. ``ctrgen query
 --compare`` and ``make demo`` hold the served scores against these.
 
 Everything is read from the assembled repository (``<name>_nvt/<v>/workflow/``, ``<name>/<v>/train_torch.py``) and
@@ -79,6 +79,14 @@ def offline_scores(repo: Path, ensemble: str, checkpoint: Path, frame) -> np.nda
                                 fix="pass the repository 'ctrgen assemble --checkpoint' wrote")
     features, state = read_checkpoint(checkpoint)
     script = _load_script(script_path)
+    from ..runtime import RuntimeMismatch, require
+    from ..runtime.data import read_split
+
+    try:
+        require(getattr(script, "RUNTIME", "?"), str(script_path))
+    except RuntimeMismatch as exc:
+        raise UserError.one(script_path, str(exc), field="--compare",
+                            fix="assemble the repository again with this ctrgen") from None
     labels = [label["name"] for label in features.get("labels", [])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -102,7 +110,7 @@ def offline_scores(repo: Path, ensemble: str, checkpoint: Path, frame) -> np.nda
     with tempfile.TemporaryDirectory(prefix="ctrgen-offline-") as tmp:
         path = Path(tmp) / "transformed.parquet"
         out.to_parquet(path)
-        arrays = script.read_split([path], features)
+        arrays = read_split([path], features)
     with torch.no_grad():
         logits = model(torch.from_numpy(arrays["dense"]), *[torch.from_numpy(ids) for ids in arrays["sparse"]])
     return torch.sigmoid(logits).double().numpy().ravel()

@@ -44,6 +44,8 @@ The result is the repository to mount at triton.model_root (default /model) in t
   <out>/ps.json, <out>/<name>/1/{<name>.json, <prefix>_dense_<N>.model, <prefix><i>_sparse_<N>.model/},
   <out>/<name>_nvt/1/{model.py, workflow/}, <out>/<name>_ens/1/
 With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.json} (python backend), no ps.json.
+Either way <out>/codegen/runtime/ is ctrgen's runtime (one copy for every python model) and <out>/MANIFEST.json
+records its version.
 
 \b
 Instances with 'count: auto' (the default of <name>_nvt and of the PyTorch model) get a count for this machine
@@ -99,6 +101,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
     result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
                       force=force, features_json=features_json,
+                      train_torch=rendered.files.get(PurePosixPath("train_torch.py"), ""),
                       check_workflow=lock_checker(ctx), cores=cores)
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)

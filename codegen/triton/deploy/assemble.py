@@ -19,7 +19,8 @@ from pathlib import Path, PurePosixPath
 from ...atomic import clean_stale, stage as new_stage, swap_in
 from ...errors import Problems, UserError
 from ...output import check_out_root, compare
-from ..plan.repository import NVT_SUFFIX, RepositoryPlan, TorchStep
+from ..plan.repository import NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
+from .runtime_copy import RESERVED, write_runtime
 
 WORKFLOW_PICKLE = "workflow.pkl"
 SPARSE_PARTS = ("key", "emb_vector")
@@ -110,16 +111,25 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
 
 
 def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: Path, out: Path,
-             force: bool = False, features_json: str = "", check_workflow=None, cores: int | None = None) -> Assembled:
+             force: bool = False, features_json: str = "", train_torch: str = "", check_workflow=None,
+             cores: int | None = None) -> Assembled:
     """``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
-    checkpoint folder, whose features.json must equal ``features_json`` (the rendered one). ``check_workflow``:
+    checkpoint folder, whose features.json must equal ``features_json`` (the rendered one), and ``train_torch`` (the
+    rendered train_torch.py, whose Model the PyTorch model serves) goes into the model's version folder. Every
+    repository gets one copy of ctrgen's runtime at its root (runtime_copy), recorded in MANIFEST.json. ``check_workflow``:
     called with the workflow folder after the files are found, before anything is written. ``count: auto``
     instances get the count for this machine, or for one of ``cores`` cores (deploy/instances.py)."""
     from .instances import this_machine, write_counts
 
     nvt_name = plan.name + NVT_SUFFIX
+    taken = [m.name for m in plan.models if m.name in RESERVED]
+    if taken:
+        raise UserError.one(generated, f"model {taken[0]!r}: the repository's root holds ctrgen's runtime under that "
+                            "name", field="name", fix="rename the model in the spec")
     _check_workflow(workflow)
     if plan.step == TorchStep.kind:
+        if not train_torch:
+            raise ValueError("assemble: the PyTorch repository needs the rendered train_torch.py (train_torch=)")
         _check_checkpoint(weights, features_json)
     else:
         problems = Problems()      # every missing file at once
@@ -160,6 +170,10 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
                 if src.is_file() and ntp.is_file():
                     shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
                     copied.append(f"{model.name}/{plan.version}/{ntp.name}")
+        if plan.step == TorchStep.kind:
+            (stage / plan.name / str(plan.version) / TORCH_SCRIPT).write_text(train_torch, encoding="utf-8")
+            copied.append(f"{plan.name}/{plan.version}/{TORCH_SCRIPT}")
+        copied += write_runtime(stage)
         counts = write_counts(stage, plan, this_machine(cores))
         swap_in(stage, out)
     except BaseException:

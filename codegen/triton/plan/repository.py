@@ -43,7 +43,6 @@ TRITON_DTYPES = {
     "str": "TYPE_STRING",
 }
 NVT_SUFFIX, MODEL_SUFFIX, ENSEMBLE_SUFFIX = "_nvt", "", "_ens"
-NVT_ARRAYS = "nvt_arrays.py"      # beside the preprocessing model.py: the workflow compiled to numpy lookups
 
 
 @dataclass(frozen=True)
@@ -230,7 +229,7 @@ def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...], out
     return ModelPlan(name=ctx.name + NVT_SUFFIX, max_batch_size=ctx.spec.max_batch_size,
                      inputs=_ragged(inputs, batching), outputs=outputs, backend="python",
                      instances=(_instance(ctx.spec.preprocessing.instance),), parameters=params,
-                     max_queue_delay_us=batching.max_queue_delay_microseconds if batching.enabled else None, version_files=("model.py", NVT_ARRAYS), required_files=(pre.workflow_dir,))
+                     max_queue_delay_us=batching.max_queue_delay_microseconds if batching.enabled else None, version_files=("model.py",), required_files=(pre.workflow_dir,))
 
 
 def _ragged(inputs: tuple[Tensor, ...], batching) -> tuple[Tensor, ...]:
@@ -348,7 +347,8 @@ def _num(v: float) -> str:
 
 # ---- the PyTorch model step ---------------------------------------------------------------------------------------
 
-TORCH_MODEL_FILES = ("model.py", "train_torch.py")   # generated: the python-backend model, train_torch.py (Model)
+TORCH_MODEL_FILES = ("model.py",)   # generated: the python-backend model (`ctrgen assemble` adds train_torch.py: Model)
+TORCH_SCRIPT = "train_torch.py"
 TORCH_CHECKPOINT_FILES = ("model.pt", "features.json")   # from training's --output-dir, added by `ctrgen assemble`
 
 

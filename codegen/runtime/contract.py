@@ -1,0 +1,15 @@
+"""What ctrgen writes and the runtime reads: the trained model's data contract (standard library only, so the
+renderers import it without torch)."""
+
+FEATURES_FILE = "features.json"   # beside train_torch.py and in its --output-dir
+FEATURES_FORMAT = 1               # features.json's "ctrgen_torch_features"
+# The HugeCTR Triton backend's inputs, which the preprocessing model writes and the PyTorch model step reads (their
+# data types and the rest of the backend's rules: codegen/hugectr/backend.py).
+DES, CATCOLUMN, ROWINDEX = "DES", "CATCOLUMN", "ROWINDEX"
+
+
+def layout_of(features: dict) -> dict:
+    """What a trainer's code depends on (names, order, list widths); cardinalities and dtypes may change."""
+    return {"labels": [c["name"] for c in features["labels"]],
+            "continuous": [c["name"] for c in features["continuous"]],
+            "sparse": [[s["input"], s["nnz"], [c["name"] for c in s["columns"]]] for s in features["sparse"]]}

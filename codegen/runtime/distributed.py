@@ -1,0 +1,95 @@
+"""torch.distributed for the trainer: rank and world, collectives whose work the main thread keeps, the shuffle seed
+every rank agrees on, all_to_all and point-to-point for sharded tables, and the peak memory of a rank."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+
+def world() -> tuple[int, int]:
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+
+
+# The work of a collective holds the tensors Python passed to it. If the process group's worker thread drops the last
+# reference, releasing them takes the GIL, and when that happens while the interpreter exits, the process aborts
+# ("terminate called without an active exception"; gloo, seen under CPU load). So the main thread keeps the handles of
+# the latest collectives: the worker's reference goes first, and the main thread releases the tensors (the last few
+# when the interpreter exits).
+RECENT_WORK: collections.deque = collections.deque(maxlen=16)
+
+
+def collective(fn, *args, **kwargs) -> None:
+    work = fn(*args, async_op=True, **kwargs)
+    work.wait()
+    RECENT_WORK.append(work)
+
+
+def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
+    if dist.is_initialized():
+        collective(dist.all_reduce, value, op=op)
+    return value
+
+
+def epoch_seed(base_seed: int, epoch: int, device: torch.device, data_pass: int | None = None) -> int:
+    """One shuffle seed for all ranks: each rank contributes a fragment, the sum is the seed (NVTabular's seed_fn).
+    A continuous-training pass has its own seeds, so a pass resumed in a new process shuffles as in one run."""
+    rank, size = world()
+    max_rand = torch.iinfo(torch.int32).max // size
+    key = [base_seed, epoch, rank] if data_pass is None else [base_seed, data_pass, epoch, rank]
+    fragment = int(np.random.default_rng(key).integers(0, max_rand))
+    total = all_reduce(torch.tensor([fragment], dtype=torch.int64, device=device))
+    return int(total.item()) % max_rand
+
+
+def gather(values: torch.Tensor) -> torch.Tensor:
+    """Concatenate a 1-D tensor of every rank (sizes may differ)."""
+    if not dist.is_initialized():
+        return values
+    size = torch.tensor([values.numel()], device=values.device)
+    sizes = [torch.zeros_like(size) for _ in range(dist.get_world_size())]
+    collective(dist.all_gather, sizes, size)
+    longest = int(max(s.item() for s in sizes))
+    padded = torch.zeros(longest, dtype=values.dtype, device=values.device)
+    padded[:values.numel()] = values
+    parts = [torch.zeros_like(padded) for _ in sizes]
+    collective(dist.all_gather, parts, padded)
+    return torch.cat([p[:int(s.item())] for p, s in zip(parts, sizes)])
+
+
+def host_only() -> bool:
+    """gloo (CPU, or ranks sharing a GPU) exchanges host tensors: GPU tensors go through host memory."""
+    return dist.get_backend() == "gloo"
+
+
+# The work of the latest exchange, kept by the main thread as collective() keeps RECENT_WORK, but only one: an
+# exchange holds a batch's looked-up rows (hundreds of MB at Criteo scale), a checkpoint's a chunk of a table. A worker thread releasing an older one
+# is harmless while the interpreter runs; at exit the main thread holds the last.
+EXCHANGE_WORK: collections.deque = collections.deque(maxlen=1)
+
+
+def all_to_all(out: torch.Tensor, tensor: torch.Tensor, out_splits: list, in_splits: list) -> None:
+    target = torch.empty(out.shape, dtype=out.dtype) if out.is_cuda and host_only() else out
+    work = dist.all_to_all_single(target, tensor.cpu() if target is not out else tensor, out_splits, in_splits,
+                                  async_op=True)
+    work.wait()
+    EXCHANGE_WORK.append(work)
+    if target is not out:
+        out.copy_(target)
+
+
+def p2p(fn, tensor: torch.Tensor, peer: int) -> None:
+    work = fn(tensor, peer)
+    work.wait()
+    EXCHANGE_WORK.append(work)   # one chunk of a table: kept as an exchange is (see all_to_all)
+
+
+def peak_memory(device: torch.device) -> int:
+    """Peak bytes of this rank: allocated GPU memory, or the process's resident set on the CPU."""
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    import resource
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

@@ -1,0 +1,101 @@
+"""Triton kernels for embedding rows on the compiled GPU path: a gather (every one-hot lookup; straight into the
+autocast precision) and the SGD row update. Built on first use: neither start-up nor a CPU run imports Triton."""
+
+from __future__ import annotations
+
+import torch
+
+# Two kernels, used where the dense layers are compiled (--compile: Triton is already there, and its compile time
+# already paid). The gather serves every one-hot lookup: torch's index_select moves about 1.5 G rows of a table a
+# second whatever their width (82 us of a 0.67 ms MovieLens step at batch 65536 went to its lookup, 28 us with the
+# kernel); for tables updated row by row it gathers straight into the autocast precision (one pass instead of a
+# gather and a cast). SGD adds -lr times each row's summed
+# gradient, read in whatever precision autograd left it, with one atomic add per run of equal rows (lookups sorted by
+# row) instead of one per lookup: small tables are hit by thousands of lookups a batch. Elsewhere (CPU, eager
+# runs, no Triton) the same arithmetic runs as torch ops. `tl` is bound when the kernels are first built, so that
+# neither start-up nor a CPU run imports Triton.
+tl = None   # triton.language, once RowKernels.get() ran
+
+
+def _gather_rows_kernel(weight, rows, out, n, dim, BLOCK_R: tl.constexpr, BLOCK_D: tl.constexpr):
+    r = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    d = tl.arange(0, BLOCK_D)
+    inside = (r < n)[:, None] & (d < dim)[None, :]
+    row = tl.load(rows + r, mask=r < n, other=0)
+    values = tl.load(weight + row[:, None] * dim + d[None, :], mask=inside)
+    tl.store(out + r[:, None].to(tl.int64) * dim + d[None, :], values.to(out.dtype.element_ty), mask=inside)
+
+
+def _sgd_rows_kernel(weight, rows, order, grads, lr, n, dim, CHUNK: tl.constexpr, BLOCK_D: tl.constexpr):
+    # rows sorted; order[i]: the lookup (row of grads) at sorted position i. A program sums CHUNK positions, adding
+    # each run of equal rows once.
+    d = tl.arange(0, BLOCK_D)
+    scale = -tl.load(lr).to(tl.float32)
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    start = tl.program_id(0) * CHUNK
+    for k in range(CHUNK):
+        i = start + k
+        valid = i < n
+        row = tl.load(rows + i, mask=valid, other=-1)
+        source = tl.load(order + i, mask=valid, other=0)
+        acc += tl.load(grads + source * dim + d, mask=(d < dim) & valid, other=0.0).to(tl.float32)
+        following = tl.load(rows + i + 1, mask=i + 1 < n, other=-1)
+        last = valid & ((following != row) | (k == CHUNK - 1))
+        tl.atomic_add(weight + row * dim + d, acc * scale, mask=(d < dim) & last, sem="relaxed")
+        acc = tl.where(last, 0.0, acc)
+
+
+GATHER_ELEMENTS = 512   # values a gather program moves (at least 32 rows)
+
+
+class RowKernels:
+    """The two kernels, built with triton.jit on first use."""
+
+    built = None
+
+    @classmethod
+    def get(cls):
+        if cls.built is None:
+            import triton
+            import triton.language
+            globals()["tl"] = triton.language
+            cls.built = (triton, triton.jit(_gather_rows_kernel), triton.jit(_sgd_rows_kernel))
+        return cls.built
+
+    @classmethod
+    def gather(cls, weight: torch.Tensor, rows: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """weight[rows] in dtype (weight: contiguous rows, at least one column)."""
+        triton, gather, _ = cls.get()
+        n, dim = rows.numel(), weight.shape[1]
+        out = torch.empty(n, dim, dtype=dtype, device=weight.device)
+        block_d = triton.next_power_of_2(dim)
+        block_r = max(32, GATHER_ELEMENTS // block_d)   # narrow rows: more rows a program
+        gather[(triton.cdiv(n, block_r),)](weight, rows, out, n, dim, BLOCK_R=block_r, BLOCK_D=block_d)
+        return out
+
+    @classmethod
+    def sgd(cls, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, lr: torch.Tensor) -> None:
+        """weight[row] -= lr * (sum of the grads of its lookups), for every looked-up row."""
+        triton, _, sgd = cls.get()
+        n, dim = rows.numel(), weight.shape[1]
+        ordered, order = torch.sort(rows)
+        chunk = 32
+        sgd[(triton.cdiv(n, chunk),)](weight, ordered, order, grads, lr, n, dim, CHUNK=chunk,
+                                      BLOCK_D=triton.next_power_of_2(dim))
+
+
+class GatherRows(torch.autograd.Function):
+    """weight[rows] by RowKernels.gather; the backward is index_select's: the rows' gradients added into a zero
+    gradient of the table."""
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(rows)
+        ctx.table_shape = weight.shape
+        return RowKernels.gather(weight, rows, weight.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (rows,) = ctx.saved_tensors
+        table = torch.zeros(ctx.table_shape, dtype=grad.dtype, device=grad.device)
+        return table.index_add_(0, rows, grad), None

@@ -1,0 +1,157 @@
+"""The layers a generated Model is built from, where HugeCTR has no torch equivalent: SparseEmbedding (HugeCTR's
+embedding over all slots of a sparse input; sharded across ranks with --shard-tables), MultiCross, Interaction,
+WeightMultiply and fm_order2."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .kernels import GatherRows, RowKernels
+from .shards import Placement, TableShard
+
+
+class SparseEmbedding(nn.Module):
+    """HugeCTR's SparseEmbedding: one table over all slots of a sparse input (slot s's ids offset by the cardinalities
+    of the slots before it, as HugeCTR's Parquet reader does), output (batch, slots, vec_size). A slot's ids are
+    combined by `combiner` (sum or mean); -1 pads multi-hot lists and maps to a padding row that never trains."""
+
+    def __init__(self, cardinalities: list[int], vec_size: int, combiner: str, name: str = "",
+                 placement: Placement | None = None):
+        super().__init__()
+        starts = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64)
+        self.register_buffer("slot_offsets", torch.from_numpy(starts), persistent=False)
+        self.name, self.cardinalities = name, [int(c) for c in cardinalities]
+        # With a placement (--shard-tables) this rank holds only the slots it owns (TableShard).
+        self.shard = TableShard(placement, name, self.cardinalities) if placement is not None else None
+        self.padding_row = int(sum(cardinalities)) if self.shard is None else self.shard.rows
+        self.combiner = combiner
+        self.row_updates = False           # set by the trainer: RowSparseOptimizer updates the looked-up rows
+        self.lookup: tuple[torch.Tensor, torch.Tensor] | None = None   # (rows, looked-up vectors) of the last
+        # training forward, for RowSparseOptimizer
+        self.kernels = False               # set by the trainer (compiled GPU runs): RowKernels look up (and update)
+        self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size))
+        self._init_rows()
+
+    @torch.no_grad()
+    def _init_rows(self) -> None:
+        """Uniform(-0.05, 0.05) rows, each slot from a generator of its own (seeded by torch's seed, the table's
+        name and the slot), so a slot starts the same whichever rank holds it; the padding row is zero."""
+        if self.weight.is_meta:
+            return
+        seed, start = torch.initial_seed(), 0
+        for s in (self.shard.slots if self.shard is not None else range(len(self.cardinalities))):
+            rows = self.cardinalities[s]
+            generator = torch.Generator(device=self.weight.device)
+            generator.manual_seed(int(np.random.SeedSequence([seed, zlib.crc32(self.name.encode()), s])
+                                      .generate_state(1, np.uint64)[0] >> np.uint64(1)))
+            self.weight[start:start + rows].uniform_(-0.05, 0.05, generator=generator)
+            start += rows
+        self.weight[self.padding_row].zero_()
+
+    def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
+        key = prefix + "weight"
+        if self.shard is not None and key in state_dict:   # a whole table (checkpoint): this rank's slots of it
+            state_dict[key] = self.shard.own(state_dict[key])
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if self.shard is not None:
+            return self.shard.lookup(self, ids)
+        batch, slots, nnz = ids.shape
+        if self.row_updates and torch.is_grad_enabled():
+            # The looked-up rows become a leaf whose gradient RowSparseOptimizer applies row by row: the table
+            # itself gets no (dense) gradient.
+            if nnz == 1:
+                rows = (ids[..., 0] + self.slot_offsets).reshape(-1)
+                # Under bf16 autocast one-hot vectors are looked up in bf16 (what the layers reading them cast to;
+                # HugeCTR's mixed precision also emits half-precision embeddings), their gradient too.
+                kind = ids.device.type
+                low = torch.is_autocast_enabled(kind) and torch.get_autocast_dtype(kind) == torch.bfloat16
+                if self.kernels:
+                    vectors = RowKernels.gather(self.weight, rows, torch.bfloat16 if low else self.weight.dtype)
+                else:
+                    vectors = self.weight.detach().index_select(0, rows)
+                    vectors = vectors.to(torch.bfloat16) if low else vectors
+                self.lookup = (rows, vectors.requires_grad_())
+                return vectors.reshape(batch, slots, -1)
+            rows = torch.where(ids >= 0, ids + self.slot_offsets[:, None], self.padding_row).reshape(-1)
+            vectors = self.weight.detach().index_select(0, rows).requires_grad_()
+            self.lookup = (rows, vectors)
+            valid = (ids >= 0).reshape(batch * slots, nnz, 1)
+            bags = (vectors.reshape(batch * slots, nnz, -1) * valid).sum(dim=1)
+            if self.combiner == "mean":
+                bags = bags / valid.sum(dim=1).clamp(min=1)
+            return bags.reshape(batch, slots, -1)
+        if nnz == 1:   # one id per slot: a gather; its backward is one index_add (no sort, unlike F.embedding)
+            rows = (ids[..., 0] + self.slot_offsets).reshape(-1)
+            if self.kernels:
+                return GatherRows.apply(self.weight, rows).reshape(batch, slots, -1)
+            return self.weight.index_select(0, rows).reshape(batch, slots, -1)
+        keys = torch.where(ids >= 0, ids + self.slot_offsets[:, None], self.padding_row)
+        bags = F.embedding_bag(keys.reshape(batch * slots, nnz), self.weight, mode=self.combiner,
+                               padding_idx=self.padding_row)
+        return bags.reshape(batch, slots, -1)
+
+
+class MultiCross(nn.Module):
+    """HugeCTR's MultiCross (DCN): x_{l+1} = x0 * (x_l . w_l) + b_l + x_l; with projection_dim the DCNv2 form
+    x_{l+1} = x0 * (V_l U_l x_l + b_l) + x_l."""
+
+    def __init__(self, width: int, num_layers: int, projection_dim: int | None = None):
+        super().__init__()
+        self.projection_dim = projection_dim
+        if projection_dim is None:
+            self.weight = nn.Parameter(torch.empty(num_layers, width).normal_(0.0, width ** -0.5))
+        else:
+            self.u = nn.Parameter(torch.empty(num_layers, width, projection_dim).normal_(0.0, width ** -0.5))
+            self.weight = nn.Parameter(torch.empty(num_layers, projection_dim, width).normal_(0.0, projection_dim ** -0.5))
+        self.bias = nn.Parameter(torch.zeros(num_layers, width))
+
+    def forward(self, x0: torch.Tensor) -> torch.Tensor:
+        x = x0
+        for layer in range(self.bias.shape[0]):
+            if self.projection_dim is None:
+                x = x0 * (x @ self.weight[layer]).unsqueeze(-1) + self.bias[layer] + x
+            else:
+                x = x0 * ((x @ self.u[layer]) @ self.weight[layer] + self.bias[layer]) + x
+        return x
+
+
+class Interaction(nn.Module):
+    """HugeCTR's (DLRM) Interaction: the bottom MLP output, then the dot products of every pair of [bottom MLP output,
+    slot embeddings] (strict lower triangle), then one zero of padding."""
+
+    def __init__(self, num_features: int):
+        super().__init__()
+        rows, cols = torch.tril_indices(num_features, num_features, offset=-1)
+        # Flat positions in the (features x features) dot matrix: an index_select, whose backward is an index_add.
+        self.register_buffer("pairs", rows * num_features + cols, persistent=False)
+
+    def forward(self, bottom_mlp: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
+        features = torch.cat([bottom_mlp.unsqueeze(1), embeddings], dim=1)
+        dots = torch.bmm(features, features.transpose(1, 2)).reshape(bottom_mlp.shape[0], -1)
+        pad = bottom_mlp.new_zeros(bottom_mlp.shape[0], 1)
+        return torch.cat([bottom_mlp, dots.index_select(1, self.pairs), pad], dim=1)
+
+
+class WeightMultiply(nn.Module):
+    """HugeCTR's WeightMultiply: out[b, d * cols + k] = x[b, d] * W[d, k] (each dense feature scales its own
+    vector)."""
+
+    def __init__(self, rows: int, cols: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(rows, cols).normal_(0.0, 0.05))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.unsqueeze(-1) * self.weight).reshape(x.shape[0], -1)
+
+
+def fm_order2(x: torch.Tensor, out_dim: int) -> torch.Tensor:
+    """HugeCTR's FmOrder2: x holds slots of out_dim factors; 0.5 * ((sum of vectors)^2 - sum of squares)."""
+    v = x.reshape(x.shape[0], -1, out_dim)
+    return 0.5 * (v.sum(dim=1) ** 2 - (v * v).sum(dim=1))

@@ -1,0 +1,169 @@
+"""The embedding tables' optimizers that update only the rows a batch looks up: RowSparseOptimizer (the spec's SGD,
+AdaGrad or Adam, exactly where HugeCTR updates only those rows) and PassOptimizer (continuous training: the step of the
+optimizer's sparse form), and Optimizers (several stepped, zeroed and saved together)."""
+
+from __future__ import annotations
+
+import torch
+
+from .errors import DataError
+from .kernels import RowKernels
+
+
+def _rows_and_sums(rows: torch.Tensor, grads: torch.Tensor, filler: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(unique rows, summed gradient of each) in tensors as long as `rows`, so every shape is static (CUDA-graph
+    capturable): the slots past the last unique row hold `filler` (the padding row) with a zero gradient."""
+    order = torch.argsort(rows)
+    ordered = rows.index_select(0, order)
+    first = torch.ones_like(ordered, dtype=torch.bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    segment = torch.cumsum(first, 0) - 1
+    unique = torch.full_like(rows, filler).scatter_(0, segment, ordered)   # duplicates write the same row id
+    sums = torch.zeros_like(grads).index_add_(0, segment, grads.index_select(0, order))
+    return unique, sums
+
+
+class RowSparseOptimizer:
+    """The spec's optimizer for the embedding tables, applied to the rows a batch looks up only: no dense gradient
+    and no pass over the whole table. SGD adds -lr * gradient per lookup (index_add); AdaGrad and Adam sum each row's
+    gradient first, then update that row and its state (kept per element, as HugeCTR keeps it). Exactly
+    torch.optim's dense step for SGD and AdaGrad (a row without gradient does not move); for Adam it is lazy Adam,
+    which is what HugeCTR's Local / LazyGlobal update types do."""
+
+    def __init__(self, tables: list, lr, kind: str, hyper: dict):
+        self.tables, self.kind, self.hyper = tables, kind, hyper
+        self.param_groups = [{"lr": lr}]
+        device = tables[0].weight.device if tables else torch.device("cpu")
+        self.steps = torch.zeros((), device=device)
+        self.state = []
+        for table in tables:
+            w = table.weight
+            if kind == "AdaGrad":
+                self.state.append({"sum": torch.full_like(w, hyper["initial_accumulator_value"])})
+            elif kind == "Adam":
+                self.state.append({"exp_avg": torch.zeros_like(w), "exp_avg_sq": torch.zeros_like(w)})
+            else:
+                self.state.append({})
+
+    def grads(self):
+        return [t.lookup[1].grad if t.lookup is not None else None for t in self.tables]
+
+    @torch.no_grad()
+    def step(self) -> None:
+        lr = self.param_groups[0]["lr"]
+        self.steps += 1
+        for table, state in zip(self.tables, self.state):
+            if table.lookup is None or table.lookup[1].grad is None:
+                continue
+            rows, vecs = table.lookup
+            if rows.numel() == 0:     # a sharded table of which this rank owns no slot
+                continue
+            grads = vecs.grad.reshape(rows.numel(), -1)
+            weight = table.weight
+            if self.kind == "SGD" and table.kernels:
+                RowKernels.sgd(weight, rows, grads, lr if isinstance(lr, torch.Tensor) else
+                               torch.full((), lr, device=weight.device))
+            elif self.kind == "SGD":
+                weight.index_add_(0, rows, grads.float() * -lr)
+            else:
+                grads = grads.float()
+                unique, g = _rows_and_sums(rows, grads, table.padding_row)
+                w = weight.index_select(0, unique)
+                if self.kind == "AdaGrad":
+                    s = state["sum"].index_select(0, unique).addcmul_(g, g)
+                    w.addcdiv_(g * -lr, s.sqrt().add_(self.hyper["eps"]))
+                    state["sum"].index_copy_(0, unique, s)
+                else:
+                    beta1, beta2 = self.hyper["betas"]
+                    m = state["exp_avg"].index_select(0, unique).lerp_(g, 1 - beta1)
+                    v = state["exp_avg_sq"].index_select(0, unique).mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                    bias1 = 1 - torch.pow(beta1, self.steps)
+                    bias2 = 1 - torch.pow(beta2, self.steps)
+                    w.addcdiv_(m * (-lr / bias1), (v.sqrt() / bias2.sqrt()).add_(self.hyper["eps"]))
+                    state["exp_avg"].index_copy_(0, unique, m)
+                    state["exp_avg_sq"].index_copy_(0, unique, v)
+                weight.index_copy_(0, unique, w)
+            weight[table.padding_row].zero_()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for table in self.tables:    # the looked-up rows are a new leaf each eager step; drop the last one
+            if set_to_none:
+                table.lookup = None
+
+    def state_dict(self) -> dict:
+        return {"kind": self.kind, "steps": self.steps, "state": self.state}
+
+    def load_state_dict(self, saved: dict) -> None:
+        if saved.get("kind") != self.kind or len(saved["state"]) != len(self.state):
+            raise DataError(f"the checkpoint's embedding optimizer state is {saved.get('kind')}, not {self.kind}")
+        self.steps.copy_(saved["steps"])
+        for table, mine, theirs in zip(self.tables, self.state, saved["state"]):
+            for key, value in mine.items():
+                value.copy_(table.shard.own(theirs[key]) if table.shard is not None else theirs[key])
+
+
+class Optimizers:
+    """Optimizers stepped, zeroed and saved together (dense layers; embedding tables)."""
+
+    def __init__(self, *optimizers):
+        self.optimizers = optimizers
+        self.param_groups = [g for o in optimizers for g in o.param_groups]
+
+    def step(self) -> None:
+        for o in self.optimizers:
+            o.step()
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for o in self.optimizers:
+            o.zero_grad(set_to_none=set_to_none)
+
+    def grads(self):
+        out = []
+        for o in self.optimizers:
+            out += o.grads() if isinstance(o, RowSparseOptimizer) else [p.grad for g in o.param_groups
+                                                                       for p in g["params"]]
+        return out
+
+    def state_dict(self) -> list:
+        return [o.state_dict() for o in self.optimizers]
+
+    def load_state_dict(self, states: list) -> None:
+        if not isinstance(states, list) or len(states) != len(self.optimizers):
+            raise DataError("the checkpoint's optimizer state was saved with another --embedding-update "
+                            "(fix: resume with the setting it was trained with)")
+        for o, state in zip(self.optimizers, states, strict=True):
+            o.load_state_dict(state)
+
+
+
+class PassOptimizer(RowSparseOptimizer):
+    """The step of the spec's optimizer on the rows a batch looks up, as torch.optim's sparse form takes it on the
+    batch's sparse table gradient (SGD, Adagrad, SparseAdam). Rows a pass does not look up, and their state, are
+    neither read nor written (HugeCTR's embedding cache holds only the pass's keyset). SGD and AdaGrad are
+    RowSparseOptimizer's forms; Adam is SparseAdam's, whose epsilon is outside the bias correction:
+    w -= lr * sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps). No torch.optim: its first step imports
+    torch._dynamo, about a second of start-up in every pass's process."""
+
+    @torch.no_grad()
+    def step(self) -> None:
+        if self.kind != "Adam":
+            super().step()
+            return
+        lr = self.param_groups[0]["lr"]
+        lr = float(lr) if isinstance(lr, torch.Tensor) else lr
+        beta1, beta2 = self.hyper["betas"]
+        self.steps += 1
+        t = int(self.steps.item())     # a Python number, as SparseAdam's (no CUDA graph in continuous training)
+        step_size = lr * (1 - beta2 ** t) ** 0.5 / (1 - beta1 ** t)
+        for table, state in zip(self.tables, self.state):
+            if table.lookup is None or table.lookup[1].grad is None:
+                continue
+            rows, vecs = table.lookup
+            unique, g = _rows_and_sums(rows, vecs.grad.reshape(rows.numel(), -1).float(), table.padding_row)
+            m = state["exp_avg"].index_select(0, unique).lerp_(g, 1 - beta1)
+            v = state["exp_avg_sq"].index_select(0, unique).mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            w = table.weight.index_select(0, unique).addcdiv_(m, v.sqrt().add_(self.hyper["eps"]), value=-step_size)
+            state["exp_avg"].index_copy_(0, unique, m)
+            state["exp_avg_sq"].index_copy_(0, unique, v)
+            table.weight.index_copy_(0, unique, w)
+            table.weight[table.padding_row].zero_()

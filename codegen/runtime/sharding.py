@@ -1,0 +1,133 @@
+"""Sharded tables at the model's level: the placement of a model's tables, whole tables (and their row state) for a
+checkpoint, the evaluation batches every rank runs together, and whether to shard at all."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from .distributed import collective, host_only, p2p
+from .errors import DataError
+from .job import Optimizer
+from .layers import SparseEmbedding
+from .row_optim import RowSparseOptimizer
+from .shards import Placement
+
+# A table is one slot of a SparseEmbedding: the rows of one categorical column (HugeCTR's slot_size_array entry).
+# Each is owned by one rank, which alone holds its rows and their optimizer state. Every forward sends each rank's
+# ids of a table to its owner, the owner looks up (and pools) the rows of every rank's batch and sends each rank its
+# own; backward sends the gradients of those rows back to the owner, which updates the rows (RowSparseOptimizer).
+# The dense layers stay data parallel (DDP, without the tables).
+ROW_STATE = {"SGD": 0, "AdaGrad": 1, "Adam": 2}   # per-element state tensors of a row (RowSparseOptimizer)
+
+
+CHUNK_BYTES = 64 << 20                              # rows sent to rank 0 at a time when a checkpoint gathers a table
+
+
+def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None) -> Placement:
+    """Largest table first (rows x vec x 4 bytes, times 1 + its optimizer's state tensors) onto the least loaded
+    rank, ties to the lower rank: deterministic, every rank computes the same placement."""
+    per_row = 4 * (1 + ROW_STATE.get(row_update or "", 0))
+    tables, owners = [], {}
+    for name, module in model.named_modules():
+        if isinstance(module, SparseEmbedding):
+            owners[name] = [0] * len(module.cardinalities)
+            tables += [{"embedding": name, "slot": s, "rows": rows, "bytes": rows * module.weight.shape[1] * per_row}
+                       for s, rows in enumerate(module.cardinalities)]
+    load = [0] * size
+    for table in sorted(tables, key=lambda t: -t["bytes"]):      # stable: equal sizes in model and slot order
+        owner = min(range(size), key=lambda r: (load[r], r))
+        table["rank"] = owner
+        owners[table["embedding"]][table["slot"]] = owner
+        load[owner] += table["bytes"]
+    return Placement(owners, rank, size, tables, load)
+
+
+def sharded_tables(model: nn.Module) -> list:
+    return [(name, m) for name, m in model.named_modules() if isinstance(m, SparseEmbedding) and m.shard is not None]
+
+
+def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | None:
+    """The whole table of a tensor shaped like this rank's part (weight or row state), on rank 0 in host memory
+    (None elsewhere): slot by slot, each owner sends its rows in chunks of CHUNK_BYTES. Every rank calls it."""
+    shard = table.shard
+    assert shard is not None, "full_rows: a sharded table"
+    rank = shard.placement.rank
+    width = local.shape[1:]
+    full = torch.empty((sum(shard.cardinalities) + 1, *width), dtype=local.dtype) if rank == 0 else None
+    chunk = max(1, CHUNK_BYTES // max(1, local[:1].numel() * local.element_size()))
+    for s, owner in enumerate(shard.placement.owners[table.name]):
+        if rank not in (0, owner):
+            continue
+        start, first = shard.global_start[s], shard.local_start[s]
+        for a in range(0, shard.cardinalities[s], chunk):
+            b = min(a + chunk, shard.cardinalities[s])
+            if rank == owner == 0:
+                full[start + a:start + b] = local[first + a:first + b].cpu()  # type: ignore[index]
+            elif rank == owner:
+                part = local[first + a:first + b]
+                p2p(dist.isend, part.cpu() if host_only() else part.contiguous(), 0)
+            else:
+                buffer = torch.empty((b - a, *width), dtype=local.dtype,
+                                     device="cpu" if host_only() else local.device)
+                p2p(dist.irecv, buffer, owner)
+                full[start + a:start + b] = buffer.cpu()  # type: ignore[index]
+    if full is not None:
+        full[-1] = local[-1].cpu()      # the padding row (every rank's is the same)
+    return full
+
+
+def model_state(model: nn.Module) -> dict:
+    """model.state_dict() with whole tables (on rank 0; every rank calls it when tables are sharded)."""
+    state = model.state_dict()
+    for name, table in sharded_tables(model):
+        state[f"{name}.weight"] = full_rows(table, table.weight.detach())
+    return state
+
+
+def optimizer_state(model: nn.Module, optimizer) -> list | dict:
+    """optimizer.state_dict() with the row state of whole tables (rank 0; every rank calls it when sharded)."""
+    state = optimizer.state_dict()
+    if not sharded_tables(model):
+        return state
+    state = list(state)
+    rows = next(o for o in optimizer.optimizers if isinstance(o, RowSparseOptimizer))
+    k = optimizer.optimizers.index(rows)
+    state[k] = {**state[k], "state": [{key: full_rows(table, value) for key, value in table_state.items()}
+                                      for table, table_state in zip(rows.tables, rows.state)]}
+    return state
+
+
+def eval_sizes(model: nn.Module, rows: int, batch_size: int, device: torch.device):
+    """With sharded tables every rank runs the same evaluation batches (an empty one is one row of zeros whose
+    score is dropped): yields (start, every rank's batch size)."""
+    tables = sharded_tables(model)
+    if not tables:
+        yield from ((start, None) for start in range(0, rows, batch_size))
+        return
+    placement = tables[0][1].shard.placement
+    counts = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(placement.size)]
+    collective(dist.all_gather, counts, torch.tensor([rows], dtype=torch.int64, device=device))
+    counts = [int(c.item()) for c in counts]
+    try:
+        for start in range(0, max(counts), batch_size):
+            placement.sizes = [max(1, min(batch_size, n - start)) for n in counts]
+            yield start, placement.sizes
+    finally:
+        placement.sizes = None
+
+
+def resolve_sharding(asked: str, embedding_update: str, size: int, optimizer: Optimizer, continuous: bool) -> bool:
+    """--shard-tables: auto shards on several ranks where the tables train row by row; on refuses what cannot."""
+    if asked == "off":
+        return False
+    why_not = (f"the spec's optimizer {optimizer.hugectr} with its update_type updates every row of the tables, and "
+               "a sharded table is updated row by row by its owner" if optimizer.rows is None else
+               "continuous training runs in one process" if continuous else
+               "a sharded table is updated row by row by its owner, not with --embedding-update dense"
+               if embedding_update == "dense" else None)
+    if asked == "on" and why_not is not None:
+        raise DataError(f"--shard-tables on: {why_not} (fix: --shard-tables off"
+                        + (", or --embedding-update auto)" if embedding_update == "dense" else ")"))
+    return why_not is None and size > 1

@@ -1,0 +1,400 @@
+"""The training loop of a generated train_torch.py: devices and ranks, where the data lives, the step (CUDA graph,
+compile, precision), evaluation and checkpoints. ``main`` is what the generated file's main() calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .checkpoint import resume, rng_state, save
+from .cli import parse_args
+from .contract import FEATURES_FILE
+from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
+from .distributed import all_reduce, collective, epoch_seed, peak_memory, world
+from .errors import DataError
+from .evaluation import evaluate
+from .job import Job, learning_rate
+from .layers import SparseEmbedding
+from .optimizers import make_optimizer
+from .precision import LossScaler, autocast, resolve_precision
+from .shards import describe_placement
+from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, sharded_tables
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Start-up as the generated file measured it: ``started`` before its imports, ``imported`` after them
+    (time.perf_counter()); ``pycache``: where torch's bytecode is kept (startup.bytecode_cache), if anywhere."""
+
+    started: float
+    imported: float
+    pycache: str | None = None
+
+
+class Step:
+    """One optimisation step on the rows of a batch index (or the next streamed batch); with `graph`, the whole step
+    (gather, forward, backward, optimizer) is captured once as a CUDA graph and replayed. The forward runs under
+    autocast for bf16 / fp16; fp16 scales the loss (LossScaler) and is not captured (a step may be skipped)."""
+
+    def __init__(self, model, optimizer, columns, batch_size: int, graph: bool, precision: str,
+                 scaler: LossScaler | None = None):
+        self.model, self.optimizer, self.columns = model, optimizer, columns
+        self.precision, self.scaler = precision, scaler
+        self.loss_sum = torch.zeros((), device=columns.device)
+        self.graph = None
+        self.index = torch.zeros(batch_size, dtype=torch.int64, device=columns.tensors[0].device)
+        self.want_graph = graph
+
+    def _step(self, index: torch.Tensor) -> None:
+        label, *inputs = self.columns.batch(index)
+        with autocast(self.columns.device, self.precision):
+            logits = self.model(*inputs)
+        loss = F.binary_cross_entropy_with_logits(logits.float(), label)
+        if self.scaler is not None:
+            self.scaler.step(loss, self.optimizer.grads if hasattr(self.optimizer, "grads") else
+                             (lambda: [p.grad for g in self.optimizer.param_groups for p in g["params"]]),
+                             self.optimizer)
+        else:
+            loss.backward()
+            self.optimizer.step()
+        self.loss_sum += loss.detach()
+
+    def __call__(self, index: torch.Tensor | None) -> None:
+        self.columns.advance()
+        if self.graph is not None:
+            if index is not None:
+                self.index.copy_(index)
+            self.graph.replay()
+            return
+        self.optimizer.zero_grad(set_to_none=not self.want_graph)
+        self._step(index)
+
+    def capture(self) -> None:
+        """After a few eager steps (which warm up the optimizer state): capture one step from a static index."""
+        torch.cuda.synchronize()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.graph = torch.cuda.CUDAGraph()
+        # thread_local: the data thread of --data-on stream pins memory while the step is being captured
+        with torch.cuda.graph(self.graph, capture_error_mode="thread_local"):
+            self._step(self.index)
+
+
+def setup(args) -> torch.device:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        use_cuda = args.device != "cpu" and torch.cuda.is_available()
+        backend = args.dist_backend if args.dist_backend != "auto" else "nccl" if use_cuda else "gloo"
+        if backend == "nccl" and not use_cuda:
+            raise DataError("--dist-backend nccl needs CUDA GPUs (fix: --dist-backend gloo for the CPU)")
+        device = torch.device("cpu")
+        if use_cuda:
+            gpus = torch.cuda.device_count()
+            if local_ranks > gpus and backend == "nccl":   # NCCL refuses two ranks on one GPU
+                raise DataError(f"{local_ranks} ranks on this node but {gpus} GPU(s): NCCL needs a GPU per rank "
+                                f"(fix: torchrun --nproc_per_node {gpus}, or --dist-backend gloo to share GPUs)")
+            device = torch.device("cuda", local_rank % gpus)
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend=backend)
+        return device
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          "cpu" if args.device == "auto" else args.device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def data_placement(asked: str, nbytes: int, device: torch.device) -> str:
+    """gpu, host or stream for a split of `nbytes` once read (--data-on auto decides by the free memory)."""
+    if asked in ("gpu", "device"):
+        return "gpu" if device.type == "cuda" else "host"
+    if asked != "auto":
+        return asked
+    if device.type == "cuda" and nbytes < 0.5 * torch.cuda.mem_get_info(device)[0]:
+        return "gpu"
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        available = None
+    return "stream" if available is not None and nbytes > 0.5 * available else "host"
+
+
+def load_data(args, sources: list[str], eval_source: str, features: dict,
+              device: torch.device) -> tuple[Columns | Stream, Columns]:
+    """This rank's training files and evaluation rows; a problem on any rank stops every rank."""
+    rank, size = world()
+    problem = ""
+    train: Columns | Stream | None = None
+    valid: Columns | None = None
+    try:
+        files = [f for source in sources for f in data_files(source)]
+        if len(files) < size:
+            raise DataError(f"{sources[0]}: {len(files)} training file(s) for {size} ranks; each rank reads whole "
+                            f"files (fix: write at least {size} files, e.g. NVTabular's out_files_per_proc, or start "
+                            "fewer ranks)")
+        mine = files[rank::size]
+        place = data_placement(args.data_on, count_rows(mine) * row_bytes(features), device)
+        eval_arrays = read_split(data_files(eval_source), features, max_rows=args.max_eval_batches * args.eval_batch_size)
+        eval_arrays = {"labels": eval_arrays["labels"][rank::size], "dense": eval_arrays["dense"][rank::size],
+                       "sparse": [ids[rank::size] for ids in eval_arrays["sparse"]]}
+        if place == "stream":
+            train = Stream(mine, features, device, args.batch_size, args.shuffle_window)
+        else:
+            train = Columns(read_split(mine, features), device, place == "gpu" or device.type == "cpu")
+        valid = Columns(eval_arrays, device, place != "host" or device.type == "cpu")
+        train.placement = place if device.type == "cuda" else "host" if place == "gpu" else place
+    except DataError as exc:
+        problem = str(exc)
+    failed = all_reduce(torch.tensor([1 if problem else 0], device=device), dist.ReduceOp.MAX)
+    if failed.item():
+        raise DataError(problem or "another rank could not read its data (see its message)")
+    assert train is not None and valid is not None
+    return train, valid
+
+
+def train(args, job: Job, model_class, clock: Clock) -> dict:
+    """Train ``model_class`` (the generated Model) as ``args`` and ``job`` say; returns metrics.json's content."""
+    device = setup(args)
+    rank, size = world()
+    log = print if rank == 0 else (lambda *a, **k: None)
+    precision = resolve_precision(args.precision, args.tf32, device, job.defaults["precision"])
+    torch.backends.cuda.matmul.allow_tf32 = precision != "fp32"
+    torch.backends.cudnn.allow_tf32 = precision != "fp32"
+    features = load_features(args.features, job.layout)
+    rows_kind, continuous = job.optimizer.rows, job.passes is not None
+    if continuous and size > 1:
+        raise DataError(f"continuous training runs in one process, not {size} ranks (fix: start it without torchrun)")
+    sharded = resolve_sharding(args.shard_tables, args.embedding_update, size, job.optimizer, continuous)
+    if args.embedding_update == "rows" and (rows_kind is None or continuous or (size > 1 and not sharded)):
+        raise DataError("--embedding-update rows: " + (
+            f"the spec's optimizer {job.optimizer.hugectr} with its update_type updates every row of the tables"
+            if rows_kind is None else "continuous training already updates only the rows a pass looks up"
+            if continuous else f"row updates run on one rank, not {size}, unless the tables are sharded")
+            + " (fix: --embedding-update dense" + (", or --shard-tables auto)" if size > 1 and rows_kind is not None
+                                                   and not continuous else ")"))
+    row_updates = args.embedding_update != "dense" and rows_kind is not None and not continuous and \
+        (size == 1 or sharded)
+    placement = None
+    if sharded:     # placed from a model on the meta device (no memory), before the seed is set
+        with torch.device("meta"):
+            placement = place_tables(model_class(features), size, rank, rows_kind)
+        log(f"tables sharded over {size} ranks (largest first onto the least loaded rank):")
+        for line in describe_placement(placement):
+            log("  " + line)
+
+    startup: dict[str, Any] = {"import_s": round(clock.imported - clock.started, 3)}
+    if clock.pycache:
+        log(f"torch's bytecode is kept in {clock.pycache} (this installation has none and PYTHONDONTWRITEBYTECODE is set; "
+            "CTRGEN_PYCACHE=0 turns this off)")
+    mark = time.perf_counter()
+    torch.manual_seed(args.seed)
+    with torch.device(device):   # initialised where it trains: a big table never exists on the host
+        model = model_class(features, placement).to(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    startup["build_s"] = round(time.perf_counter() - mark, 3)
+    # The first data set is read right after the model (its placement sees the model's memory use), then the
+    # optimizer is made (DenseOptimizer, not torch.optim: its first use imports torch._dynamo, seconds of start-up).
+    mark = time.perf_counter()
+    _, sources, eval_source = args.plan[0]
+    first_data: tuple | None = load_data(args, sources, eval_source, features, device)
+    startup["data_load_s"] = round(time.perf_counter() - mark, 3)
+    mark = time.perf_counter()
+    lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
+    if sharded and args.cuda_graph == "on":
+        raise DataError("--cuda-graph on: sharded tables exchange ids and rows between ranks every step, which runs "
+                        "eagerly (fix: --cuda-graph off, or --shard-tables off)")
+    graph_ok = args.cuda_graph == "on" or (args.cuda_graph == "auto" and size == 1)
+    graph_ok = graph_ok and device.type == "cuda" and job.optimizer.graph_safe and precision != "fp16"
+    lr_value = torch.tensor(lr, device=device) if graph_ok else lr
+    optimizer = make_optimizer(job.optimizer, model, lr_value, row_updates=row_updates, continuous=continuous)
+    scaler = LossScaler(job.defaults["loss_scale"], device) if precision == "fp16" else None
+    if scaler is not None:
+        scaler.reduce = sharded       # a table's owner alone sees its rows' gradients: every rank skips together
+    startup["optimizer_s"] = round(time.perf_counter() - mark, 3)
+    net = model
+    long_run = args.max_iter is None or args.max_iter >= 1000
+    compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and size == 1 and long_run)
+    if size > 1:
+        # Sharded tables differ per rank: DDP neither broadcasts nor reduces them (the dense layers only).
+        nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
+            model, [f"{name}.weight" for name, _ in sharded_tables(model)])
+        net = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    if compiled:
+        for table in model.modules():
+            if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
+                table.forward = torch.compiler.disable(table.forward)  # type: ignore[method-assign]
+                table.kernels = device.type == "cuda"
+        net = torch.compile(net)
+    state = {"iteration": 0, "pass": 0}
+    if args.resume is not None:
+        state = resume(args.resume, model, optimizer, features, device, sharded)
+        log(f"resumed from {args.resume}: iteration {state['iteration']}"
+            + (f", after pass {state['pass']}" if state.get("pass") else ""))
+    args.output_dir.mkdir(parents=True, exist_ok=True)
+
+    metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
+               "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded}
+    if placement is not None:
+        local = torch.tensor([m.weight.shape[0] for _, m in sharded_tables(model)], device=device)
+        every = [torch.zeros_like(local) for _ in range(size)]
+        collective(dist.all_gather, every, local)
+        metrics["sharding"] = {"tables": placement.tables, "bytes_per_rank": placement.load,
+                               "local_rows_per_rank": [e.tolist() for e in every]}
+    it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
+    for data_pass, sources, eval_source in args.plan:
+        train_cols, valid_cols = first_data or load_data(args, sources, eval_source, features, device)
+        first_data = None
+        graph = graph_ok and train_cols.tensors[0].is_cuda
+        train_cols.kernels = compiled and train_cols.tensors[0].is_cuda and isinstance(train_cols, Columns)
+        data_on_device = data_on_device and bool(train_cols.tensors[0].device == device)
+        metrics["data_on"] = train_cols.placement
+        try:
+            it, seconds = train_pass(args, job, clock, net, model, optimizer, train_cols, valid_cols, features,
+                                     device, lr, graph, it, data_pass, sources, metrics, precision, scaler, startup,
+                                     resumed=it if data_pass is None else 0)
+        finally:
+            train_cols.stop()
+        train_seconds += seconds
+        if data_pass is not None:
+            metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, "auc": metrics["auc"],
+                                                     "eval_loss": metrics["eval_loss"]})
+            if rank == 0:
+                save(args.output_dir / f"pass_{data_pass}.pt", {
+                    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it,
+                    "pass": data_pass, **rng_state(device), "features": features})
+                log(f"pass {data_pass}: saved {args.output_dir / f'pass_{data_pass}.pt'}", flush=True)
+
+    done = it - state["iteration"]
+    if compiled:
+        startup["compile_s"] = startup.get("first_step_s")   # the first step traces and compiles forward and backward
+    metrics.update(startup=startup, model=job.name, iterations=it, world_size=size, batch_size=args.batch_size,
+                   global_batch_size=args.batch_size * size, device=str(device.type), cuda_graph=graph,
+                   data_on_device=data_on_device, train_seconds=round(train_seconds, 3),
+                   samples_per_second=round(done * args.batch_size * size / max(train_seconds, 1e-9), 1))
+    peaks = [torch.tensor([peak_memory(device)], dtype=torch.int64, device=device)]
+    if size > 1:
+        peaks = [torch.zeros_like(peaks[0]) for _ in range(size)]
+        collective(dist.all_gather, peaks, torch.tensor([peak_memory(device)], dtype=torch.int64, device=device))
+    metrics["peak_memory_bytes_per_rank"] = [int(p.item()) for p in peaks]
+    final = model_state(model)      # whole tables: every rank sends its shards to rank 0
+    if rank == 0:
+        save(args.output_dir / "model.pt", final)
+        (args.output_dir / FEATURES_FILE).write_text(json.dumps(features, indent=2) + "\n", encoding="utf-8")
+        (args.output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n",
+                                                      encoding="utf-8")
+        log(f"done: {it} iterations, {metrics['samples_per_second']:,.0f} samples/s, eval AUC {metrics['auc']}; "
+            f"wrote {args.output_dir / 'model.pt'}")
+    if dist.is_initialized():
+        dist.barrier()          # holds no tensor of ours (see RECENT_WORK)
+        dist.destroy_process_group()
+    return metrics
+
+
+def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: Columns | Stream, valid_cols: Columns,
+               features: dict, device: torch.device, lr: float, graph: bool, it: int, data_pass: int | None, sources: list[str],
+               metrics: dict, precision: str = "fp32", scaler: LossScaler | None = None,
+               startup: dict | None = None, resumed: int = 0) -> tuple[int, float]:
+    """Train --max-iter iterations or --epochs epochs on one data set from global iteration ``it`` (the learning-rate
+    schedule counts on across passes); returns the new iteration and the seconds spent."""
+    rank, size = world()
+    log = print if rank == 0 else (lambda *a, **k: None)
+    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler)
+    local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
+    steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
+    if steps_per_epoch == 0:
+        raise DataError(f"{sources[0]}: a rank holds {train_cols.n} training rows, fewer than one batch of "
+                        f"{args.batch_size} (fix: lower --batch-size)")
+    first = it
+    total = it + (args.max_iter if args.max_iter is not None else args.epochs * steps_per_epoch)
+    label = f" pass {data_pass}:" if data_pass is not None else ""
+    log(f"{job.name}:{label} {size} rank(s) on {device.type}, {train_cols.n} training rows on rank 0, batch "
+        f"{args.batch_size} per rank, {total - first} iterations ({steps_per_epoch} per epoch), lr {lr:g}, "
+        f"data on {train_cols.placement}, precision {precision}, embedding update {metrics['embedding_update']}, "
+        f"compiled {metrics['compiled']}, cuda graph {graph}")
+
+    # Resumed from checkpoint_<iter>.pt, a run goes on from the same epoch and batch (same shuffle seeds).
+    epoch, skip = divmod(resumed, steps_per_epoch)
+    train_seconds, shown_at, shown_time = 0.0, it, 0.0
+    lr_now = None
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    while it < total:
+        order = train_cols.epoch(epoch_seed(args.seed, epoch, device, data_pass))
+        epoch += 1
+        sync()
+        start = time.perf_counter()
+        for _ in range(skip):
+            train_cols.advance()     # a streamed epoch's batches before the checkpoint
+        for b in range(skip, steps_per_epoch):
+            if it >= total:
+                break
+            new_lr = learning_rate(job.schedule, it, lr)
+            if new_lr != lr_now:
+                for group in optimizer.param_groups:
+                    if isinstance(group["lr"], torch.Tensor):
+                        group["lr"].fill_(new_lr)
+                    else:
+                        group["lr"] = new_lr
+                lr_now = new_lr
+            step(order[b * args.batch_size:(b + 1) * args.batch_size] if order is not None else None)
+            it += 1
+            if startup is not None and "first_step_s" not in startup:
+                sync()
+                startup["first_step_s"] = round(time.perf_counter() - start, 3)
+                startup["time_to_first_step_s"] = round(time.perf_counter() - clock.started, 3)
+                log(f"first step {startup['time_to_first_step_s']:.2f} s after start (import "
+                    f"{startup['import_s']:.2f} s, model build {startup['build_s']:.2f} s, data load "
+                    f"{startup['data_load_s']:.2f} s, optimizer {startup['optimizer_s']:.2f} s, first step "
+                    f"{startup['first_step_s']:.2f} s)", flush=True)
+            if graph and step.graph is None and it - first == 3:
+                mark = time.perf_counter()
+                step.capture()
+                if startup is not None:
+                    startup.setdefault("capture_s", round(time.perf_counter() - mark, 3))
+            if it % args.display == 0 or it % args.eval_interval == 0 or (args.snapshot and it % args.snapshot == 0) \
+                    or it == total:
+                sync()
+                train_seconds += time.perf_counter() - start
+                if it % args.display == 0 or it == total:
+                    loss = all_reduce(step.loss_sum.clone()) / size / max(it - shown_at, 1)
+                    rate = (it - shown_at) * args.batch_size * size / max(train_seconds - shown_time, 1e-9)
+                    log(f"iter {it}: loss {loss.item():.4f}, lr {lr_now:g}, {rate:,.0f} samples/s", flush=True)
+                    metrics["train_loss"] = round(loss.item(), 6)
+                    metrics.setdefault("interval_samples_per_second", []).append(round(rate, 1))
+                    step.loss_sum.zero_()
+                    shown_at, shown_time = it, train_seconds
+                if it % args.eval_interval == 0 or it == total:
+                    auc, eval_loss = evaluate(model, valid_cols, args.eval_batch_size, precision)
+                    log(f"iter {it}: eval AUC {auc:.4f}, eval loss {eval_loss:.4f}", flush=True)
+                    metrics.update(auc=round(auc, 6), eval_loss=round(eval_loss, 6))
+                if args.snapshot and it % args.snapshot == 0:
+                    snapshot = {"model": model_state(model), "optimizer": optimizer_state(model, optimizer)}
+                    if rank == 0:
+                        save(args.output_dir / f"checkpoint_{it}.pt", {**snapshot, "iteration": it,
+                                                                     **rng_state(device), "features": features})
+                sync()
+                start = time.perf_counter()
+        skip = 0
+        sync()
+        train_seconds += time.perf_counter() - start
+    return it, train_seconds
+
+
+def main(job: Job, model_class, argv=None, *, script: str, clock: Clock) -> int:
+    """A generated train_torch.py's main(): its command line, then training; bad input is one line, exit status 2."""
+    args = parse_args(job, script, argv)
+    try:
+        train(args, job, model_class, clock)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
