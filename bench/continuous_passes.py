@@ -38,7 +38,9 @@ def train(script: Path, out: Path, passes: list[Path], valid: Path, args, *extra
     for folder in passes:
         cmd += ["--pass-train", str(folder), "--pass-eval", str(valid)]
     proc = subprocess.run(cmd + list(extra), capture_output=True, text=True,
-                          env={**os.environ, "PYTHONHASHSEED": "0"})
+                          env={**os.environ, "PYTHONHASHSEED": "0",   # this checkout's runtime, installed or not
+                               "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", ""))
+                                                             if p)})
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-2000:] + proc.stderr[-4000:])
         raise SystemExit(f"error: {script.name} {' '.join(extra)} exited with {proc.returncode}")

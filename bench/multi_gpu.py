@@ -42,7 +42,9 @@ def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batc
             "--max-iter", str(iters), "--batch-size", str(batch), "--lr", repr(lr), "--display", str(max(iters // 4, 1)),
             "--eval-interval", str(iters), "--snapshot", "0", "--eval-batch-size", "16384", "--max-eval-batches", "16",
             "--output-dir", str(out), "--device", device, "--dist-backend", backend, *extra]
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "4")}
+    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "4"),
+           # the generated trainer imports this checkout's runtime (codegen.runtime), installed or not
+           "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     print(proc.stdout, end="", flush=True)
     if proc.returncode != 0:

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))     # this checkout's runtime (codegen.runtime), installed or not
 
 
 def time_both(kernels, weight, updated, rows, grads, lr) -> None:

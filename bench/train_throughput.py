@@ -44,6 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))     # the generated trainers import this checkout's runtime (codegen.runtime)
 # Run outputs (model.pt of a Criteo-Kaggle-sized model is 17 GB) go to memory where there is a tmpfs, then are deleted.
 SCRATCH = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
 # Criteo Kaggle (display advertising challenge) categorical cardinalities C1..C26, as NVIDIA's DLRM counts them.
