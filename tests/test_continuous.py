@@ -15,7 +15,7 @@ import pytest
 from codegen.errors import UserError
 from codegen.hugectr import versions as V
 from codegen.pipeline import open_spec, render_spec
-from conftest import REPO, SHARED, run_ctrgen
+from conftest import REPO, run_ctrgen
 from demo_data import built_demo
 from hugectr_run import calls_named, run_with_standin
 from norm_data import random_records, write_file_list, write_norm
@@ -357,10 +357,12 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
 # ---- seed 003 itself on the stand-in ---------------------------------------------------------------------------
 
 def _seed003_cell(name: str) -> str:
-    (seed,) = (SHARED / "seeds").glob("003_*.txt")
-    return seed.read_text().split(f"%%writefile {name}\n", 1)[1].split(f"\nOverwriting {name}", 1)[0]
+    from test_standin_seeds import seed003_text
+
+    return seed003_text().split(f"%%writefile {name}\n", 1)[1].split(f"\nOverwriting {name}", 1)[0]
 
 
+@pytest.mark.reference
 def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
     """The notebook's two scripts (wdl_train.py, wdl_mos.py) and specs/wdl_continuous.yaml's, run on the 3.2
     stand-in: the same HugeCTR calls, the same graph JSON bytes. Known differences: i64_input_key (the Criteo demo

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-COPY = ("codegen", "templates", "tests", "specs", "generated", "pyproject.toml")
+COPY = ("codegen", "templates", "tests", "tools", "specs", "generated", "pyproject.toml")
 FACTS = "tests/test_facts.py"
 
 
@@ -165,7 +165,7 @@ MUTANTS = (
 
 
 def _copy_tree(dest: Path) -> Path:
-    """The parts of the checkout the tests need, in dest/<checkout name> (shared/ beside it, as tests expect)."""
+    """The parts of the checkout the tests need, in dest/<checkout name> (nothing beside it: the tests stand alone)."""
     work = dest / REPO.name
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -175,9 +175,6 @@ def _copy_tree(dest: Path) -> Path:
             shutil.copytree(src, work / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(src, work / name)
-    shared = REPO.parent / "shared"
-    if shared.is_dir():
-        (dest / "shared").symlink_to(shared)
     return work
 
 
