@@ -195,11 +195,20 @@ def pytest_configure(config):
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:                      # an xdist worker: the controller made the folder
         os.environ[SCRATCH_ENV] = workerinput[SCRATCH_ENV]
+        _isolate_user_cache(workerinput[SCRATCH_ENV])
         return
     _check_reference_folder()
     scratch = tempfile.mkdtemp(prefix="ctrgen-test-session-")
     config._ctrgen_scratch = scratch
     os.environ[SCRATCH_ENV] = scratch
+    _isolate_user_cache(scratch)
+
+
+def _isolate_user_cache(scratch: str) -> None:
+    """The session's own user cache (codegen/user_cache.py: compiled templates, parsed schemas, the trainer's torch
+    bytecode): what the user's runs left there (`make demo` first, as the README orders) never meets the tests, and
+    the tests leave nothing in the user's. Tests of a cache point XDG_CACHE_HOME at a folder of their own."""
+    os.environ["XDG_CACHE_HOME"] = str(Path(scratch) / "user-cache")
 
 
 @pytest.hookimpl(optionalhook=True)

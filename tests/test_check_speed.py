@@ -65,7 +65,7 @@ def _render_all(cache_home: Path, enabled: bool) -> dict[str, dict]:
             " for p in sorted(Path('specs').glob('*.yaml'))}\n"
             "print(json.dumps(out))")
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(cache_home),
-           "CTRGEN_TEMPLATE_CACHE": "1" if enabled else "0"}
+           "CTRGEN_CACHE": "1" if enabled else "0"}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -92,7 +92,7 @@ def test_template_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
     from codegen.render.template_cache import bytecode_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv("CTRGEN_TEMPLATE_CACHE", raising=False)
+    monkeypatch.delenv("CTRGEN_CACHE", raising=False)
     cache = bytecode_cache()
     assert cache is not None
     folder = Path(cache.directory)
@@ -100,9 +100,9 @@ def test_template_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
     folder.chmod(0o770)                                          # writable by the group: cached code could be planted
     assert bytecode_cache() is None
     folder.chmod(0o700)
-    monkeypatch.setenv("CTRGEN_TEMPLATE_CACHE", "0")
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
     assert bytecode_cache() is None
-    monkeypatch.setenv("CTRGEN_TEMPLATE_CACHE", "1")
+    monkeypatch.setenv("CTRGEN_CACHE", "1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
     (tmp_path / "file").write_text("")                         # not a folder: no cache, no error
     assert bytecode_cache() is None
@@ -164,3 +164,28 @@ def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, m
         workflow._PBTXT_CACHE.clear()
         with pytest.raises(workflow.UserError):
             workflow._read_schema_pbtxt(schema)
+
+
+def test_the_tests_use_a_user_cache_of_their_own():
+    """conftest points XDG_CACHE_HOME into the session's scratch folder: a cache the user's own runs filled (the README
+    runs `make demo` before `make test`) cannot change what the tests see, and the tests write nothing to it."""
+    from codegen import user_cache
+    from conftest import shared_scratch
+
+    assert Path(os.environ["XDG_CACHE_HOME"]) == shared_scratch() / "user-cache"
+    folder = user_cache.folder("schemas")
+    assert folder is not None and folder.is_relative_to(shared_scratch())
+
+
+def test_one_knob_turns_every_user_cache_off(tmp_path, monkeypatch):
+    """CTRGEN_CACHE=0: no template cache, no schema cache, no folder made (the trainer's torch bytecode:
+    tests/test_torch_fast_paths.py)."""
+    from codegen import user_cache
+    from codegen.render.template_cache import bytecode_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
+    assert bytecode_cache() is None and user_cache.folder("schemas") is None
+    assert not (tmp_path / "cache").exists()
+    monkeypatch.setenv("CTRGEN_CACHE", "1")
+    assert bytecode_cache() is not None and user_cache.folder("schemas") == tmp_path / "cache" / "ctrgen" / "schemas"
