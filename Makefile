@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.ctrgen-installed
 # The Triton server binary (2.51) and its python backend come from this wheel, installed without its dependencies
-# (they conflict with the NVTabular pins; see shared reference environment.md §8.2).
+# (they conflict with the NVTabular pins; docs/environment.md §8.2).
 PYTRITON := nvidia-pytriton==0.7.0
 
 .PHONY: demo test check regen venv clean mutate
