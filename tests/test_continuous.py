@@ -268,6 +268,7 @@ def test_low_level_control_flow(tmp_path, batches, eval_interval, max_eval):
     assert eval_flags[0] is True and eval_flags.count(True) == rounds
 
 
+@pytest.mark.slow
 def test_etc_scripts_run_on_nvtabular_output_with_its_keysets(tmp_path):
     criteo = built_demo().paths["criteo"]
     root = tmp_path / "root"

@@ -141,6 +141,7 @@ def test_validate_refuses_both_training_sides():
     assert "--features-lock and --spec both name the training side" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_across_hash_seeds(tmp_path):
     outs = []
     for seed in ("0", "12345"):
@@ -214,6 +215,7 @@ def test_bad_triton_settings_are_user_errors(tmp_path):
     assert "num_of_worker_buffer_in_pool" in r.stderr and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_assemble_names_the_missing_file(tmp_path):
     wf = tmp_path / "wf"
     wf.mkdir()
