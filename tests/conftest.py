@@ -166,7 +166,7 @@ def _check_reference_folder() -> None:
     from upstream import REFERENCE_ENV
 
     value = os.environ.get(REFERENCE_ENV)
-    if value is not None and not (Path(value) / "seeds").is_dir():
+    if value and not (Path(value) / "seeds").is_dir():
         raise pytest.UsageError(f"{REFERENCE_ENV}={value}: not the upstream reference folder (seeds/, fixtures/, "
                                 "reference/); unset it to run without the reference tier")
 
