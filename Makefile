@@ -27,7 +27,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
-# The inner loop after a change to one renderer (about 50 s of CPU): every test not marked slow (no NVTabular build, Triton
+# The inner loop after a change to one renderer (about 45 s of CPU): every test not marked slow (no NVTabular build, Triton
 # server, trainer run or other process of seconds; `ctrgen check` of generated/ in-process included). `make test`
 # runs all of them.
 test-fast: $(STAMP)
