@@ -4,10 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.ctrgen-installed
 # The Triton server binary (2.51) and its python backend come from this wheel, installed without its dependencies
-# (they conflict with the NVTabular pins; see shared reference environment.md §8.2).
+# (they conflict with the NVTabular pins; docs/environment.md §8.2).
 PYTRITON := nvidia-pytriton==0.7.0
 
-.PHONY: demo test check regen venv clean mutate
+.PHONY: demo test test-fast check regen venv clean mutate
 
 venv: $(STAMP)
 
@@ -26,6 +26,12 @@ demo: $(STAMP)
 # set): its processes (xdist workers, ctrgen and trainer runs) then compile codegen/ and tests/ once, not each.
 test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
+
+# The inner loop after a change to one renderer (about 45 s of CPU): every test not marked slow (no NVTabular build, Triton
+# server, trainer run or other process of seconds; `ctrgen check` of generated/ in-process included). `make test`
+# runs all of them.
+test-fast: $(STAMP)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not slow" -q
 
 check: $(STAMP)
 	$(BIN)/ctrgen check

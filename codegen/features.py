@@ -3,7 +3,7 @@
 A :class:`Features` describes the columns an NVTabular workflow writes: categorical columns in slot order (the order
 NVTabular writes them to ``_metadata.json``, which is the order of HugeCTR's ``slot_size_array``), continuous columns
 and labels, with dtypes and cardinalities taken from the workflow's output schema (never from a formula: NVTabular
-23.8 reserves ids 0-2, see shared/reference/environment.md §4).
+23.8 reserves ids 0-2, see docs/environment.md §4).
 
 The *features lock* is a small JSON file committed beside the spec. ``check``, ``summary`` and ``validate`` read it,
 so they run without the workflow and without importing nvtabular. When the workflow is present its features are

@@ -1,8 +1,9 @@
 """The user's cache folder for what ctrgen may keep between runs: compiled templates (render/template_cache.py) and
-parsed workflow schemas (workflow.py). ``$XDG_CACHE_HOME/ctrgen/`` (default ``~/.cache/ctrgen/``); a folder is used
-only when it is a real folder of this user's that no one else can write to. ``CTRGEN_CACHE=0`` turns every cache
-off (``CTRGEN_TEMPLATE_CACHE=0`` only the templates'). An entry is used only for the same inputs as when it was
-written, so outputs do not depend on the cache."""
+parsed workflow schemas (workflow.py); the generated trainer keeps torch's bytecode there too (its
+``bytecode_cache``). ``$XDG_CACHE_HOME/ctrgen/`` (default ``~/.cache/ctrgen/``); a folder is used only when it is a
+real folder of this user's that no one else can write to. One knob: ``CTRGEN_CACHE=0`` turns every one of these
+caches off. An entry is used only for the same inputs as when it was written, so outputs do not depend on the
+cache."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ import stat
 from pathlib import Path
 
 
-def enabled(variable: str | None = None) -> bool:
-    if os.environ.get("CTRGEN_CACHE", "1") == "0" or not hasattr(os, "getuid"):
-        return False
-    return variable is None or os.environ.get(variable, "1") != "0"
+def enabled() -> bool:
+    return os.environ.get("CTRGEN_CACHE", "1") != "0" and hasattr(os, "getuid")
 
 
 def private_dir(path: Path) -> bool:
@@ -28,9 +27,9 @@ def private_dir(path: Path) -> bool:
             and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
 
 
-def folder(name: str, variable: str | None = None) -> Path | None:
+def folder(name: str) -> Path | None:
     """``<cache>/ctrgen/<name>``, private, or None (caching off, no usable home)."""
-    if not enabled(variable):
+    if not enabled():
         return None
     try:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")

@@ -1,6 +1,6 @@
 """Read the feature table (:class:`~codegen.features.Features`) from NVTabular output.
 
-Accepted inputs (shared/reference/environment.md §3, §5):
+Accepted inputs (docs/environment.md §3, §5):
 
 * a saved workflow directory (``workflow.pkl`` + ``categories/``): loaded with the real ``nvtabular.Workflow.load``
   (imported lazily, only here), or with ``allow_import=False`` from the ``output_schema.pbtxt`` that ctrgen's demo

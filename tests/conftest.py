@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 STANDIN = REPO / "tests" / "standin"
 SCRATCH_ENV = "CTRGEN_TEST_SCRATCH"
 
@@ -141,6 +140,45 @@ FIRST = ("test_triton_torch_serving.py", "test_serving_errors.py", "test_bench_s
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))      # stable: keeps the order within a module
+    _deselect_reference_tier(config, items)
+
+
+# ---- the reference tier (tests/upstream.py) -------------------------------------------------------------------------
+
+REFERENCE_NOT_RUN = "reference-tests-not-run"
+
+
+def _deselect_reference_tier(config, items) -> None:
+    """Without CTRGEN_REFERENCE the tests marked ``reference`` (they read upstream text) are deselected; their count
+    goes to the session's scratch folder for the controller's summary line."""
+    from upstream import REFERENCE_ENV
+
+    if os.environ.get(REFERENCE_ENV):
+        return
+    reference = [item for item in items if item.get_closest_marker("reference")]
+    if reference:
+        items[:] = [item for item in items if not item.get_closest_marker("reference")]
+        config.hook.pytest_deselected(items=reference)
+    (shared_scratch() / REFERENCE_NOT_RUN).write_text(str(len(reference)))
+
+
+def _check_reference_folder() -> None:
+    from upstream import REFERENCE_ENV
+
+    value = os.environ.get(REFERENCE_ENV)
+    if value and not (Path(value) / "seeds").is_dir():
+        raise pytest.UsageError(f"{REFERENCE_ENV}={value}: not the upstream reference folder (seeds/, fixtures/, "
+                                "reference/); unset it to run without the reference tier")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if getattr(config, "workerinput", None) is not None:
+        return
+    count = shared_scratch() / REFERENCE_NOT_RUN
+    if count.is_file() and int(count.read_text() or 0):
+        terminalreporter.write_line(
+            f"{count.read_text()} reference tests did not run (they read upstream text): "
+            "CTRGEN_REFERENCE=DIR make test, DIR the upstream reference folder (.ci/run: ../shared)", yellow=True)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -157,10 +195,20 @@ def pytest_configure(config):
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:                      # an xdist worker: the controller made the folder
         os.environ[SCRATCH_ENV] = workerinput[SCRATCH_ENV]
+        _isolate_user_cache(workerinput[SCRATCH_ENV])
         return
+    _check_reference_folder()
     scratch = tempfile.mkdtemp(prefix="ctrgen-test-session-")
     config._ctrgen_scratch = scratch
     os.environ[SCRATCH_ENV] = scratch
+    _isolate_user_cache(scratch)
+
+
+def _isolate_user_cache(scratch: str) -> None:
+    """The session's own user cache (codegen/user_cache.py: compiled templates, parsed schemas, the trainer's torch
+    bytecode): what the user's runs left there (`make demo` first, as the README orders) never meets the tests, and
+    the tests leave nothing in the user's. Tests of a cache point XDG_CACHE_HOME at a folder of their own."""
+    os.environ["XDG_CACHE_HOME"] = str(Path(scratch) / "user-cache")
 
 
 @pytest.hookimpl(optionalhook=True)

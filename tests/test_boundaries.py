@@ -568,18 +568,9 @@ def test_scaler_is_free_from_23_02(tmp_path):
 # ---- codegen/triton/lint: file sizes of the trained weights (hugectr.md §5) --------------------------------------------
 
 def _clean_lint_repo(tmp_path: Path) -> Path:
-    import os
-    import shutil
+    from lint_repos import CLEAN, write_case
 
-    src = REPO.parent / "shared" / "fixtures" / "lint" / "clean_movielens_onehot"
-    dst = tmp_path / "repo"
-    shutil.copytree(src, dst, copy_function=shutil.copyfile)
-    for root, dirs, _ in os.walk(dst):
-        for d in [root, *(Path(root) / d for d in dirs)]:
-            os.chmod(d, 0o755)
-    for extra in ("expect.txt", "NOTES.md"):
-        (dst / extra).unlink()
-    return dst
+    return write_case(CLEAN, tmp_path / "repo")
 
 
 def _lint_errors(repo: Path) -> list[str]:

@@ -59,13 +59,13 @@ def test_a_spec_error_found_after_the_fast_path_still_names_its_line(tmp_path):
     assert f"bad.yaml:{line}:3: training.display:" in err.value.format()
 
 
-def _render_all(cache_home: Path, enabled: bool) -> dict[str, dict]:
+def _render_all(cache_home: Path) -> dict[str, dict]:
     code = ("import json, sys; from pathlib import Path; from codegen.pipeline import open_spec, render_spec\n"
             "out = {p.name: {str(k): v for k, v in render_spec(open_spec(p)).files.items()}"
             " for p in sorted(Path('specs').glob('*.yaml'))}\n"
             "print(json.dumps(out))")
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(cache_home),
-           "CTRGEN_TEMPLATE_CACHE": "1" if enabled else "0"}
+           "CTRGEN_CACHE": "1"}
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -74,25 +74,27 @@ def _render_all(cache_home: Path, enabled: bool) -> dict[str, dict]:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_cached_templates_render_the_same_bytes(tmp_path):
-    fresh = _render_all(tmp_path / "cache", enabled=False)
-    assert not (tmp_path / "cache").exists()
-    first = _render_all(tmp_path / "cache", enabled=True)     # compiles and stores
+    """The first run compiles every template (the cache is empty: what a run with CTRGEN_CACHE=0 does) and stores it;
+    the next loads the stored code; damaged entries are compiled again. All three render the same bytes. (That
+    CTRGEN_CACHE=0 writes no cache: test_one_knob_turns_every_user_cache_off, in-process.)"""
+    first = _render_all(tmp_path / "cache")     # compiles and stores
     cached = list((tmp_path / "cache" / "ctrgen").glob("*/*.cache"))
     assert len(cached) > 10
-    second = _render_all(tmp_path / "cache", enabled=True)    # loads the stored code
+    second = _render_all(tmp_path / "cache")    # loads the stored code
     for path in cached:                                         # damaged entries: compiled again, same bytes
         data = path.read_bytes()
         path.write_bytes(data[:len(data) // 3] if path != cached[0] else data[:len(bc_magic)] + b"garbage")
-    third = _render_all(tmp_path / "cache", enabled=True)
-    assert fresh == first == second == third
+    third = _render_all(tmp_path / "cache")
+    assert first == second == third
 
 
 def test_template_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
     from codegen.render.template_cache import bytecode_cache
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.delenv("CTRGEN_TEMPLATE_CACHE", raising=False)
+    monkeypatch.delenv("CTRGEN_CACHE", raising=False)
     cache = bytecode_cache()
     assert cache is not None
     folder = Path(cache.directory)
@@ -100,9 +102,9 @@ def test_template_cache_is_used_only_in_a_private_folder(tmp_path, monkeypatch):
     folder.chmod(0o770)                                          # writable by the group: cached code could be planted
     assert bytecode_cache() is None
     folder.chmod(0o700)
-    monkeypatch.setenv("CTRGEN_TEMPLATE_CACHE", "0")
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
     assert bytecode_cache() is None
-    monkeypatch.setenv("CTRGEN_TEMPLATE_CACHE", "1")
+    monkeypatch.setenv("CTRGEN_CACHE", "1")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
     (tmp_path / "file").write_text("")                         # not a folder: no cache, no error
     assert bytecode_cache() is None
@@ -122,6 +124,7 @@ def test_schema_proto_alone_then_the_package_as_before():
                                    "tensorflow_metadata.proto.v0.statistics_pb2"]
 
 
+@pytest.mark.slow
 def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, monkeypatch):
     """The columns of a schema.pbtxt that parsed are kept in the user's cache: the next run (a fresh process, here a
     cleared in-memory memo) reads them without parsing; another text, a corrupt entry or CTRGEN_CACHE=0 parse."""
@@ -164,3 +167,28 @@ def test_parsed_schemas_are_kept_between_runs_only_for_the_same_text(tmp_path, m
         workflow_schema._PBTXT_CACHE.clear()
         with pytest.raises(workflow_schema.UserError):
             workflow_schema.read_schema_pbtxt(schema)
+
+
+def test_the_tests_use_a_user_cache_of_their_own():
+    """conftest points XDG_CACHE_HOME into the session's scratch folder: a cache the user's own runs filled (the README
+    runs `make demo` before `make test`) cannot change what the tests see, and the tests write nothing to it."""
+    from codegen import user_cache
+    from conftest import shared_scratch
+
+    assert Path(os.environ["XDG_CACHE_HOME"]) == shared_scratch() / "user-cache"
+    folder = user_cache.folder("schemas")
+    assert folder is not None and folder.is_relative_to(shared_scratch())
+
+
+def test_one_knob_turns_every_user_cache_off(tmp_path, monkeypatch):
+    """CTRGEN_CACHE=0: no template cache, no schema cache, no folder made (the trainer's torch bytecode:
+    tests/test_torch_fast_paths.py)."""
+    from codegen import user_cache
+    from codegen.render.template_cache import bytecode_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
+    assert bytecode_cache() is None and user_cache.folder("schemas") is None
+    assert not (tmp_path / "cache").exists()
+    monkeypatch.setenv("CTRGEN_CACHE", "1")
+    assert bytecode_cache() is not None and user_cache.folder("schemas") == tmp_path / "cache" / "ctrgen" / "schemas"

@@ -15,7 +15,7 @@ import pytest
 from codegen.errors import UserError
 from codegen.hugectr import versions as V
 from codegen.pipeline import open_spec, render_spec
-from conftest import REPO, SHARED, run_ctrgen
+from conftest import REPO, run_ctrgen
 from demo_data import built_demo
 from hugectr_run import calls_named, run_with_standin
 from norm_data import random_records, write_file_list, write_norm
@@ -277,6 +277,7 @@ def test_low_level_control_flow(tmp_path, batches, eval_interval, max_eval):
     assert eval_flags[0] is True and eval_flags.count(True) == rounds
 
 
+@pytest.mark.slow
 def test_etc_scripts_run_on_nvtabular_output_with_its_keysets(tmp_path):
     criteo = built_demo().paths["criteo"]
     root = tmp_path / "root"
@@ -369,10 +370,12 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
 # ---- seed 003 itself on the stand-in ---------------------------------------------------------------------------
 
 def _seed003_cell(name: str) -> str:
-    (seed,) = (SHARED / "seeds").glob("003_*.txt")
-    return seed.read_text().split(f"%%writefile {name}\n", 1)[1].split(f"\nOverwriting {name}", 1)[0]
+    from test_standin_seeds import seed003_text
+
+    return seed003_text().split(f"%%writefile {name}\n", 1)[1].split(f"\nOverwriting {name}", 1)[0]
 
 
+@pytest.mark.reference
 def test_seed003_scripts_and_ours_make_the_same_calls(tmp_path):
     """The notebook's two scripts (wdl_train.py, wdl_mos.py) and specs/wdl_continuous.yaml's, run on the 3.2
     stand-in: the same HugeCTR calls (32-bit keys too: Norm files record no key width, so the spec decides, and it

@@ -50,6 +50,7 @@ def _variant(tmp_path: Path, name: str, *, vec: int | None = None, drop_last: in
     return _shapes((folder / "generated" / name / "summary.txt").read_text())
 
 
+@pytest.mark.slow
 def test_committed_lock_is_what_the_demo_workflow_records():
     demo = built_demo()
     for name in SPECS:
@@ -94,6 +95,7 @@ def test_dimensions_follow_vec_size_and_column_count(tmp_path, vec, drop):
     assert deepfm["fmorder2"] == (k,)
 
 
+@pytest.mark.slow
 def test_a_stale_demo_lock_names_the_drift(tmp_path):
     demo = built_demo()
     folder = tmp_path / "p"
@@ -125,6 +127,7 @@ def _subset_project(tmp_path: Path, change=None) -> Path:
     return specs / "deepfm_vertex.yaml"
 
 
+@pytest.mark.slow
 def test_a_shared_lock_is_not_stale_for_a_spec_using_a_subset(tmp_path):
     """The lock holds C1_C2, which deepfm_vertex does not train on: generate and lock --check compare only the
     spec's own columns (with the demo built, `make test` after `make demo` ran into this)."""
@@ -137,6 +140,7 @@ def test_a_shared_lock_is_not_stale_for_a_spec_using_a_subset(tmp_path):
     assert (spec.parent.parent / "generated" / "deepfm_vertex" / "model.py").is_file()
 
 
+@pytest.mark.slow
 def test_drift_in_a_column_the_subset_uses_is_still_stale(tmp_path):
     def bump(lock):
         next(c for c in lock["categorical"] if c["name"] == "C4")["cardinality"] += 1

@@ -19,6 +19,8 @@ from codegen.demo.metrics import SparseDesign, logistic_baseline_auc, roc_auc
 from codegen.workflow import read_features
 from demo_data import built_demo, read_parts
 
+pytestmark = pytest.mark.slow      # processes and builds of seconds each: not in `make test-fast`
+
 
 @pytest.fixture(scope="module")
 def built():

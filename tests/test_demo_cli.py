@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, run_ctrgen
 from demo_data import private_demo, read_parts
 
-pytestmark = pytest.mark.xdist_group("demo_cli")      # one after the other: `ctrgen demo` writes into one copy
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo_cli")]      # one after the other: `ctrgen demo` writes into one copy
 
 
 def _demo(*extra: str):

@@ -22,6 +22,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_outputs_identical_across_hash_seeds_locales_and_cwd(tmp_path):
     shutil.copytree(REPO / "specs", tmp_path / "specs")
     runs = []

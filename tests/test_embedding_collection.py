@@ -264,6 +264,7 @@ def test_import_refusals_name_the_line(tmp_path: Path, change, expected):
     assert not out.exists() or not any(out.iterdir())
 
 
+@pytest.mark.slow
 def test_generate_refusal_is_one_line_exit_2(tmp_path: Path):
     spec = _spec_with(tmp_path, CONFIG, "23.06", lambda d: d.update(hugectr_version="3.6"))
     out = tmp_path / "gen"
@@ -353,6 +354,7 @@ def test_compression_strategy_before_23_12_is_refused(tmp_path: Path):
     assert not (tmp_path / "specs" / "ebc.yaml").exists()
 
 
+@pytest.mark.slow
 def test_port_lists_what_cannot_move(tmp_path: Path):
     _, spec = _import(tmp_path, CONFIG, "23.06")
     proc = subprocess.run([sys.executable, "-m", "codegen", "port", str(spec), "--to", "4.3"], capture_output=True,
@@ -377,6 +379,7 @@ def test_several_slots_per_input_are_refused_from_23_04(tmp_path: Path):
     assert _roundtrip(older, two_slots(CONFIG_43), "4.2")[3] == []   # 4.2 has no such check
 
 
+@pytest.mark.slow
 def test_summary_command_refuses_a_collection(tmp_path: Path):
     _, spec = _import(tmp_path, CONFIG, "23.06")
     proc = subprocess.run([sys.executable, "-m", "codegen", "summary", str(spec)], capture_output=True, text=True,
@@ -421,6 +424,7 @@ def test_grouped_lookup_before_23_04_is_refused(tmp_path: Path):
     assert "grouped embedding_lookup (lists) is not in HugeCTR 4.3; it exists in HugeCTR 23.04" in _error(spec)
 
 
+@pytest.mark.slow
 def test_a_wrong_combiner_in_the_spec_is_one_line_naming_the_field(tmp_path: Path):
     spec = _spec_with(tmp_path, CONFIG, "23.06", lambda d: d["embedding_collection"]["lookups"][2].update(
         combiner="mean"))

@@ -1,20 +1,15 @@
-"""The graph JSON is byte-identical to what HugeCTR's graph_to_json writes (shared/reference/hugectr.md §2)."""
+"""The graph JSON is byte-identical to what HugeCTR's graph_to_json writes (docs/hugectr_facts.md "Graph JSON")."""
 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 
-from conftest import SHARED, run_ctrgen
 from specfactory import CRITEO_LOCK, dcn_spec, write_spec
+from upstream import reference_dcn_json
 
-
-def reference_dcn_json() -> str:
-    text = (SHARED / "reference" / "hugectr.md").read_text()
-    section = text.split("### 2.11", 1)[1]
-    return re.search(r"```json\n(.*?)\n```", section, re.S).group(1)
+from conftest import run_ctrgen
 
 
 def generate(tmp_path, spec) -> str:

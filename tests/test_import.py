@@ -1,7 +1,7 @@
 """ctrgen import: scripts, notebooks and the seeds come in as specs, and generate reproduces their hugectr calls.
 
 Every source here is written for these tests (upstream scripts are not copied); the seeds are cut out of
-shared/seeds at test time, as tests/test_standin_seeds.py does.
+the upstream seed documents at test time (the reference tier), as tests/test_standin_seeds.py does.
 """
 
 from __future__ import annotations
@@ -232,11 +232,12 @@ def test_notebook_code_cells_are_joined(tmp_path: Path):
 
 # ---- the seeds ------------------------------------------------------------------------------------------------------
 
+@pytest.mark.reference
 def test_seed000_notebook_imports_and_reproduces(tmp_path: Path):
     """Seed 000 is a notebook (JSON, .txt suffix as delivered): its %%writefile './model.py' cell is the model."""
-    from test_standin_seeds import SEEDS, seed000_model_py
+    from test_standin_seeds import seed000_model_py, seeds_dir
 
-    result = import_source(SEEDS / "000_9f50e44cd6b11148.txt", "3.3", "movielens")
+    result = import_source(seeds_dir() / "000_9f50e44cd6b11148.txt", "3.3", "movielens")
     specs = tmp_path / "specs"
     write_import(result, specs)
     rendered = render_spec(open_spec(specs / "movielens.yaml"))
@@ -245,6 +246,7 @@ def test_seed000_notebook_imports_and_reproduces(tmp_path: Path):
     assert [c.cardinality for c in result.features.categorical] == [162542, 56586]
 
 
+@pytest.mark.reference
 def test_seed002_script_imports_and_reproduces(tmp_path: Path):
     from test_standin_seeds import seed002_model_py
 
@@ -374,13 +376,13 @@ def _ctrgen(*args: str) -> subprocess.CompletedProcess:
     return run_ctrgen(*args)
 
 
+@pytest.mark.reference
 def test_seed003_continuous_training_imports_and_reproduces(tmp_path: Path):
     """Seed 003's wdl_train.py (MOS, 3.2): the embedding cache, the passes and save_params_to_files come back."""
-    from test_standin_seeds import SEEDS, writefile_cell
+    from test_standin_seeds import seed003_text, writefile_cell
 
     src = tmp_path / "wdl_train.py"
-    src.write_text(writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py"),
-                   encoding="utf-8")
+    src.write_text(writefile_cell(seed003_text(), "wdl_train.py"), encoding="utf-8")
     spec, diffs = _roundtrip(tmp_path, src, "3.2")
     assert diffs == []
     ct = load_spec(spec).spec.continuous_training

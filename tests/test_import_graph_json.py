@@ -149,6 +149,7 @@ def test_workspace_that_cannot_be_inverted_is_refused(tmp_path: Path):
         import_source(src, "3.3", "m")
 
 
+@pytest.mark.slow
 def test_layout_differences_are_refused(tmp_path: Path):
     src = tmp_path / "dcn.json"
     src.write_bytes((REPO / "generated/dcn/dcn.json").read_bytes() + b"\n")

@@ -13,7 +13,7 @@ from codegen.importer.write import write_import
 from codegen.pipeline import open_spec, render_spec
 from codegen.spec.load import load_spec
 from hugectr_run import run_with_standin
-from test_import import NORM_DCN, _roundtrip
+from test_import import NORM_DCN, REPO, _roundtrip
 
 INFERENCE = """model.export_predictions("/out/pred_2000", "/out/label_2000")
 emb_trained = model.check_out_tensor("sparse_embedding1", hugectr.Tensor_t.Evaluate)
@@ -160,11 +160,15 @@ def test_a_reader_without_check_type_is_refused_not_completed(tmp_path: Path):
         import_source(src, "23.12")
 
 
+def wdl_train_py() -> str:
+    """ctrgen's reproduction of seed 003's wdl_train.py (HugeCTR 3.2 continuous training: CreateMOS, two fit passes,
+    get_incremental_model, save_params_to_files; tests/test_continuous.py compares it with the seed)."""
+    return (REPO / "generated" / "wdl_continuous" / "model.py").read_text(encoding="utf-8")
+
+
 def test_a_source_set_last_without_fit_round_trips(tmp_path: Path):
     """A set_source after the last fit (the embedding cache loads the next keysets) is a pass with fit: false."""
-    from test_standin_seeds import SEEDS, writefile_cell
-
-    text = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
+    text = wdl_train_py()
     last = text.rindex("updated_model = model.get_incremental_model()")
     text = text[:last] + 'model.set_source(source=["late.txt"], keyset=["late.keyset"], eval_source="e.txt")\n' + \
         text[last:]
@@ -187,9 +191,7 @@ def test_a_source_set_last_without_fit_round_trips(tmp_path: Path):
 
 
 def test_a_pass_without_fit_needs_a_high_level_script(tmp_path: Path):
-    from test_standin_seeds import SEEDS, writefile_cell
-
-    text = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
+    text = wdl_train_py()
     last = text.rindex("updated_model = model.get_incremental_model()")
     src = tmp_path / "late_source.py"
     src.write_text(text[:last] + 'model.set_source(source=["l.txt"], keyset=["l.keyset"], eval_source="e.txt")\n' +
@@ -246,9 +248,7 @@ def test_a_data_source_after_the_solver_is_refused(tmp_path: Path):
 def test_imported_specs_with_the_new_fields_are_fixed_points_of_the_writer(tmp_path: Path):
     """spec -> model -> spec is the identity for specs that use every field added here."""
     from codegen.spec.write import write_spec
-    from test_standin_seeds import SEEDS, writefile_cell
-
-    seed = writefile_cell((SEEDS / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8"), "wdl_train.py")
+    seed = wdl_train_py()
     last = seed.rindex("updated_model = model.get_incremental_model()")
     sources = {
         "inference": NORM_DCN + INFERENCE,

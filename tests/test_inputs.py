@@ -275,6 +275,7 @@ def _tree(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_sigint_exits_130_with_one_line(specs, tmp_path):
     hook = """
         import os, signal, time
@@ -325,6 +326,7 @@ KILL_BETWEEN_RENAMES = """
 
 @pytest.mark.parametrize("hook", [KILL_AFTER_FILES % 3, KILL_BEFORE_SWAP, KILL_BETWEEN_RENAMES],
                          ids=["while-staging", "before-the-swap", "between-renames"])
+@pytest.mark.slow
 def test_sigkill_midway_leaves_the_old_folder_or_the_new_one(specs, tmp_path, hook):
     out = tmp_path / "out"
     assert generate(specs, "movielens.yaml", out=out).returncode == 0
@@ -345,6 +347,7 @@ def test_sigkill_midway_leaves_the_old_folder_or_the_new_one(specs, tmp_path, ho
     assert "num_output=64" in (out / "movielens" / "model.py").read_text()
 
 
+@pytest.mark.slow
 def test_sigkill_after_the_swap_leaves_the_new_folder(specs, tmp_path):
     out = tmp_path / "out"
     assert generate(specs, "movielens.yaml", out=out).returncode == 0

@@ -7,11 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+
+import pytest
 from pathlib import Path
 
 from conftest import REPO
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_imports_is_one_line_and_130(tmp_path):
     ctrgen = Path(sys.executable).parent / "ctrgen"            # the installed console script itself
     assert "codegen.entry" in ctrgen.read_text()

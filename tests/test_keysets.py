@@ -16,6 +16,8 @@ from conftest import REPO, run_ctrgen
 from demo_data import built_demo, read_parts
 from norm_data import random_records, write_file_list, write_norm
 
+pytestmark = pytest.mark.slow      # the demo's NVTabular build and processes: not in `make test-fast`
+
 LOCK = json.loads((REPO / "specs" / "criteo.features.lock.json").read_text())
 SLOT_COLUMNS = [c["name"] for c in LOCK["categorical"]]
 SLOT_SIZES = [c["cardinality"] for c in LOCK["categorical"]]

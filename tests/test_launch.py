@@ -133,6 +133,7 @@ def test_task_shares_model_py_layer_code():
 
 # ---- Vertex AI ---------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_vertex_json_are_aiplatform_messages_with_seed_004_values():
     from google.cloud import aiplatform_v1 as v1
 
@@ -180,6 +181,7 @@ def test_vertex_args_parse_in_task_py():
     assert parsed["train_data"] == ["/gcs/{bucket}/criteo/train/_file_list.txt"]
 
 
+@pytest.mark.slow
 def test_submit_dry_run_fills_placeholders_and_needs_project(tmp_path):
     env = {"GOOGLE_CLOUD_PROJECT": "proj-1", "GOOGLE_CLOUD_REGION": "us-central1", "VERTEX_BUCKET": "bkt"}
     proc = _py_here(VERTEX / "vertex" / "submit.py", "tune", "--dry-run", "--job-id", "j1", env=env)
@@ -201,6 +203,7 @@ def test_submit_dry_run_fills_placeholders_and_needs_project(tmp_path):
     assert proc.returncode == 2 and "--project" in proc.stderr and "--bucket" in proc.stderr
 
 
+@pytest.mark.slow
 def test_study_parameter_types_render_as_messages(tmp_path):
     from google.cloud import aiplatform_v1 as v1
 
@@ -264,6 +267,7 @@ def _run_script(script: Path, tmp_path: Path, env: dict, *args: str) -> tuple[su
     return proc, (record.read_text().split("\0") if record.exists() else [])
 
 
+@pytest.mark.slow
 def test_launchers_are_valid_bash_and_run_one_process_per_node(tmp_path):
     for script in ("mpirun.sh", "slurm.sbatch"):
         assert subprocess.run(["bash", "-n", str(MULTI / "cluster" / script)]).returncode == 0
@@ -287,6 +291,7 @@ def test_launchers_are_valid_bash_and_run_one_process_per_node(tmp_path):
 HOSTILE = "x'; touch PWNED; echo \"$(touch PWNED2)\" `touch PWNED3` 'y"
 
 
+@pytest.mark.slow
 def test_hostile_values_reach_programs_as_single_arguments(tmp_path):
     from codegen.lock import load_features
     from codegen.model.build import build_model
@@ -316,6 +321,7 @@ def test_hostile_values_reach_programs_as_single_arguments(tmp_path):
     assert not list(tmp_path.rglob("PWNED*")) and not list((tmp_path / "gen").rglob("PWNED*"))
 
 
+@pytest.mark.slow
 def test_torchrun_launcher_arguments(tmp_path):
     from codegen.lock import load_features
     from codegen.model.build import build_model
@@ -466,6 +472,7 @@ def test_multinode_task_runs_all_nodes_gpus(tmp_path):
     assert solver["vvgpu"] == [list(range(8))] * 2 and solver["batchsize"] == 512 * 16
 
 
+@pytest.mark.slow
 def test_task_schema_cardinalities_by_column_name(tmp_path):
     from codegen.workflow import read_schema
     from demo_data import built_demo
@@ -496,6 +503,7 @@ def test_task_schema_cardinalities_by_column_name(tmp_path):
     assert not result.calls
 
 
+@pytest.mark.slow
 def test_torchrun_launcher_rendezvous_of_two_nodes(tmp_path):
     """Two copies of torchrun.sh (two "nodes" on this machine) meet at the c10d rendezvous with real torchrun."""
     import socket

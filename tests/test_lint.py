@@ -32,6 +32,7 @@ def test_ruff_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_mypy_is_clean(tmp_path):
     proc = subprocess.run([_tool("mypy"), "--cache-dir", str(tmp_path / "cache")], cwd=REPO, capture_output=True,
                           text=True, timeout=600)

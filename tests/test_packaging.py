@@ -7,6 +7,8 @@ import sys
 import tomllib
 import zipfile
 
+import pytest
+
 from conftest import REPO
 
 
@@ -16,6 +18,7 @@ def test_every_subpackage_is_listed_in_pyproject():
     assert found | {"codegen.templates"} == listed
 
 
+@pytest.mark.slow
 def test_wheel_ships_templates_and_renders_from_them(tmp_path):
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
                            capture_output=True, text=True, timeout=600)

@@ -1,7 +1,7 @@
 """Presets expand to the graphs of HugeCTR's samples, with every dimension derived from the features.
 
 Checked against what HugeCTR itself printed or wrote: the DCN JSON of hugectr.md §2.11, and the model.summary()
-tables of NVIDIA's WDL and DCN notebooks (shared/fixtures/summary)."""
+tables of NVIDIA's WDL and DCN notebooks (tests/facts/summaries.json)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import json
 
 import pytest
 
-from conftest import SHARED, run_ctrgen
 from specfactory import criteo_lock, preset_spec, write_spec
-from test_graph_json import reference_dcn_json
+from upstream import reference_dcn_json, summary_as_printed_without_log
+
+from conftest import run_ctrgen
 
 
 def run(tmp_path, spec, lock, *args):
@@ -23,13 +24,6 @@ def graph(tmp_path, spec, lock) -> dict:
     result = run(tmp_path, spec, lock, "generate")
     assert result.returncode == 0, result.stderr
     return json.loads((tmp_path / "out" / spec["name"] / f"{spec['name']}.json").read_text())
-
-
-def fixture_block(name: str, index: int = 0) -> str:
-    text = (SHARED / "fixtures" / "summary" / name).read_text(encoding="utf-8")
-    blocks = [b.split("\n", 1)[1] for b in text.split("### ")[1:]]
-    lines = [line.split("]: ", 1)[1] if line.startswith("[HCTR]") else line for line in blocks[index].splitlines()]
-    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 WDL_SPARSE = [{"name": "wide_data", "columns": ["W1", "W2"], "nnz_per_slot": 1, "is_fixed_length": True},
@@ -46,7 +40,7 @@ def test_wdl_summary_is_what_hugectr_printed(tmp_path):
                        batch=2720, sparse=WDL_SPARSE, embeddings=WDL_EMB)
     result = run(tmp_path, spec, criteo_lock(wide=2), "summary")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == fixture_block("hugectr_backend_v4.3_wdl_summary.txt")
+    assert result.stdout == summary_as_printed_without_log("hugectr_backend_v4.3_wdl_summary.txt")
 
 
 def test_dcn_summary_is_what_hugectr_printed(tmp_path):
@@ -54,7 +48,7 @@ def test_dcn_summary_is_what_hugectr_printed(tmp_path):
     spec = preset_spec({"preset": "dcn", "cross_layers": 6}, "4.3", batch=4096)
     result = run(tmp_path, spec, criteo_lock(), "summary")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == fixture_block("hugectr_v4.3.1_criteo_dcn_wdl_summary.txt")
+    assert result.stdout == summary_as_printed_without_log("hugectr_v4.3.1_criteo_dcn_wdl_summary.txt", "cell 8")
 
 
 def test_dcn_preset_writes_the_reference_json(tmp_path):

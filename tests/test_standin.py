@@ -1,6 +1,6 @@
 """Every committed generated/<name>/model.py runs against the HugeCTR stand-in at its spec's release: exit 0, the
 graph JSON it writes is byte-identical to generated/<name>/<name>.json, and the summary it prints equals
-generated/<name>/summary.txt. The stand-in (tests/standin/hugectr) is written from the shared HugeCTR reference
+generated/<name>/summary.txt. The stand-in (tests/standin/hugectr) is written from the HugeCTR facts of docs/hugectr.md
 without ctrgen's code, so agreement here is two independent implementations agreeing."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The stand-in accepts NVIDIA's own HugeCTR code and reproduces NVIDIA's printed output.
 
-The scripts are cut, unchanged, out of the seed documents (shared/seeds) at test time and run at the release each
-was written for; summaries are compared with the model.summary() fixtures taken from NVIDIA's notebooks
-(shared/fixtures/summary), and graph JSON with the full example of the shared reference (hugectr.md §2.11). None
-of this goes through ctrgen, so it checks the stand-in itself.
+The seed scripts are cut, unchanged, out of the seed documents at test time and run at the release each was
+written for (the reference tier: they need the upstream reference folder, CTRGEN_REFERENCE); summaries are compared
+with the model.summary() tables NVIDIA's notebooks printed (tests/facts/summaries.json), and graph JSON with the
+graph HugeCTR 23.06 writes for NVIDIA's DCN sample (tests/facts/graph_json.json; docs/hugectr_facts.md). None of
+this goes through ctrgen, so it checks the stand-in itself.
 """
 
 from __future__ import annotations
@@ -15,20 +16,15 @@ from pathlib import Path
 import pytest
 
 from hugectr_run import calls_named, run_with_standin, summary_block
+from upstream import printed_summary, reference_dcn_json, reference_dir
+from upstream import summary_as_printed_without_log as fixture_block
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-SEEDS = SHARED / "seeds"
-FIXTURES = SHARED / "fixtures" / "summary"
-LOG_PREFIX = re.compile(r"^\[HCTR\]\[[^\]]*\]\[INFO\]\[RK0\]\[main\]: ")
 
 
-def fixture_block(name: str, cell: str) -> str:
-    """One `### cell N` block of a summary fixture, without HugeCTR's log prefixes, as the stand-in prints it."""
-    text = (FIXTURES / name).read_text(encoding="utf-8")
-    blocks = dict(re.findall(r"^### (.+)\n((?:(?!### ).*\n?)*)", text, flags=re.M))
-    lines = [LOG_PREFIX.sub("", ln) for ln in blocks[cell].rstrip("\n").split("\n")]
-    return "\n".join(lines) + "\n"
+def seeds_dir() -> Path:
+    """The seed documents as delivered (reference tier only)."""
+    return reference_dir() / "seeds"
 
 
 def writefile_cell(text: str, name: str) -> str:
@@ -39,7 +35,7 @@ def writefile_cell(text: str, name: str) -> str:
 
 
 def seed000_model_py() -> str:
-    md = (SEEDS / "000_9f50e44cd6b11148.txt.md").read_text(encoding="utf-8")
+    md = (seeds_dir() / "000_9f50e44cd6b11148.txt.md").read_text(encoding="utf-8")
     m = re.search(r"```python\n%%writefile './model.py'\n(.*?)```", md, re.S)
     return m.group(1)
 
@@ -47,7 +43,7 @@ def seed000_model_py() -> str:
 def seed002_model_py() -> str:
     """Seed 002's training cell (whitespace flattened by the rendering; valid Python as all of it is bracketed), with
     the notebook's own INPUT_DATA_DIR / MODEL_DIR definitions from earlier cells."""
-    text = (SEEDS / "002_be9c0ebb18f0a0d8.txt").read_text(encoding="utf-8")
+    text = (seeds_dir() / "002_be9c0ebb18f0a0d8.txt").read_text(encoding="utf-8")
     data_dir = re.search(r"^INPUT_DATA_DIR = os\.environ\.get\(\n.*?\n\)\n", text, re.M | re.S).group(0)
     model_dir = re.search(r"^MODEL_DIR = .*\n", text, re.M).group(0)
     body = re.search(r"^import hugectr\nfrom mpi4py import MPI.*?^model\.graph_to_json\(.*?\)\n", text,
@@ -72,6 +68,7 @@ def _run(tmp_path: Path, code: str, version: str, name: str = "model.py", *, dat
     return result
 
 
+@pytest.mark.reference
 def test_seed000_movielens_notebook(tmp_path: Path):
     """NVTabular's MovieLens notebook (HugeCTR 3.1 printed it; 3.2 is the oldest release ctrgen targets)."""
     result = _run(tmp_path, seed000_model_py(), "3.2")
@@ -82,6 +79,7 @@ def test_seed000_movielens_notebook(tmp_path: Path):
         (REPO / "generated" / "movielens" / "movielens.json").read_bytes()
 
 
+@pytest.mark.reference
 def test_seed002_movielens_multihot_notebook(tmp_path: Path):
     result = _run(tmp_path, seed002_model_py(), "3.3", env={"INPUT_DATA_DIR": "/nvt/data/"})
     assert result.returncode == 0, result.stderr
@@ -104,12 +102,14 @@ def _wdl_data(cwd: Path, files: range = range(6)) -> None:
         (d / f"file_list.{i}.keyset").write_bytes(b"\0" * 8)
 
 
-SEED003 = (SEEDS / "003_de98dc70060c05b1.txt")
+def seed003_text() -> str:
+    return (seeds_dir() / "003_de98dc70060c05b1.txt").read_text(encoding="utf-8")
 
 
+@pytest.mark.reference
 def test_seed003_continuous_training_mos(tmp_path: Path):
     """HugeCTR 3.2's model oversubscriber, high-level (fit, set_source, incremental model) then low-level API."""
-    text = SEED003.read_text(encoding="utf-8")
+    text = seed003_text()
     _wdl_data(tmp_path)
     high = _run(tmp_path, writefile_cell(text, "wdl_train.py"), "3.2", "wdl_train.py", data=True)
     assert high.returncode == 0, high.stderr
@@ -134,8 +134,9 @@ def test_seed003_continuous_training_mos(tmp_path: Path):
     assert "trained with data in wdl_data/file_list.4.txt" in low.stdout
 
 
+@pytest.mark.reference
 def test_seed003_missing_keyset_fails_where_hugectr_reads_it(tmp_path: Path):
-    text = SEED003.read_text(encoding="utf-8")
+    text = seed003_text()
     _wdl_data(tmp_path)
     (tmp_path / "wdl_data" / "file_list.1.keyset").unlink()
     result = _run(tmp_path, writefile_cell(text, "wdl_train.py"), "3.2", "wdl_train.py", data=True)
@@ -144,18 +145,20 @@ def test_seed003_missing_keyset_fails_where_hugectr_reads_it(tmp_path: Path):
     assert calls_named(result, "Model.fit") and not calls_named(result, "Model.set_source")
 
 
+@pytest.mark.reference
 def test_seed003_on_a_release_without_the_oversubscriber(tmp_path: Path):
     """CreateMOS left with 3.2: at 3.3 the script fails with a message naming the releases that have it."""
-    result = _run(tmp_path, writefile_cell(SEED003.read_text(encoding="utf-8"), "wdl_train.py"), "3.3")
+    result = _run(tmp_path, writefile_cell(seed003_text(), "wdl_train.py"), "3.3")
     assert result.returncode != 0
     assert "hugectr.CreateMOS does not exist in HugeCTR 3.3" in result.stderr
     assert "HugeCTR 3.2 up to (not including) 3.3" in result.stderr
 
 
+@pytest.mark.reference
 def test_seed003_graph_with_etc_matches_the_4x_notebook_summary(tmp_path: Path):
     """The same WDL with the embedding training cache that replaced the MOS (as NVIDIA's later notebook does) prints,
     at 4.3, the summary NVIDIA's continuous-training notebook printed (HugeCTR 4.1)."""
-    code = writefile_cell(SEED003.read_text(encoding="utf-8"), "wdl_train.py")
+    code = writefile_cell(seed003_text(), "wdl_train.py")
     code, n = re.subn(r"^mos = hugectr\.CreateMOS\(.*\)$",
                       'mos = hugectr.CreateETC(ps_types = [hugectr.TrainPSType_t.Staged, hugectr.TrainPSType_t.Staged],'
                       ' sparse_models = ["./wdl_0_sparse_model", "./wdl_1_sparse_model"])', code, flags=re.M)
@@ -166,7 +169,7 @@ def test_seed003_graph_with_etc_matches_the_4x_notebook_summary(tmp_path: Path):
     assert result.stdout == fixture_block("hugectr_v23.08_continuous_training_summary.txt", "cell 7")
 
 
-# ---- the DCN of hugectr.md §2.11 (NVIDIA's samples/dcn/dcn.py graph) ------------------------------------------------
+# ---- the DCN of NVIDIA's samples/dcn/dcn.py (graph JSON: tests/facts/graph_json.json) ------------------------------------------------
 DCN = """\
 import hugectr
 solver = hugectr.CreateSolver(batchsize={batch}, vvgpu={vvgpu}, repeat_dataset=True{extra})
@@ -201,12 +204,6 @@ model.compile()
 model.summary()
 model.graph_to_json(graph_config_file="dcn.json")
 """
-
-
-def reference_dcn_json() -> str:
-    ref = (SHARED / "reference" / "hugectr.md").read_text(encoding="utf-8")
-    section = ref[ref.index("### 2.11"):]
-    return re.search(r"```json\n(.*?)\n```", section, re.S).group(1)
 
 
 def test_dcn_json_is_the_reference_example(tmp_path: Path):
@@ -244,11 +241,12 @@ def test_dcn_on_32_needs_an_explicit_slice(tmp_path: Path):
     assert "concat1 feeds several dense layers" in result.stderr
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("version", ["3.3", "4.3", "23.06"])
 def test_seed003_with_the_embedding_training_cache(tmp_path: Path, version: str):
     """Seed 003 on the releases of the embedding training cache: CreateMOS -> CreateETC (as NVIDIA's later notebook),
     get_model_oversubscriber -> get_embedding_training_cache; everything else unchanged, data files present."""
-    text = SEED003.read_text(encoding="utf-8")
+    text = seed003_text()
     etc = ('mos = hugectr.CreateETC(ps_types = [hugectr.TrainPSType_t.Staged, hugectr.TrainPSType_t.Cached], '
            'sparse_models = ["./wdl_0_sparse_model", "./wdl_1_sparse_model"], local_paths = ["./"], '
            'hmem_cache_configs = [hugectr.CreateHMemCache(num_blocks = 2, target_hit_rate = 0.5, max_num_evict = 0)])')
@@ -265,8 +263,7 @@ def test_seed003_with_the_embedding_training_cache(tmp_path: Path, version: str)
 
 def test_summary_block_reads_a_real_hugectr_log():
     """summary_block (used on a real HugeCTR's stdout) recovers the table from NVIDIA's printed output."""
-    raw = (FIXTURES / "hugectr_v23.08_continuous_training_summary.txt").read_text(encoding="utf-8")
-    table = raw.split("\n", 1)[1]  # drop the fixture's "### cell" header
+    table = printed_summary("hugectr_v23.08_continuous_training_summary.txt", "cell 7")
     stdout = ("[HCTR][08:03:33.001][INFO][RK0][main]: Graph analysis to resolve tensor dependency\n" + table
               + "\n[HCTR][08:03:33.900][INFO][RK0][main]: Save the model graph to wdl.json successfully\n")
     assert summary_block(stdout) == fixture_block("hugectr_v23.08_continuous_training_summary.txt", "cell 7")

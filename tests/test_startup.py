@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO, run_ctrgen
 from demo_data import built_demo
+
+pytestmark = pytest.mark.slow      # processes and builds of seconds each: not in `make test-fast`
 
 LOCK = REPO / "specs" / "criteo.features.lock.json"
 # Top-level packages a quick command must not load (tritonclient.grpc: its package __init__, i.e. grpcio and the

@@ -333,7 +333,7 @@ def test_kernel_lookups_train_like_index_select(monkeypatch):
 
 def test_bytecode_is_cached_only_where_the_installation_has_none(tmp_path, monkeypatch):
     """PYTHONDONTWRITEBYTECODE and a torch without .pyc files: the script keeps the bytecode in the user's cache (a
-    private folder, never beside the installed files); a torch with its bytecode, CTRGEN_PYCACHE=0 or Python free to
+    private folder, never beside the installed files); a torch with its bytecode, CTRGEN_CACHE=0 or Python free to
     write bytecode leave everything as it is."""
     module = load("movielens")
     package = tmp_path / "site" / "torch"
@@ -345,9 +345,9 @@ def test_bytecode_is_cached_only_where_the_installation_has_none(tmp_path, monke
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("CTRGEN_PYCACHE", "0")
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
     assert module.bytecode_cache() is None and sys.dont_write_bytecode
-    monkeypatch.delenv("CTRGEN_PYCACHE")
+    monkeypatch.delenv("CTRGEN_CACHE")
     cache = tmp_path / "cache" / "ctrgen" / "pycache"
     assert module.bytecode_cache() == str(cache)
     assert sys.pycache_prefix == str(cache) and not sys.dont_write_bytecode

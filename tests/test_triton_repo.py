@@ -14,12 +14,13 @@ from codegen.pipeline import open_spec, render_spec
 from codegen.triton import validate_repository
 from codegen.triton.lint.findings import ERROR
 from codegen.triton.lint.modelconfig import load_config
-from tests.conftest import REPO, SHARED, run_ctrgen
+from tests.conftest import REPO, run_ctrgen
 from tests.schema_files import MOVIELENS, write_output_schema
 
 GENERATED = REPO / "generated"
-# Written by the real NVTabular 23.5.0 export_hugectr_ensemble (fixtures/lint/clean_movielens_onehot/NOTES.md).
-EXPORTER = SHARED / "fixtures" / "lint" / "clean_movielens_onehot"
+# The clean lint case's config.pbtxt: written by the real NVTabular 23.5.0 export_hugectr_ensemble
+# (tests/facts/lint_cases.json, docs/triton_facts.md).
+EXPORTER_CONFIG = "movielens/config.pbtxt"
 ALL_SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))
 
 # What ctrgen writes differently from the exporter, on purpose (README "Triton repository").
@@ -34,8 +35,11 @@ def cfg(name: str, model: str) -> mc.ModelConfig:
     return load_config(GENERATED / name / "triton" / model / "config.pbtxt").config
 
 
-def test_hugectr_config_field_by_field_against_the_exporter():
-    ours, theirs = cfg("movielens", "movielens"), load_config(EXPORTER / "movielens" / "config.pbtxt").config
+def test_hugectr_config_field_by_field_against_the_exporter(tmp_path):
+    from tests.lint_repos import CLEAN, write_case
+
+    exporter = write_case(CLEAN, tmp_path / "exporter")
+    ours, theirs = cfg("movielens", "movielens"), load_config(exporter / EXPORTER_CONFIG).config
     for field in ("name", "max_batch_size", "backend", "input", "output", "instance_group"):
         assert getattr(ours, field) == getattr(theirs, field), field
     ours_p = {k: v.string_value for k, v in ours.parameters.items()}
@@ -139,6 +143,7 @@ def test_validate_refuses_both_training_sides():
     assert "--features-lock and --spec both name the training side" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_generation_is_deterministic_across_hash_seeds(tmp_path):
     outs = []
     for seed in ("0", "12345"):
@@ -212,6 +217,7 @@ def test_bad_triton_settings_are_user_errors(tmp_path):
     assert "num_of_worker_buffer_in_pool" in r.stderr and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_assemble_names_the_missing_file(tmp_path):
     wf = tmp_path / "wf"
     wf.mkdir()

@@ -105,6 +105,7 @@ def test_triton_torch_without_the_torch_target_is_a_spec_error(tmp_path):
     assert not any(p.startswith("triton_torch/") for p in files) and "triton/movielens/config.pbtxt" in files
 
 
+@pytest.mark.slow
 def test_torch_repository_is_deterministic(tmp_path):
     trees = []
     for seed in ("0", "4242"):

@@ -1,20 +1,22 @@
-"""``ctrgen validate`` against the lint fixtures (shared/fixtures/lint) and against mutated copies of the clean one.
+"""``ctrgen validate`` against the lint cases (tests/lint_repos.py: the defects of official notebooks' Triton
+repositories, and a clean case) and against mutated copies of the clean one.
 
-Fixture matching rule (shared/fixtures/lint/README.md "expect.txt"): each expect line is
+Case matching rule (docs/triton_facts.md "Lint cases"): each expect line is
 ``FIELD VALUE in FILE ...[; expected [..]]``. A case passes when
   * every expect line is matched by an error finding with that field, that file (relative to the case folder) and
-    that value as the file holds it (JSON-equal; ``[v]*n`` is the fixtures' shorthand for n copies), and, when the
+    that value as the file holds it (JSON-equal; ``[v]*n`` is the cases' shorthand for n copies), and, when the
     line gives ``expected [..]``, that expected value;
   * every error finding is claimed by an expect line with the same (file, field): no other defects;
-  * every warning names a field that the case's NOTES.md lists under "may also be reported" (data- or
-    release-dependent findings are allowed there, and nowhere else);
-  * the CLI exits 1 when expect.txt lists defects and 0 when it is empty; the clean case reports nothing at all.
+  * every warning names a field of the case's ``may_also`` list (data- or release-dependent findings are allowed
+    there, and nowhere else);
+  * the CLI exits 1 when the case lists defects and 0 when it lists none; the clean case reports nothing at all.
+The reference tier runs the same check on the upstream folders themselves and checks that each written repository
+validates exactly as its upstream folder does.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -23,42 +25,38 @@ import click
 import pytest
 from click.testing import CliRunner
 from google.protobuf import text_format
+from lint_repos import CLEAN, case, cases, write_case
 from tritonclient.grpc import model_config_pb2 as mc
+from upstream import reference_dir
 
 from codegen.triton import render_findings, validate_repository
 from codegen.triton.commands.validate import validate_command
 from codegen.triton.lint.findings import ERROR, WARNING
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-LINT = SHARED / "fixtures" / "lint"
-CLEAN = "clean_movielens_onehot"
-CASES = sorted(p.name for p in LINT.iterdir() if (p / "expect.txt").is_file()) if LINT.is_dir() else []
+CASES = cases()
 
 
-def test_fixture_cases_present():
-    assert LINT.is_dir(), f"lint fixtures not found at {LINT} (shared/ must sit beside the repository)"
-    assert CLEAN in CASES and len(CASES) >= 2, CASES
+def test_cases_present():
+    assert CLEAN in CASES and len(CASES) == 6, CASES
+    assert all(case(c)["expect"] for c in CASES if c != CLEAN) and not case(CLEAN)["expect"]
 
 
-# ---- expect.txt ----------------------------------------------------------------------------------------------
+# ---- expect lines ----------------------------------------------------------------------------------------------
 EXPECT_LINE = re.compile(r"^(?P<field>\S+) (?P<value>.+?) in (?P<file>[^\s:;,]+)")
 EXPECTED_LIST = re.compile(r"expected (?P<list>\[[^\]]*\](?:\*\d+)?)")
 
 
 def fixture_value(text: str):
-    """A value as expect.txt writes it: JSON, or the shorthand [v]*n."""
+    """A value as an expect line writes it: JSON, or the shorthand [v]*n."""
     m = re.fullmatch(r"(\[.*\])\*(\d+)", text.strip())
     if m:
         return json.loads(m.group(1)) * int(m.group(2))
     return json.loads(text)
 
 
-def read_expect(case: str) -> list[dict]:
+def read_expect(lines: list[str]) -> list[dict]:
     out = []
-    for line in (LINT / case / "expect.txt").read_text().splitlines():
-        if not line.strip():
-            continue
+    for line in lines:
         m = EXPECT_LINE.match(line)
         assert m, f"unreadable expect line: {line}"
         e = {"field": m["field"], "file": m["file"], "value": fixture_value(m["value"]), "line": line}
@@ -68,16 +66,9 @@ def read_expect(case: str) -> list[dict]:
     return out
 
 
-def may_also_text(case: str) -> str:
-    notes = (LINT / case / "NOTES.md").read_text()
-    i = notes.find("may also be reported")
-    return notes[i:] if i >= 0 else ""
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_fixture_case(case):
-    findings = validate_repository(LINT / case)
-    expect = read_expect(case)
+def check_case(folder: Path, expect_lines: list[str], may_also: list[str]) -> None:
+    findings = validate_repository(folder)
+    expect = read_expect(expect_lines)
     errors = [f for f in findings if f.severity == ERROR]
     warnings = [f for f in findings if f.severity == WARNING]
     report = render_findings(findings)
@@ -89,31 +80,43 @@ def test_fixture_case(case):
                    for f in same_field), f"reported with other values: {e['line']}\n{report}"
     claimed = {(e["file"], e["field"]) for e in expect}
     extra = [f.format() for f in errors if (f.file, f.field) not in claimed]
-    assert not extra, "errors expect.txt does not list:\n" + "\n".join(extra)
+    assert not extra, "errors the case does not list:\n" + "\n".join(extra)
 
-    allowed = may_also_text(case)
-    stray = [f.format() for f in warnings if f.field not in allowed]
-    assert not stray, "warnings NOTES.md does not list under 'may also be reported':\n" + "\n".join(stray)
+    stray = [f.format() for f in warnings if f.field not in may_also]
+    assert not stray, "warnings the case does not allow ('may_also'):\n" + "\n".join(stray)
     if not expect:
         assert findings == [], report
 
-    result = CliRunner().invoke(validate_command, [str(LINT / case)])
+    result = CliRunner().invoke(validate_command, [str(folder)])
     assert result.exit_code == (1 if expect else 0), result.output
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_case(name, tmp_path):
+    check_case(write_case(name, tmp_path / name), case(name)["expect"], case(name)["may_also"])
+
+
+def _comparable(findings) -> list[tuple]:
+    return sorted((f.file, f.field, f.severity, json.dumps(f.actual, default=str),
+                   json.dumps(f.expected, default=str)) for f in findings)       # lines differ: written anew
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("name", CASES)
+def test_upstream_case_as_it_is(name, tmp_path):
+    """The upstream folder passes the same check, and the repository written from the facts validates exactly as
+    it does (same findings, values and severities: each defect reproduced, nothing added)."""
+    upstream = reference_dir() / "fixtures" / "lint" / name
+    check_case(upstream, case(name)["expect"], case(name)["may_also"])
+    assert _comparable(validate_repository(write_case(name, tmp_path / name))) == \
+        _comparable(validate_repository(upstream))
 
 
 # ---- a writable copy of the clean case, and mutations of it -----------------------------------------------------
 @pytest.fixture
 def repo(tmp_path) -> Path:
-    """The clean fixture copied to a writable folder (the shared copy is read-only)."""
-    dst = tmp_path / "repo"
-    shutil.copytree(LINT / CLEAN, dst, copy_function=shutil.copyfile)
-    for root, dirs, _ in os.walk(dst):
-        os.chmod(root, 0o755)
-        for d in dirs:
-            os.chmod(Path(root) / d, 0o755)
-    for extra in ("expect.txt", "NOTES.md"):
-        (dst / extra).unlink()
-    return dst
+    """The clean case, written to a writable folder."""
+    return write_case(CLEAN, tmp_path / "repo")
 
 
 def edit_config(repo: Path, fn, model: str = "movielens") -> None:
@@ -573,9 +576,9 @@ def test_attaches_to_a_click_group(repo):
     assert CliRunner().invoke(group, ["validate", str(repo)]).exit_code == 0
 
 
-def test_output_is_deterministic():
-    case = LINT / "merlin_v23.08_movielens_04"
-    first = render_findings(validate_repository(case), "json")
-    assert first == render_findings(validate_repository(case), "json")
-    keys = [f.sort_key() for f in validate_repository(case)]
+def test_output_is_deterministic(tmp_path):
+    folder = write_case("merlin_v23.08_movielens_04", tmp_path / "case")
+    first = render_findings(validate_repository(folder), "json")
+    assert first == render_findings(validate_repository(folder), "json")
+    keys = [f.sort_key() for f in validate_repository(folder)]
     assert keys == sorted(keys)

@@ -13,6 +13,8 @@ import pytest
 from conftest import REPO
 from warm_python import _STATE, rank_envs, run, run_ranks
 
+pytestmark = pytest.mark.slow      # processes and builds of seconds each: not in `make test-fast`
+
 SCRIPT = '''
 import json, os, sys, threading
 print("out", json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(), "name": __name__, "file": os.path.basename(__file__),

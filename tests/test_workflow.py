@@ -18,6 +18,8 @@ from codegen.features import features_from_lock
 from codegen.workflow import read_features
 from demo_data import built_demo
 
+pytestmark = pytest.mark.slow      # the demo's NVTabular build and processes: not in `make test-fast`
+
 REPO = Path(__file__).resolve().parents[1]
 CRITEO_CATS = [f"C{i}" for i in range(1, 27)]
 CRITEO_SLOTS = ["C1_C2", *CRITEO_CATS]   # the demo's combo-encoded C1 x C2 column (WDL's wide input) comes first
@@ -249,6 +251,7 @@ def test_error_unreadable_pickle(demo, tmp_path):
     assert "cannot load workflow.pkl" in text and "nvtabular 23.08.00" in text
 
 
+@pytest.mark.slow
 def test_error_nvtabular_missing(demo):
     code = f"""
 import sys

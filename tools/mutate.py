@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-COPY = ("codegen", "templates", "tests", "specs", "generated", "pyproject.toml")
+COPY = ("codegen", "templates", "tests", "tools", "specs", "generated", "pyproject.toml")
 FACTS = "tests/test_facts.py"
+ETL_VALUES = "tests/test_etl_values.py"
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,49 @@ MUTANTS = (
            "embedding_vec_size: Annotated[int, Field(ge=1, le=1025,", "spec_bounds"),
     Mutant("torch-seed", "train_torch.py's default seed is the spec's", "codegen/render/torch_model.py",
            '"seed": int(solver.get("seed", 0) or 0),', '"seed": 0,', "seed"),
+    # -- the ETL (tests/test_etl_values.py: etl.py's own functions and constants, rendered from a spec) --
+    Mutant("etl-split-seed", "the validation split uses the spec's split.seed", "codegen/etl/render.py",
+           '"split_seed": py(etl.split.seed),', '"split_seed": py(0),', "split", files=(ETL_VALUES,)),
+    Mutant("etl-split-fraction", "the split holds out valid_fraction of the rows, not the rest",
+           "templates/etl/etl.py.j2", "(uniform(rows, SPLIT_SEED) < VALID_FRACTION) == keep_valid",
+           "(uniform(rows, SPLIT_SEED) >= VALID_FRACTION) == keep_valid", "split", files=(ETL_VALUES,)),
+    Mutant("etl-split-offsets", "a partition's rows are numbered from its offset", "templates/etl/etl.py.j2",
+           'first = offsets[partition_info["number"]]', "first = 0", "split", files=(ETL_VALUES,)),
+    Mutant("etl-split-uniform", "a row's number is the top 53 bits of splitmix64 over 2**53",
+           "templates/etl/etl.py.j2", "astype(np.float64) / float(1 << 53)", "astype(np.float64) / float(1 << 52)",
+           "split", files=(ETL_VALUES,)),
+    Mutant("etl-shuffle-seed", "the training shuffle uses the spec's output.seed", "codegen/etl/render.py",
+           '"shuffle_seed": py(etl.output.seed),', '"shuffle_seed": py(0),', "shuffle", files=(ETL_VALUES,)),
+    Mutant("etl-shuffle-per-partition", "each partition is shuffled with a seed of its own",
+           "templates/etl/etl.py.j2", 'np.random.default_rng([SHUFFLE_SEED, partition_info["number"]])',
+           "np.random.default_rng(SHUFFLE_SEED)", "shuffle", files=(ETL_VALUES,)),
+    Mutant("etl-shuffle-switch", "output.shuffle reaches etl.py", "codegen/etl/render.py",
+           '"shuffle": py(etl.output.shuffle),', '"shuffle": py(True),', "shuffle", files=(ETL_VALUES,)),
+    Mutant("etl-dtype-ids", "categorical ids are written as int64", "codegen/etl/plan.py",
+           'dtypes.update({c: "int64" for c in cats if c not in multi_out})',
+           'dtypes.update({c: "int32" for c in cats if c not in multi_out})', "dtypes", files=(ETL_VALUES,)),
+    Mutant("etl-dtype-labels", "labels are written as float32, as continuous columns", "codegen/etl/plan.py",
+           'dtypes.update({c: "float32" for c in conts + labels})', 'dtypes.update({c: "float32" for c in conts})',
+           "dtypes", files=(ETL_VALUES,)),
+    Mutant("etl-dtype-lists", "list columns stay out of to_parquet's dtypes", "codegen/etl/plan.py",
+           'dtypes.update({c: "int64" for c in cats if c not in multi_out})',
+           'dtypes.update({c: "int64" for c in cats})', "dtypes", files=(ETL_VALUES,)),
+    Mutant("etl-slot-order", "crossed columns come first in the slot order", "codegen/etl/plan.py",
+           "cats = tuple(x.output for x in crosses) + tuple(c for g in groups if g.role == \"categorical\" "
+           "for c in g.columns)",
+           "cats = tuple(c for g in groups if g.role == \"categorical\" for c in g.columns) + "
+           "tuple(x.output for x in crosses)", "dtypes", files=(ETL_VALUES,)),
+    Mutant("etl-categorify-options", "Categorify gets the spec's freq_threshold, max_size, num_buckets",
+           "codegen/etl/render.py", 'return _call("Categorify", op.args, "out_path=cat_dir")',
+           'return _call("Categorify", (), "out_path=cat_dir")', "categorify", files=(ETL_VALUES,)),
+    Mutant("etl-cross-combo", "a combo cross is Categorify(encode_type=\"combo\")", "codegen/etl/render.py",
+           "'encode_type=\"combo\"'", "'encode_type=\"joint\"'", "categorify", files=(ETL_VALUES,)),
+    Mutant("etl-cross-freq", "a combo cross gets its freq_threshold", "codegen/etl/render.py",
+           'f"freq_threshold={py(x.freq_threshold)}" if x.freq_threshold else ""', '""', "categorify",
+           files=(ETL_VALUES,)),
+    Mutant("etl-hashed-buckets", "a hashed cross has the spec's bucket count", "codegen/etl/render.py",
+           'op = (f"ops.HashedCross({py(x.num_buckets)})",', 'op = (f"ops.HashedCross({py(x.num_buckets + 1)})",',
+           "categorify", files=(ETL_VALUES,)),
     # -- boundaries (tests/test_boundaries.py) --
     Mutant("key-offsets", "the largest key is the cardinality sum - 1 (a sum of 2**32 fits unsigned int)",
            "codegen/graph/build.py", "if total - 1 > key_max:", "if total > key_max:", "slot_offsets",
@@ -165,7 +209,7 @@ MUTANTS = (
 
 
 def _copy_tree(dest: Path) -> Path:
-    """The parts of the checkout the tests need, in dest/<checkout name> (shared/ beside it, as tests expect)."""
+    """The parts of the checkout the tests need, in dest/<checkout name> (nothing beside it: the tests stand alone)."""
     work = dest / REPO.name
     work.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
@@ -175,9 +219,6 @@ def _copy_tree(dest: Path) -> Path:
             shutil.copytree(src, work / name, ignore=ignore, symlinks=True)
         else:
             shutil.copy2(src, work / name)
-    shared = REPO.parent / "shared"
-    if shared.is_dir():
-        (dest / "shared").symlink_to(shared)
     return work
 
 

@@ -3,7 +3,7 @@
 A preset returns :class:`RawLayer` entries, the same thing an explicit ``layers:`` list produces, so shape
 inference, HugeCTR's checks and every renderer treat both alike. Every dimension is derived from the features and
 the embeddings (slot counts, vec sizes, dense width), never typed. Names follow HugeCTR's samples (reshape1, fc1,
-relu1, ..., loss) so generated scripts read like the hand-written ones. Graphs: shared/reference/hugectr.md §3, §6.
+relu1, ..., loss) so generated scripts read like the hand-written ones. Graphs: docs/hugectr.md §3, §6.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Output shapes of HugeCTR dense layers and the construction checks HugeCTR runs on them.
 
-Shapes follow ``calculate_tensor_dimensions`` and the layer constructors (shared/reference/hugectr.md §3, §4.4).
+Shapes follow ``calculate_tensor_dimensions`` and the layer constructors (docs/hugectr.md §3, §4.4).
 A :class:`Shape` keeps the per-sample dimensions plus a row multiplier, because a Reshape may move elements into the
 batch dimension (DeepFM reshapes (B, 26, 11) to (B*26, 11)); ``rows`` is that multiplier as a fraction of the batch.
 Check messages quote HugeCTR's own error texts so a user can search for them.

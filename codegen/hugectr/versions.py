@@ -3,8 +3,8 @@
 Every rule is one row: a name with the first release that has it and, where it was removed, the first release that
 no longer does. API facts (functions, arguments, enum members) are not written here: they come from
 ``api_table.json`` (see ``api.py``; extracted from each release's pybind sources by tools/hugectr_api.py). What is
-written here are the JSON writer's and the model's behaviour rules (shared/reference/hugectr.md, section numbers in
-the comments). A spec that needs a thing its target release lacks fails with a message naming the releases that
+written here are the JSON writer's and the model's behaviour rules (docs/hugectr.md, section numbers in the
+comments). A spec that needs a thing its target release lacks fails with a message naming the releases that
 have it.
 """
 

@@ -1,4 +1,4 @@
-"""The graph JSON exactly as HugeCTR's ``Model.graph_to_json`` writes it (shared/reference/hugectr.md §2).
+"""The graph JSON exactly as HugeCTR's ``Model.graph_to_json`` writes it (docs/hugectr.md §2).
 
 Bytes: keys sorted, 2-space indent, raw UTF-8, no trailing newline (§2.1); every float parameter is a C++ float
 widened to double (§2.2); automatic Slice layers come from the graph's analysed layer list (§2.7).

@@ -1,7 +1,7 @@
-"""model.summary() as the target HugeCTR release prints it (shared/reference/hugectr.md §1.10).
+"""model.summary() as the target HugeCTR release prints it (docs/hugectr.md §1.10).
 
-Columns are ``std::setw(40)`` then ``setw(30)``, left-aligned. Three layouts exist in the fixtures taken from NVIDIA's
-notebooks (shared/fixtures/summary): before 3.3 (rows without rules, several names joined by ','), 3.3 - 3.x (a rule
+Columns are ``std::setw(40)`` then ``setw(30)``, left-aligned. Three layouts exist in the tables NVIDIA's notebooks
+printed (tests/facts/summaries.json): before 3.3 (rows without rules, several names joined by ','), 3.3 - 3.x (a rule
 after every row, one name per line) and 4.x and later (the same, with the built tensors' rows instead of None and the
 auto-Slice rows of graph_analysis). Log prefixes with timestamps are not reproduced.
 """

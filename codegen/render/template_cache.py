@@ -4,8 +4,8 @@ same templates again).
 Jinja's own bytecode cache, in ``$XDG_CACHE_HOME/ctrgen/`` (default ``~/.cache/ctrgen/``): an entry is used only
 when the template's source has the same sha1 as when it was compiled, for the same Python and Jinja versions, so
 outputs are those of a fresh compile. The folder must be the user's own and writable by nobody else (cached code is
-run); otherwise, or with ``CTRGEN_TEMPLATE_CACHE=0`` (or ``CTRGEN_CACHE=0``), or when it cannot be written, templates
-are compiled each run (codegen/user_cache.py).
+run); otherwise, or with ``CTRGEN_CACHE=0``, or when it cannot be written, templates are compiled each run
+(codegen/user_cache.py).
 """
 
 from __future__ import annotations
@@ -36,5 +36,5 @@ class _QuietCache(FileSystemBytecodeCache):
 
 def bytecode_cache() -> FileSystemBytecodeCache | None:
     version = f"py{sys.version_info[0]}.{sys.version_info[1]}-jinja{jinja2.__version__}"
-    folder = user_cache.folder(f"templates-{version}", "CTRGEN_TEMPLATE_CACHE")
+    folder = user_cache.folder(f"templates-{version}")
     return None if folder is None else _QuietCache(str(folder), pattern="%s.cache")

@@ -19,10 +19,11 @@ def bytecode_cache() -> str | None:
 
     Container images often set PYTHONDONTWRITEBYTECODE and ship torch without .pyc files: every process then compiles
     torch's Python from source, seconds of start-up. The bytecode is then kept in the user's cache (never beside the
-    installed files; Python checks each file against its source). CTRGEN_PYCACHE=0 turns this off."""
+    installed files; Python checks each file against its source). CTRGEN_CACHE=0 turns this off, as it turns off
+    ctrgen's other user caches."""
     import importlib.util
 
-    if not sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get("CTRGEN_PYCACHE", "1") == "0":
+    if not sys.dont_write_bytecode or sys.pycache_prefix or os.environ.get("CTRGEN_CACHE", "1") == "0":
         return None
     torch_spec = importlib.util.find_spec("torch")
     if torch_spec is None or not torch_spec.origin:

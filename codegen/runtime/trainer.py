@@ -194,7 +194,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     startup: dict[str, Any] = {"import_s": round(clock.imported - clock.started, 3)}
     if clock.pycache:
         log(f"torch's bytecode is kept in {clock.pycache} (this installation has none and PYTHONDONTWRITEBYTECODE is set; "
-            "CTRGEN_PYCACHE=0 turns this off)")
+            "CTRGEN_CACHE=0 turns this off)")
     mark = time.perf_counter()
     torch.manual_seed(args.seed)
     with torch.device(device):   # initialised where it trains: a big table never exists on the host

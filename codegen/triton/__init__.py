@@ -1,7 +1,7 @@
 """Triton model repositories for HugeCTR models: reading ``config.pbtxt`` and ``ps.json``, and ``ctrgen validate``.
 
-Facts come from shared/reference/triton.md (backend rules §2, ps.json §4, cross-file rules §5, checklist §7) and
-hugectr.md §2 (graph JSON) and §5 (files written by training).
+Facts: docs/triton.md (backend rules §2, ps.json §4, cross-file rules §5, checklist §7) and docs/hugectr.md §2
+(graph JSON) and §5 (files written by training).
 
 Sub-packages: plan/ (what ctrgen writes: planner and config.pbtxt writer), lint/ (``ctrgen validate``'s rules),
 deploy/ (``ctrgen assemble``'s logic), commands/ (the click commands); pb.py loads Triton's protobuf for plan and lint.

@@ -24,7 +24,7 @@ Examples:
   ctrgen validate generated/deepfm_vertex/triton --spec specs/deepfm_vertex.yaml   # the spec's columns of its lock
 
 \b
-Checks (shared/reference/triton.md §2, §4, §5, §7):
+Checks (docs/triton.md §2, §4, §5, §7):
   hugectr models  inputs DES/CATCOLUMN/ROWINDEX and dtypes, dims, KIND_GPU, max_batch_size and name vs ps.json,
                   gpucache*, slots/des_feature_num/label_dim/cat_feature_num/max_nnz/embedding_vector_size vs the
                   graph JSON, key width, per-table lists of ps.json, dense and sparse files

@@ -1,4 +1,4 @@
-"""ps.json per-table lists (triton.md §4, lint fixtures README): each holds exactly one entry per embedding layer of
+"""ps.json per-table lists (triton.md §4): each holds exactly one entry per embedding layer of
 the graph JSON, in JSON order, and HugeCTR names the tables by the embeddings' ``top``."""
 
 from __future__ import annotations

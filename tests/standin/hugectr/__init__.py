@@ -14,7 +14,7 @@ Contract (see tests/standin/README.md):
   only where HugeCTR opens them (``CTRGEN_STANDIN_SKIP_DATA=1`` skips those checks; ``CTRGEN_STANDIN_ROOT`` maps
   absolute paths below a folder).
 
-It is written from the shared HugeCTR reference only and must never import ctrgen's ``codegen`` package.
+It is written from the HugeCTR facts of docs/hugectr.md only and must never import ctrgen's ``codegen`` package.
 """
 
 from __future__ import annotations
@@ -42,4 +42,4 @@ def __getattr__(name: str):
         span = _ONLY_IN.get(name) or _ENUMS[name]._spans[next(iter(_ENUMS[name]._spans))]
         raise AttributeError(f"hugectr.{name} does not exist in HugeCTR {_NAME} (it exists in {span.describe()})")
     raise AttributeError(f"module 'hugectr' has no attribute {name!r} (HugeCTR {_NAME} stand-in; if the real "
-                         "release has it, add it to tests/standin/hugectr from the shared reference)")
+                         "release has it, add it to tests/standin/hugectr from HugeCTR's sources)")

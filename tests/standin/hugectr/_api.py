@@ -1,7 +1,7 @@
 """Factories and parameter objects of the HugeCTR Python API: CreateSolver, CreateOptimizer, DataReaderParams,
 Input, DataReaderSparseParam, SparseEmbedding, DenseLayer, AsyncParam, HybridEmbeddingParam, CreateMOS/CreateETC.
 
-Signatures per release follow shared reference hugectr.md §1.1-§1.8; checks raise RuntimeError with HugeCTR's text.
+Signatures per release follow docs/hugectr.md §1.1-§1.8; checks raise RuntimeError with HugeCTR's text.
 """
 
 from __future__ import annotations

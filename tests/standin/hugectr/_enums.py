@@ -1,4 +1,4 @@
-"""pybind11 enums of HugeCTR with the members each release has (shared reference hugectr.md §1)."""
+"""pybind11 enums of HugeCTR with the members each release has (docs/hugectr.md §1)."""
 
 from __future__ import annotations
 

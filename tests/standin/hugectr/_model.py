@@ -1,5 +1,5 @@
 """hugectr.Model: builds the graph with HugeCTR's add() checks, runs graph_analysis (auto Slices), writes the graph
-JSON and the summary, and validates the training calls without training (shared reference hugectr.md §1.8, §1.9,
+JSON and the summary, and validates the training calls without training (docs/hugectr.md §1.8, §1.9,
 §2, §4)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tensor shapes and the checks of Model.add(DenseLayer) (shared reference hugectr.md §3, §4.4).
+"""Tensor shapes and the checks of Model.add(DenseLayer) (docs/hugectr.md §3, §4.4).
 
 A tensor has ``dims``, its shape as HugeCTR records it at add() time without the batch dimension, and ``built``,
 the shape the built layer has on one GPU (rows first). They differ after a Reshape that changes the number of rows
@@ -195,7 +195,7 @@ def infer(layer, ins: list[Tensor], mixed_precision: bool = False) -> list[tuple
     if t == "MatrixMultiply":
         return [_matmul(ins)]
     raise HugeCTRError(f"hugectr stand-in (HugeCTR {NAME}): no shape rule for Layer_t.{t}; the reference gives none "
-                       "(extend tests/standin/hugectr/_shapes.py from shared reference hugectr.md §3)")
+                       "(extend tests/standin/hugectr/_shapes.py from docs/hugectr.md §3)")
 
 
 def _scale(layer, x: Tensor) -> tuple[tuple, tuple]:

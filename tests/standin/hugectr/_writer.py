@@ -1,4 +1,4 @@
-"""Model.graph_to_json bytes and Model.summary() text, per release (shared reference hugectr.md §1.10, §2)."""
+"""Model.graph_to_json bytes and Model.summary() text, per release (docs/hugectr.md §1.10, §2)."""
 
 from __future__ import annotations
 

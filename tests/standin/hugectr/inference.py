@@ -1,6 +1,6 @@
 """hugectr.inference: InferenceParams, CreateInferenceSession, InferenceSession.evaluate/predict.
 
-The shared reference gives no signatures here, so they come from upstream bindings (NVIDIA-Merlin/HugeCTR
+docs/hugectr.md gives no signatures here, so they come from upstream bindings (NVIDIA-Merlin/HugeCTR
 inference_wrapper.hpp): for 3.2/3.3 the 3.x binding (seed 004's trainer); for 4.3/23.06 a 2023 binding of the
 newer line, whose required arguments are the same nine and whose optional arguments are accepted as listed there
 (a few of them, e.g. fp8_quant, may postdate the release: that part is lenient). Nothing is computed: evaluate()
