@@ -249,7 +249,18 @@ def test_seed002_script_imports_and_reproduces(tmp_path: Path):
     from test_standin_seeds import seed002_model_py
 
     src = tmp_path / "movielens_genres.py"
-    src.write_text(seed002_model_py(), encoding="utf-8")
+    published = seed002_model_py()
+    src.write_text(published, encoding="utf-8")
+    # As published, the data folder is os.path.expanduser("~/...") (NVTabular's notebooks): a value of the machine
+    # the script runs on, which HugeCTR would not expand either. Refused with the line, never kept as "~/...".
+    with pytest.raises(UserError) as err:
+        import_source(src, "3.3")
+    message = err.value.format()
+    assert "source=" in message and "os.path.expanduser" in message and "only known where the script runs" in message
+    # With the folder written out, the script imports and regenerates call for call.
+    home = 'os.path.expanduser("~/nvt-examples/movielens/data/")'
+    assert home in published
+    src.write_text(published.replace(home, '"/data/movielens/"'), encoding="utf-8")
     _, diffs = _roundtrip(tmp_path, src, "3.3")
     assert diffs == []
 

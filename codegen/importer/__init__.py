@@ -30,11 +30,12 @@ class ImportResult:
     assumptions: list[str] = field(default_factory=list)
 
 
-def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None) -> UserError:
+def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None,
+          col: int | None = None) -> UserError:
     where = unit.where(line) if unit is not None else ""
     if where:
         message = f"{message} ({where})"
-    return UserError([Problem(str(path), message, "", line, None, fix)])
+    return UserError([Problem(str(path), message, "", line, col if line else None, fix)])
 
 
 def default_name(path: Path) -> str:
@@ -77,8 +78,8 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
                 script.notes.insert(0, (0, note))
         except Located as exc:
             if kind == "script":
-                raise _fail(path, exc.message, exc.line, exc.fix) from None
-            first_error = first_error or _fail(path, exc.message, exc.line, unit=unit)
+                raise _fail(path, exc.message, exc.line, exc.fix, col=exc.col) from None
+            first_error = first_error or _fail(path, exc.message, exc.line, exc.fix, unit=unit, col=exc.col)
             continue
         if script.count("Model") + script.count("ModelPerfExt"):
             found.append((unit, script))
@@ -110,7 +111,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
             # argparse would stop the script here too: say which command-line arguments it needs
             fix = (f"the script requires {', '.join(script.required_args)} on its command line: pass {'it' if len(script.required_args) == 1 else 'them'} with "
                    f"--args, e.g. --args \"{script.required_args[0]} VALUE\"")
-        raise _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None) from None
+        raise _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None, exc.col) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     return _finish(path, imported, label, notes)
 

@@ -69,8 +69,7 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
 def spec_value(v: object, call: Call, name: str) -> object:
     """A call's argument value -> the spec's YAML value (enums as "Type.Member")."""
     if isinstance(v, Unknown):
-        raise Refusal(f"hugectr.{call.func}({name}=...): {v.text!r} cannot be known without running the script",
-                      v.line or call.line, "replace it with a literal value")
+        raise unknown_refusal(v, call, name)
     if isinstance(v, Enum):
         return f"{v.type}.{v.member}"
     if isinstance(v, Call) and v.func.split(".")[-1][:1].isupper() and not v.func.startswith("Model."):
@@ -90,6 +89,15 @@ def spec_value(v: object, call: Call, name: str) -> object:
     return v
 
 
+def unknown_refusal(v: Unknown, call: Call, name: str) -> Located:
+    """The one line for a value the reader cannot know that would feed hugectr argument ``name``."""
+    why = f": {v.why}" if v.why else ""
+    fix = ("pass it on the command line with --args" if "command-line" in v.why or "--" in v.text[:2] else
+           "write the value as a literal (or pass it with --args where the script reads it from its command line)")
+    return Refusal(f"hugectr.{call.func}({name}=...): {v.text!r} cannot be known without running the script{why}",
+                   v.line or call.line, fix, col=v.col if v.line else None)
+
+
 def _release_key(name: str) -> tuple[int, int]:
     major, minor = name.split(".")[:2]
     return int(major), int(minor)
@@ -103,8 +111,7 @@ def _enum_member(v: object, type_: str, call: Call, name: str) -> str:
     if isinstance(v, Enum) and v.type == type_:
         return v.member
     if isinstance(v, Unknown):
-        raise Refusal(f"hugectr.{call.func}({name}=...): {v.text!r} cannot be known without running the script",
-                      v.line or call.line, "replace it with a literal value")
+        raise unknown_refusal(v, call, name)
     raise Refusal(f"hugectr.{call.func}({name}={value_repr(v)}): expected a hugectr.{type_} member", call.line)
 
 
