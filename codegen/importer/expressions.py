@@ -172,7 +172,7 @@ class Expressions:
         if len(node.elts) > 2 and all(_constant(e) for e in node.elts):
             # CPython folds a display of three or more constants into a frozenset constant and copies it.
             out: set = set()
-            out.update(self.expr(node, lambda: frozenset(elts)))  # type: ignore[arg-type]
+            out.update(_folded(elts))
             return out
         return self.expr(node, lambda: _set_in_order(elts))
 
@@ -336,7 +336,7 @@ class Expressions:
         """What a ``for`` iterates: CPython folds a set display of constants there into a frozenset constant."""
         if isinstance(node, ast.Set) and all(_constant(e) for e in node.elts):
             elts = self._elements(node.elts, frame)
-            return self.expr(node, lambda: frozenset(elts))
+            return self.expr(node, lambda: _folded(elts))
         return self.eval(node, frame)
 
     def e_ListComp(self, node: ast.ListComp, frame: Frame) -> object:
@@ -526,6 +526,12 @@ def _constant(e: ast.expr) -> bool:
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
         return _constant(e.left) and _constant(e.right) and not isinstance(e.left, ast.Tuple)
     return False
+
+
+def _folded(elts: list) -> frozenset:
+    """The frozenset constant CPython's compiler makes of constant set elements: built from them, then rebuilt from
+    its own iteration when constants are merged (so its order is that of the second build)."""
+    return frozenset(list(frozenset(elts)))
 
 
 def _set_in_order(elts: list) -> set:

@@ -6,13 +6,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import Problem, UserError
 from . import ImportResult
 
 
 def write_import(result: ImportResult, out: Path, *, force: bool = False) -> list[Path]:
-    from ..pipeline import build, open_spec
     from ..features import read_lock
+    from ..pipeline import build, open_spec
+    from ..render.script import render_model_py
+    from .release_facts import problems as release_problems
 
     if str(out) == "":
         raise UserError.one("--out", "empty output folder", fix="give a folder, e.g. --out specs")
@@ -31,7 +33,7 @@ def write_import(result: ImportResult, out: Path, *, force: bool = False) -> lis
         # The spec must load and build exactly as `ctrgen generate` will read it.
         try:
             ctx = open_spec(tspec)
-            build(ctx, read_lock(tlock))
+            job = build(ctx, read_lock(tlock))
         except UserError as exc:
             # A spec the mapper wrote but the builder refuses: the source uses something ctrgen cannot check or
             # generate. Name the source, not the temporary file.
@@ -39,6 +41,11 @@ def write_import(result: ImportResult, out: Path, *, force: bool = False) -> lis
             field = f"{first.field}: " if first.field else ""
             raise UserError.one(result.source, f"the imported model does not validate: {field}{first.message}",
                                 fix=first.fix) from None
+        # Every function, argument and enum member the generated script uses must exist in the target release.
+        facts = release_problems(render_model_py(job, ""), job.hugectr_version)
+        if facts:
+            raise UserError([Problem(result.source, m, "hugectr_version", None, None,
+                                     "import for a release that has it (--hugectr-version)") for m in facts])
         for src, dst in ((tlock, lock_path), (tspec, spec_path)):
             if dst.is_symlink():
                 dst.unlink()
