@@ -16,6 +16,7 @@ from ..features import Column, Features
 from ..graph.ir import Enum
 from ..hugectr.versions import MODEL_METHODS
 from .calls import Call, Obj, Script, Unknown, value_repr
+from .values import first_unknown
 from .embedding_collection import Collector
 
 from .signatures import POSITIONAL, param_names  # noqa: F401  (POSITIONAL re-exported for compare)
@@ -28,6 +29,10 @@ OPTIMIZER_TYPED = ("beta1", "beta2", "epsilon", "initial_accu_value", "momentum_
 READER_FORMATS = {"Parquet": "parquet", "Norm": "norm", "Raw": "raw", "RawAsync": "raw_async"}
 FIT_TYPED = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "snapshot_prefix")
 
+
+# Calls of HugeCTR 3.0/3.1 scripts and what replaced them in 3.2 (the first release ctrgen reads).
+PRE_3_2_API = {"solver_parser_helper": "hugectr.CreateSolver and hugectr.DataReaderParams",
+               "optimizer.CreateOptimizer": "hugectr.CreateOptimizer"}
 
 _VERSION = [None]   # the release being imported (positional names depend on it)
 
@@ -98,6 +103,22 @@ def unknown_refusal(v: Unknown, call: Call, name: str) -> Located:
                    v.line or call.line, fix, col=v.col if v.line else None)
 
 
+def unknown_arguments(script: Script) -> list[Located]:
+    """Every hugectr argument of the script the reader cannot know, one refusal each (for reporting all at once)."""
+    out = []
+    for call in script.all_calls:
+        names = param_names(call.func, _VERSION[0]) or ()
+        for name, v in [*zip(names, call.args), *call.kwargs]:
+            u = first_unknown(v)
+            if u is not None and call.func.split(".")[-1] not in DATA_CALLS:
+                out.append(unknown_refusal(u, call, name))
+    return out
+
+
+# Calls whose arguments are data the script passes at run time (not model facts): never refused for an unknown.
+DATA_CALLS = frozenset({"predict", "evaluate", "check_out_tensor", "lookup", "lookup_fromdlpack"})
+
+
 def _release_key(name: str) -> tuple[int, int]:
     major, minor = name.split(".")[:2]
     return int(major), int(minor)
@@ -156,6 +177,12 @@ class Mapper:
             lines = ", ".join(str(c.line) for c in models)
             raise Refusal(f"{len(models)} models are built (lines {lines}); import takes one model per file",
                           models[1].line, "split the file, one model each")
+        old = next((c for c in s.all_calls if c.func in PRE_3_2_API), None)
+        if old is not None:
+            raise Refusal(f"hugectr.{old.func} is the API of HugeCTR 3.0 and 3.1; ctrgen reads the API HugeCTR 3.2 "
+                          f"introduced ({PRE_3_2_API[old.func]})", old.line,
+                          "write the script for HugeCTR 3.2 or later (CreateSolver, DataReaderParams, "
+                          "hugectr.CreateOptimizer), or import the graph JSON it writes")
         if s.loops:
             raise Refusal("hugectr calls inside a loop of unknown length (a low-level training loop) have no spec "
                           "field", s.loops[0], "use model.fit(...), or import the graph JSON it writes")

@@ -6,7 +6,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import Problem, UserError
+from ..errors import Problem, UserError, sort_problems
 from . import ImportResult
 
 
@@ -37,10 +37,9 @@ def write_import(result: ImportResult, out: Path, *, force: bool = False) -> lis
         except UserError as exc:
             # A spec the mapper wrote but the builder refuses: the source uses something ctrgen cannot check or
             # generate. Name the source, not the temporary file.
-            first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
-            field = f"{first.field}: " if first.field else ""
-            raise UserError.one(result.source, f"the imported model does not validate: {field}{first.message}",
-                                fix=first.fix) from None
+            raise UserError([Problem(result.source, "the imported model does not validate: "
+                                     f"{p.field + ': ' if p.field else ''}{p.message}", "", None, None, p.fix)
+                             for p in sort_problems(exc.problems)]) from None
         # Every function, argument and enum member the generated script uses must exist in the target release.
         facts = release_problems(render_model_py(job, ""), job.hugectr_version)
         if facts:
