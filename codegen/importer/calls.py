@@ -75,13 +75,17 @@ class Reader(Evaluator):
                         and "Model(" in (ast.get_source_segment(self.source, fn.node) or ""):
                     self.script.notes.append((fn.node.lineno, f"function {name}() is not called statically; read "
                                                               "as if called with its default arguments"))
-                    try:
-                        self.call_function(fn, [], {}, fn.node)
-                    except Exception as exc:  # noqa: BLE001 - the function needs arguments: nothing is read
-                        if isinstance(exc, Located):
-                            raise
+                    self.call_function(fn, [], self._unknown_arguments(fn), fn.node)
                     break
         return self.script
+
+    def _unknown_arguments(self, fn: Function) -> dict:
+        """The parameters without a default of a function read although never called: unknown values."""
+        a = fn.node.args
+        params = [*a.args[:len(a.args) - len(a.defaults)],
+                  *(p for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None)]
+        return {p.arg: Unknown(p.arg, fn.node.lineno, None, f"parameter {p.arg!r} of {fn.name}(), which the module "
+                                                             "never calls statically") for p in params}
 
     def import_module(self, node: ast.Import | ast.ImportFrom, frame: Frame) -> None:
         if isinstance(node, ast.Import):

@@ -8,8 +8,8 @@ from typing import Any, Callable
 
 from ..errors import Located
 from . import builtins as B
-from .scopes import (MAX_DEPTH, BoundMethod, Class, Frame, Function, Instance, Raised, Return, Unk, col_of,
-                     stored_names)
+from .scopes import (MAX_DEPTH, BoundMethod, Class, Frame, Function, Instance, Raised, Return, Unk,
+                     bind_parameters, col_of, stored_names)
 from .values import ModuleConstants, Namespace, Unknown, comparable
 
 # Exceptions CPython's own operations raise on the values the evaluator hands them: the script raises them too.
@@ -457,7 +457,7 @@ class Expressions:
         frame = Frame(fn.frame.globals, {}, local, glob, nonloc,
                       (fn.frame, *fn.frame.enclosing) if fn.frame.local_names is not None else fn.frame.enclosing,
                       self.budget.depth + 1)
-        _bind_parameters(fn, args, kwargs, frame.locals, getattr(node, "lineno", 0))
+        bind_parameters(fn, args, kwargs, frame.locals, getattr(node, "lineno", 0))
         self.budget.depth += 1
         try:
             if isinstance(fn.node, ast.Lambda):
@@ -468,51 +468,6 @@ class Expressions:
         finally:
             self.budget.depth -= 1
         return None
-
-
-def _bind_parameters(fn: Function, args: list, kwargs: dict, out: dict, line: int) -> None:
-    a = fn.node.args
-    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
-    if len(args) > len(positional) and a.vararg is None:
-        raise Raised(TypeError(f"{fn.name}() takes {len(positional)} positional arguments but {len(args)} were "
-                               "given"), line)
-    for name, v in zip(positional, args):
-        out[name] = v
-    if a.vararg is not None:
-        out[a.vararg.arg] = tuple(args[len(positional):])
-    extra: dict = {}
-    posonly = {p.arg for p in a.posonlyargs}
-    kwonly = [p.arg for p in a.kwonlyargs]
-    for k, v in kwargs.items():
-        if (k in positional and k not in posonly) or k in kwonly:
-            if k in out:
-                raise Raised(TypeError(f"{fn.name}() got multiple values for argument {k!r}"), line)
-            out[k] = v
-        elif a.kwarg is not None:
-            extra[k] = v
-        else:
-            raise Raised(TypeError(f"{fn.name}() got an unexpected keyword argument {k!r}"), line)
-    first_default = len(positional) - len(fn.defaults)
-    for i, name in enumerate(positional):
-        if name not in out:
-            if i >= first_default:
-                out[name] = fn.defaults[i - first_default]
-            else:
-                raise Raised(TypeError(f"{fn.name}() missing required argument {name!r}"), line)
-    for name, d in zip(kwonly, fn.kw_defaults):
-        if name not in out:
-            if d is None and not _has_kw_default(fn, name):
-                raise Raised(TypeError(f"{fn.name}() missing required keyword-only argument {name!r}"), line)
-            out[name] = d
-    if a.kwarg is not None:
-        out[a.kwarg.arg] = extra
-
-
-def _has_kw_default(fn: Function, name: str) -> bool:
-    for p, d in zip(fn.node.args.kwonlyargs, fn.node.args.kw_defaults):
-        if p.arg == name:
-            return d is not None
-    return False
 
 
 def _constant(e: ast.expr) -> bool:

@@ -166,3 +166,47 @@ class Budget:
     regions: list = field(default_factory=list)
 
 
+def bind_parameters(fn: Function, args: list, kwargs: dict, out: dict, line: int) -> None:
+    """Python's binding of a call's arguments to ``fn``'s parameters; a mismatch is the TypeError Python raises."""
+    a = fn.node.args
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    if len(args) > len(positional) and a.vararg is None:
+        raise Raised(TypeError(f"{fn.name}() takes {len(positional)} positional arguments but {len(args)} were "
+                               "given"), line)
+    for name, v in zip(positional, args):
+        out[name] = v
+    if a.vararg is not None:
+        out[a.vararg.arg] = tuple(args[len(positional):])
+    extra: dict = {}
+    posonly = {p.arg for p in a.posonlyargs}
+    kwonly = [p.arg for p in a.kwonlyargs]
+    for k, v in kwargs.items():
+        if (k in positional and k not in posonly) or k in kwonly:
+            if k in out:
+                raise Raised(TypeError(f"{fn.name}() got multiple values for argument {k!r}"), line)
+            out[k] = v
+        elif a.kwarg is not None:
+            extra[k] = v
+        else:
+            raise Raised(TypeError(f"{fn.name}() got an unexpected keyword argument {k!r}"), line)
+    first_default = len(positional) - len(fn.defaults)
+    for i, name in enumerate(positional):
+        if name not in out:
+            if i >= first_default:
+                out[name] = fn.defaults[i - first_default]
+            else:
+                raise Raised(TypeError(f"{fn.name}() missing required argument {name!r}"), line)
+    for name, d in zip(kwonly, fn.kw_defaults):
+        if name not in out:
+            if d is None and not _has_kw_default(fn, name):
+                raise Raised(TypeError(f"{fn.name}() missing required keyword-only argument {name!r}"), line)
+            out[name] = d
+    if a.kwarg is not None:
+        out[a.kwarg.arg] = extra
+
+
+def _has_kw_default(fn: Function, name: str) -> bool:
+    for p, d in zip(fn.node.args.kwonlyargs, fn.node.args.kw_defaults):
+        if p.arg == name:
+            return d is not None
+    return False
