@@ -82,6 +82,8 @@ def statement(draw, depth: int = 0) -> list[str]:
     if k == 7:
         return [f"D[{json.dumps(draw(st.sampled_from('kmn')))}] = {e}"]
     if k == 8:
+        if draw(st.booleans()):
+            return [f"t = \"%d/%s/%r\" % ({i}, {draw(name_l)}, t)"]
         return [f"t = f\"{{{i}}}-{{{draw(name_l)}}}:{{{i}:>{draw(st.integers(1, 6))}}}\""]
     if k == 9:
         return [f"{draw(name_l)} = [x * {draw(small)} for x in range({draw(st.integers(0, 6))}) if x % 2]"]

@@ -125,6 +125,8 @@ def binop(op: type, left: object, right: object, inplace: bool = False) -> objec
         (inplace and op is ast.Add and type(left) is list and type(right) in (list, tuple))
     if not structural:
         need_plain(left, right)
+    if op is ast.Mod and isinstance(left, (str, bytes)):
+        need_text(right)            # "%s" % value prints the value: as str() would
     _size_guard(op, left, right)
     fn = (_INPLACE if inplace else _BIN)[op]
     return _checked(fn(left, right))
