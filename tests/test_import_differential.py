@@ -4,7 +4,7 @@ the same value, or the evaluator refuses; never a different value (issue 24).
 The suite runs the committed seed corpus (tests/data/evaluator_corpus.json) and a few hundred fresh programs (a few
 seconds). The long run, 10,000+ programs:
 
-    CTRGEN_DIFF_BATCHES=500 .venv/bin/python -m pytest tests/test_import_differential.py -q -p no:randomly
+    CTRGEN_DIFF_BATCHES=500 .venv/bin/python -m pytest tests/test_import_differential.py -q -s -p no:randomly
 
 (batches of 20 programs; ``CTRGEN_DIFF_WRITE=1`` adds the programs of the run to the seed corpus).
 """
@@ -24,6 +24,7 @@ CORPUS = Path(__file__).parent / "data" / "evaluator_corpus.json"
 BATCHES = int(os.environ.get("CTRGEN_DIFF_BATCHES", "15"))
 BATCH = 20
 _seen: list[str] = []
+_counts = [0, 0]     # programs with CPython's value, programs run (printed by the long run)
 
 
 def _check(sources: list[str]) -> tuple[int, int]:
@@ -49,7 +50,11 @@ def test_seed_corpus_gives_python_values_or_refusals():
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(programs(), min_size=BATCH, max_size=BATCH))
 def test_generated_programs_give_python_values_or_refusals(sources: list[str]):
-    _check(sources)
+    exact, total = _check(sources)
+    _counts[0] += exact
+    _counts[1] += total
+    if os.environ.get("CTRGEN_DIFF_BATCHES"):
+        print(f"\nprograms {_counts[1]}: {_counts[0]} gave CPython's value, {_counts[1] - _counts[0]} refused")
     if os.environ.get("CTRGEN_DIFF_WRITE"):
         _seen.extend(sources)
         old = json.loads(CORPUS.read_text(encoding="utf-8")) if CORPUS.exists() else []

@@ -100,3 +100,17 @@ def test_scripts_of_releases_before_3_2_name_the_release(tmp_path: Path):
         import_source(src, "3.2", "old")
     line = err.value.format()
     assert f"{src}:2:" in line and "API of HugeCTR 3.0 and 3.1" in line and "HugeCTR 3.2" in line
+
+
+def test_a_raise_on_an_unknown_condition_does_not_stop_the_reading(tmp_path: Path):
+    # The inference tests check a value only known when they run and raise a built-in exception with it.
+    snippet = ("import os\nmse = float(os.environ['MSE'])\nif mse > 1e-3:\n    raise RuntimeError(f'mse {mse}')\n"
+               "WS = 300\n")
+    src = tmp_path / "m.py"
+    src.write_text(_script(snippet), encoding="utf-8")
+    assert "workspace_size_per_gpu_in_mb: 300" in import_source(src, "23.06", "m").spec_text
+    # Raised unconditionally, it stops the script: refused with its line.
+    src.write_text(_script("raise RuntimeError(f'stop {len(L)}')\nWS = 300\n".replace("len(L)", "os.sep")),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match="stops here with RuntimeError"):
+        import_source(src, "23.06", "m")

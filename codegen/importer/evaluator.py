@@ -349,8 +349,15 @@ class Evaluator(Expressions):
         exc = self.eval(node.exc, frame) if node.exc is not None else None
         if isinstance(exc, type) and issubclass(exc, BaseException):
             exc = self.expr(node, lambda: exc())  # type: ignore[misc,operator]
+        if not isinstance(exc, BaseException) and isinstance(node.exc, ast.Call):
+            # RuntimeError(f"... {value}"): the type is known, the message only when the script runs.
+            cls = self.eval(node.exc.func, frame)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                exc = cls("(its message is known only when the script runs)")
         if isinstance(exc, BaseException):
             raise Raised(exc, node.lineno)
+        if self.uncertain is not None:
+            raise Raised(Exception("an exception known only when the script runs"), node.lineno)
         raise Located(f"the script raises {self.text(node.exc or node)} here when it runs", node.lineno,
                       "read a script that runs to its end", col=col_of(node))
 
