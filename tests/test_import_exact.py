@@ -114,3 +114,19 @@ def test_a_raise_on_an_unknown_condition_does_not_stop_the_reading(tmp_path: Pat
                    encoding="utf-8")
     with pytest.raises(UserError, match="stops here with RuntimeError"):
         import_source(src, "23.06", "m")
+
+
+@pytest.mark.parametrize("body,value", [
+    ("total = 0\nfor i in range(3):\n    if U == 'x':\n        continue\n    total += i\nr = total", None),
+    ("n = 0\nwhile True:\n    n += 1\n    if U == 'x':\n        break\nr = n", None),
+    ("n = 0\nfor i in range(3):\n    for j in range(2):\n        if U == 'x':\n            break\n        n += 1\nr = n", None),
+    ("n = 0\nfor i in range(3):\n    n += 1\n    for j in range(2):\n        if U == 'x':\n            break\nr = n", 3),
+    ("k = 5\nfor i in range(3):\n    if U == 'x':\n        break\nr = k", 5),
+], ids=["continue", "while-true-break", "inner-break-before", "inner-break-after", "untouched"])
+def test_a_break_or_continue_on_an_unknown_makes_the_loop_uncertain(body: str, value: object):
+    from codegen.importer.calls import Reader
+    from codegen.importer.values import Unknown
+
+    src = "import os\nU = os.environ['U']\n" + body
+    r = Reader("m.py", src).run_module(__import__("ast").parse(src)).globals["r"]
+    assert isinstance(r, Unknown) if value is None else r == value

@@ -65,7 +65,8 @@ def need_text(*values: object) -> None:
 
 def items_of(v: object) -> list:
     """The values ``for x in v`` visits, in CPython's order; Unk where that order or length cannot be known."""
-    need(v) if isinstance(v, Unknown) else None
+    if isinstance(v, Unknown):
+        need(v)
     if isinstance(v, Gen):
         return v.take()
     if isinstance(v, Namespace):
@@ -238,7 +239,8 @@ def _reversed(v: object) -> list:
 
 
 def _len(v: object) -> int:
-    need(v) if isinstance(v, Unknown) else None
+    if isinstance(v, Unknown):
+        need(v)
     if isinstance(v, (list, tuple, dict, set, frozenset, str, bytes, range)) or type(v) in _VIEW_TYPES:
         return len(v)  # type: ignore[arg-type]
     raise Unk("len() of this object is not modelled")

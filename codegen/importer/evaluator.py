@@ -18,8 +18,8 @@ from ..errors import Located
 from . import builtins as B
 from .expressions import Expressions
 from .values import Unknown
-from .scopes import (MAX_STEPS, Break, Budget, Class, Continue, Frame, Function, Instance, Raised, Region, Return,
-                     Unk, col_of, scope_of, stored_names)
+from .scopes import (MAX_STEPS, Break, Budget, Class, Continue, Escape, Frame, Function, Instance, Raised, Region,
+                     Return, Unk, col_of, scope_of, stored_names)
 
 
 class Evaluator(Expressions):
@@ -31,6 +31,7 @@ class Evaluator(Expressions):
         self.budget = Budget()
         self.tainted: dict[int, object] = {}       # id -> container an uncertain region may have changed
         self.unknowns = 0                           # unknowns made so far (a try body that made one may raise)
+        self.loop_depth = 0                         # loops whose body is running
 
     # ---- hooks -------------------------------------------------------------------------------------------------
     def call_other(self, node: ast.Call, func: object, frame: Frame) -> object:
@@ -264,6 +265,7 @@ class Evaluator(Expressions):
             self.exec_body(node.orelse, frame)
 
     def s_While(self, node: ast.While, frame: Frame) -> None:
+        made = self.hugectr_made()
         while True:
             cond = self.truth(node.test, frame)
             if isinstance(cond, Unknown):
@@ -274,12 +276,33 @@ class Evaluator(Expressions):
                 self.exec_body(node.orelse, frame)
                 return
             self.step(node)
-            try:
-                self.exec_body(node.body, frame)
-            except Break:
+            if self._iteration(node, frame, made):
                 return
-            except Continue:
+
+    def _iteration(self, node: ast.For | ast.While, frame: Frame, made: int) -> bool:
+        """Run the loop body once; True when the loop ends here (a break, or a break/continue on an unknown)."""
+        self.loop_depth += 1
+        try:
+            self.exec_body(node.body, frame)
+        except Break:
+            return True
+        except Continue:
+            pass
+        except Escape as e:
+            self.loop_depth -= 1
+            why = f"{e.why}, and it may end or skip an iteration of the loop at line {node.lineno}"
+            target = node.target if isinstance(node, ast.For) else None
+            try:
+                self.uncertain_run([node.body, node.orelse], frame, node, why, loop=True, target=target)
+            except Escape:
                 pass
+            if self.hugectr_made() > made:
+                self.uncertain_calls(node, why, True)
+            self.loop_depth += 1
+            return True
+        finally:
+            self.loop_depth -= 1
+        return False
 
     def s_For(self, node: ast.For, frame: Frame) -> None:
         it = self.iter_source(node.iter, frame)
@@ -291,15 +314,12 @@ class Evaluator(Expressions):
             self.uncertain_run([node.body, node.orelse], frame, node, f"the loop over {self.text(node.iter)!r} "
                                "has an unknown length", loop=True, target=node.target)
             return
+        made = self.hugectr_made()
         for item in items:
             self.step(node)
             self.assign(node.target, item, frame, node)
-            try:
-                self.exec_body(node.body, frame)
-            except Break:
+            if self._iteration(node, frame, made):
                 return
-            except Continue:
-                pass
         self.exec_body(node.orelse, frame)
 
     def s_With(self, node: ast.With, frame: Frame) -> None:
@@ -371,24 +391,34 @@ class Evaluator(Expressions):
                       loop: bool = False, target: ast.expr | None = None) -> None:
         """Code that may run any number of times, or not at all: run once with every assignment to an existing
         scope unknown and every mutation a taint; then do the same for what the run did not reach."""
-        region = Region(frame.depth, why, self.hugectr_made())
+        region = Region(frame.depth, why, self.hugectr_made(), self.loop_depth)
         self.budget.regions.append(region)
+        self.loop_depth += loop
         try:
             if target is not None:
                 self.assign(target, self.unknown(target, why), frame, node)
             for body in bodies:
                 try:
                     self.exec_body(body, frame)
-                except (Break, Continue, Raised, Unk):
+                except (Break, Continue):
+                    # A break/continue of a loop outside the region (loop number loop_depth): every region that
+                    # started inside that loop's body may have been cut short.
+                    if not loop:
+                        for r in self.budget.regions:
+                            r.escaped = r.escaped or r.loops == self.loop_depth
+                except (Escape, Raised, Unk):
                     pass
                 except Return:
                     raise Located(f"a return whose running depends on what cannot be known statically ({why})",
                                   node.lineno, "pass the values with --args or literals", col=col_of(node)) from None
         finally:
+            self.loop_depth -= loop
             self.budget.regions.pop()
         self.poison(bodies[0] + [s for b in bodies[1:] for s in b], frame, why)
         if self.hugectr_made() > region.hugectr:
             self.uncertain_calls(node, why, loop)
+        if region.escaped and not any(r.loops == region.loops for r in self.budget.regions):
+            raise Escape(why)       # the outermost such region: the loop itself must hear of it
 
     def uncertain_calls(self, node: ast.stmt, why: str, loop: bool) -> None:
         raise Located(f"which hugectr calls run depends on a value that cannot be known statically: {why}",

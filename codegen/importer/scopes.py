@@ -97,6 +97,15 @@ class Region:
     depth: int                                      # frames at or below this depth existed before it
     why: str
     hugectr: int = 0
+    loops: int = 0                                  # loops running when it started (a break in it ends loop #loops)
+    escaped: bool = False                           # a break/continue in it ends or skips that loop
+
+
+class Escape(Exception):
+    """A break or continue under a condition that cannot be known: the loop it belongs to has an unknown length."""
+
+    def __init__(self, why: str):
+        self.why = why
 
 
 def scope_of(node: ast.FunctionDef | ast.Lambda) -> tuple[frozenset, frozenset, frozenset]:

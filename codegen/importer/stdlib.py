@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from . import argv as cmdline
 from . import builtins as B
-from .scopes import Raised, Unk
+from .scopes import Unk
 from .values import Namespace, Unknown, known
 
 AT_RUN_TIME = "only known where the script runs"
@@ -145,5 +145,3 @@ def mpi_world(reader, node: ast.Call) -> int:
     reader.script.notes.append((node.lineno, f"{reader.text(node)}: MPI world assumed one process (rank 0 of 1)"))
     return value
 
-
-_ = Raised
