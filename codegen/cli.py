@@ -350,7 +350,8 @@ def port(spec: Path, to: str, out: Path | None) -> None:
     pass every check of that release; otherwise each thing that cannot move is listed and nothing is written."""
     from .port import port as do_port
 
-    click.echo(f"wrote {do_port(spec, to, out)}")
+    for path in do_port(spec, to, out):
+        click.echo(f"wrote {path}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,9 +30,13 @@ def _with_version(loaded, to: str) -> str:
     return "".join(lines)
 
 
-def port(spec_path: Path, to: str, out: Path | None = None) -> Path:
+def port(spec_path: Path, to: str, out: Path | None = None) -> list[Path]:
+    """Write the retargeted spec (to ``out``, else in place) and, where ``out`` puts it beside another lock path,
+    its features lock, so that ``ctrgen generate OUT`` works at once. Returns the paths written."""
+    from .importer.release_facts import problems as release_problems
     from .lock import load_features
-    from .model.build import build_job
+    from .model.build import build_job as build
+    from .render.script import render_model_py
     from .spec.context import open_spec
 
     ctx = open_spec(spec_path)           # the spec must be valid for its own release first
@@ -43,16 +47,32 @@ def port(spec_path: Path, to: str, out: Path | None = None) -> Path:
     try:
         tctx = open_spec(spec_path, text)
         features, _ = load_features(tctx, check_stale=False)
-        build_job(tctx, features)
+        job = build(tctx, features)
     except UserError as exc:
         problems = [Problem(str(spec_path), f"cannot move to HugeCTR {to}: {p.message}", p.field, p.line, p.col,
                             p.fix) for p in exc.problems]
         raise UserError(problems) from None
+    facts = release_problems(render_model_py(job, ""), to)
+    if facts:
+        raise UserError([Problem(str(spec_path), f"cannot move to HugeCTR {to}: {m}", "hugectr_version", None, None,
+                                 "keep the release, or change what the spec uses") for m in facts])
     target = out or spec_path
     if target.exists() and not target.is_file():
         raise UserError.one(target, "--out is not a file", fix="give a file path")
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=target.resolve().parent, prefix=".ctrgen-port-",
-                                     suffix=".yaml", delete=False) as fh:
-        fh.write(text)
+    written = []
+    lock_to = open_spec(target, text).lock_path if out is not None else ctx.lock_path
+    if lock_to.resolve() != ctx.lock_path.resolve():
+        lock_bytes = ctx.lock_path.read_bytes()
+        if lock_to.exists() and lock_to.read_bytes() != lock_bytes:
+            raise UserError.one(lock_to, "a different features lock is already where the ported spec reads its "
+                                "lock", field="--out", fix="choose another --out, or remove that lock")
+        _replace(lock_to, lock_bytes)
+        written.append(lock_to)
+    _replace(target, text.encode("utf-8"))
+    return [target, *written]
+
+
+def _replace(target: Path, data: bytes) -> None:
+    with tempfile.NamedTemporaryFile("wb", dir=target.resolve().parent, prefix=".ctrgen-port-", delete=False) as fh:
+        fh.write(data)
     os.replace(fh.name, target)
-    return target

@@ -276,3 +276,10 @@ def test_stacked_normalize_matches_nvtabular(arrays, tmp_path, monkeypatch, dtyp
     got = served(arrays, workflow, test)
     assert got["x0"].base is not None and got["x0"].base is got["x3"].base      # one matrix
     assert_same(arrays, offline(workflow, test), got)
+    # One column: the per-column steps (no matrix), with an upper clip.
+    single = nvt.Workflow(["x1"] >> ops.Clip(max_value=8.0) >> ops.Normalize())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        single.fit(nvt.Dataset(train[["x1"]], cpu=True))
+    assert (test["x1"] > 8.0).any()
+    assert_same(arrays, offline(single, test[["x1"]]), served(arrays, single, test[["x1"]]))

@@ -31,6 +31,9 @@ REPO = Path(__file__).resolve().parent.parent
 COPY = ("codegen", "templates", "tests", "tools", "specs", "generated", "pyproject.toml")
 FACTS = "tests/test_facts.py"
 ETL_VALUES = "tests/test_etl_values.py"
+FAST_PATHS = "tests/test_torch_fast_paths.py"
+CONTINUOUS_TORCH = "tests/test_torch_continuous.py"
+NVT_ARRAYS = "tests/test_nvt_arrays.py"
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ MUTANTS = (
            '"seed": int(solver.get("seed", 0) or 0),', '"seed": 0,', "seed"),
     # -- the ETL (tests/test_etl_values.py: etl.py's own functions and constants, rendered from a spec) --
     Mutant("etl-split-seed", "the validation split uses the spec's split.seed", "codegen/etl/render.py",
-           '"split_seed": py(etl.split.seed),', '"split_seed": py(0),', "split", files=(ETL_VALUES,)),
+           '"split_seed": py(plan.split.seed),', '"split_seed": py(0),', "split", files=(ETL_VALUES,)),
     Mutant("etl-split-fraction", "the split holds out valid_fraction of the rows, not the rest",
            "templates/etl/etl.py.j2", "(uniform(rows, SPLIT_SEED) < VALID_FRACTION) == keep_valid",
            "(uniform(rows, SPLIT_SEED) >= VALID_FRACTION) == keep_valid", "split", files=(ETL_VALUES,)),
@@ -157,12 +160,12 @@ MUTANTS = (
            "templates/etl/etl.py.j2", "astype(np.float64) / float(1 << 53)", "astype(np.float64) / float(1 << 52)",
            "split", files=(ETL_VALUES,)),
     Mutant("etl-shuffle-seed", "the training shuffle uses the spec's output.seed", "codegen/etl/render.py",
-           '"shuffle_seed": py(etl.output.seed),', '"shuffle_seed": py(0),', "shuffle", files=(ETL_VALUES,)),
+           '"shuffle_seed": py(plan.output.seed),', '"shuffle_seed": py(0),', "shuffle", files=(ETL_VALUES,)),
     Mutant("etl-shuffle-per-partition", "each partition is shuffled with a seed of its own",
            "templates/etl/etl.py.j2", 'np.random.default_rng([SHUFFLE_SEED, partition_info["number"]])',
            "np.random.default_rng(SHUFFLE_SEED)", "shuffle", files=(ETL_VALUES,)),
     Mutant("etl-shuffle-switch", "output.shuffle reaches etl.py", "codegen/etl/render.py",
-           '"shuffle": py(etl.output.shuffle),', '"shuffle": py(True),', "shuffle", files=(ETL_VALUES,)),
+           '"shuffle": py(plan.output.shuffle),', '"shuffle": py(True),', "shuffle", files=(ETL_VALUES,)),
     Mutant("etl-dtype-ids", "categorical ids are written as int64", "codegen/etl/plan.py",
            'dtypes.update({c: "int64" for c in cats if c not in multi_out})',
            'dtypes.update({c: "int32" for c in cats if c not in multi_out})', "dtypes", files=(ETL_VALUES,)),
@@ -205,6 +208,35 @@ MUTANTS = (
            "codegen/hugectr/arg_types.py", "if not isinstance(value, int) or isinstance(value, bool):",
            "if not isinstance(value, (int, float)) or isinstance(value, bool):", "args",
            files=("tests/test_boundaries.py",)),
+    # -- the runtime's optimizers and checkpoints, the served numpy preprocessing (issue 25) --
+    Mutant("dense-nesterov", "Nesterov momentum reaches the fused SGD step", "codegen/runtime/dense_optim.py",
+           'nesterov=h.get("nesterov", False)', "nesterov=False", "dense_optimizer", files=(FAST_PATHS,)),
+    Mutant("dense-adagrad-eps", "AdaGrad divides by sqrt(sum) + eps", "codegen/runtime/dense_optim.py",
+           'torch._foreach_add_(std, h["eps"])', 'torch._foreach_add_(std, 1e-3)', "dense_optimizer",
+           files=(FAST_PATHS,)),
+    Mutant("dense-rmsprop-alpha", "RMSProp decays its squares by alpha", "codegen/runtime/dense_optim.py",
+           'torch._foreach_mul_(squares, h["alpha"])', "torch._foreach_mul_(squares, 0.5)", "dense_optimizer",
+           files=(FAST_PATHS,)),
+    Mutant("row-adam-bias", "row-wise Adam corrects the first moment's bias", "codegen/runtime/row_optim.py",
+           "bias1 = 1 - torch.pow(beta1, self.steps)", "bias1 = torch.ones_like(self.steps)", "row_update",
+           files=(FAST_PATHS,)),
+    Mutant("row-adagrad-eps", "row-wise AdaGrad adds eps to the root of the sum", "codegen/runtime/row_optim.py",
+           'w.addcdiv_(g * -lr, s.sqrt().add_(self.hyper["eps"]))', "w.addcdiv_(g * -lr, s.sqrt().add_(1e-3))",
+           "row_update", files=(FAST_PATHS,)),
+    Mutant("resume-optimizer", "a resumed run restores the optimizer's state", "codegen/runtime/checkpoint.py",
+           '    optimizer.load_state_dict(state["optimizer"])\n', "", "resumes", files=(CONTINUOUS_TORCH,)),
+    Mutant("nvt-logop", "LogOp is log(x + 1)", "codegen/runtime/nvt_arrays.py",
+           "return np.log(x.astype(op.output_dtype) + 1)", "return np.log(x.astype(op.output_dtype) + 2)",
+           "demo_workflows or stacked", files=(NVT_ARRAYS,)),
+    Mutant("nvt-normalize", "Normalize divides by the fitted std", "codegen/runtime/nvt_arrays.py",
+           "return ((x - mean) / std if std > 0 else x - mean).astype(op.output_dtype)",
+           "return ((x - mean) * std if std > 0 else x - mean).astype(op.output_dtype)",
+           "demo_workflows or stacked", files=(NVT_ARRAYS,)),
+    Mutant("nvt-clip-high", "Clip caps at max_value", "codegen/runtime/nvt_arrays.py",
+           "        x[x > high] = high\n", "        pass\n", "demo_workflows or stacked", files=(NVT_ARRAYS,)),
+    Mutant("nvt-oov", "an unseen category maps to NVTabular's out-of-vocabulary id 2", "codegen/runtime/nvt_values.py",
+           "PAD, NULL, OOV = 0, 1, 2", "PAD, NULL, OOV = 0, 1, 3", "categorify or demo_workflows",
+           files=(NVT_ARRAYS,)),
 )
 
 

@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Located, Problem, UserError
+from ..errors import Located, Problem, UserError, sort_problems
 from ..features import Features
 from .calls import extract
 from .source import Unit, kind_of, notebook_units, read_text
-from .to_spec import Imported, Mapper
+from .to_spec import Imported, Mapper, unknown_arguments
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -30,16 +30,32 @@ class ImportResult:
     assumptions: list[str] = field(default_factory=list)
 
 
-def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None) -> UserError:
+def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None,
+          col: int | None = None) -> UserError:
     where = unit.where(line) if unit is not None else ""
     if where:
         message = f"{message} ({where})"
-    return UserError([Problem(str(path), message, "", line, None, fix)])
+    return UserError([Problem(str(path), message, "", line, col if line else None, fix)])
+
+
+MAX_NAME = 64    # the spec's limit on a model name (it names folders, files and Triton models)
 
 
 def default_name(path: Path) -> str:
+    """The model name a file name gives: an identifier of at most MAX_NAME characters."""
     stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "model"
-    return stem if not stem[0].isdigit() else f"m_{stem}"
+    stem = stem if not stem[0].isdigit() else f"m_{stem}"
+    return stem[:MAX_NAME].rstrip("_") or "model"
+
+
+def name_note(path: Path, name: str | None) -> str:
+    """What the import says when it derived the name from a file name it had to shorten."""
+    if name is not None:
+        return ""
+    full = re.sub(r"[^A-Za-z0-9_]", "_", path.stem)
+    derived = default_name(path)
+    return (f"name {derived!r}: the file name cut to {MAX_NAME} characters (pass --name to choose)"
+            if len(full) > MAX_NAME else "")
 
 
 def import_source(path: Path, hugectr_version: str | None = None, name: str | None = None,
@@ -57,6 +73,9 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     if name is not None and not _NAME.match(name):
         raise UserError([Problem(str(path), f"--name {name!r} is not a valid identifier", "name", None, None,
                                  "use letters, digits and '_' only, not starting with a digit")])
+    if name is not None and len(name) > MAX_NAME:
+        raise UserError([Problem(str(path), f"--name is {len(name)} characters; a model name has at most {MAX_NAME}",
+                                 "name", None, None, f"pass a --name of at most {MAX_NAME} characters")])
     if kind == "graph_json":
         if argv is not None:
             raise UserError([Problem(str(path), "--args applies to a script or notebook, not to a graph JSON",
@@ -77,8 +96,8 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
                 script.notes.insert(0, (0, note))
         except Located as exc:
             if kind == "script":
-                raise _fail(path, exc.message, exc.line, exc.fix) from None
-            first_error = first_error or _fail(path, exc.message, exc.line, unit=unit)
+                raise _fail(path, exc.message, exc.line, exc.fix, col=exc.col) from None
+            first_error = first_error or _fail(path, exc.message, exc.line, exc.fix, unit=unit, col=exc.col)
             continue
         if script.count("Model") + script.count("ModelPerfExt"):
             found.append((unit, script))
@@ -110,8 +129,18 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
             # argparse would stop the script here too: say which command-line arguments it needs
             fix = (f"the script requires {', '.join(script.required_args)} on its command line: pass {'it' if len(script.required_args) == 1 else 'them'} with "
                    f"--args, e.g. --args \"{script.required_args[0]} VALUE\"")
-        raise _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None) from None
+        first = _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None, exc.col)
+        if "cannot be known without running the script" not in exc.message:
+            raise first from None
+        # Every argument the reader cannot know, not only the first the mapper met: all problems at once, sorted.
+        problems = list(first.problems)
+        for other in unknown_arguments(script):
+            problems += _fail(path, other.message, other.line, other.fix, unit if kind != "script" else None,
+                              other.col).problems
+        raise UserError(sort_problems(problems)) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
+    if note := name_note(path, name):
+        notes.insert(0, note)
     return _finish(path, imported, label, notes)
 
 

@@ -108,7 +108,7 @@ class _Strict(argparse.ArgumentParser):
 
 
 UNKNOWN = object()   # what parse() returns for an argument whose value cannot be known (a custom type or action)
-_TYPES = (int, float, str, bool)
+_TYPES = (int, float, str, bool, str.upper, str.lower, str.strip)
 _ACTIONS = frozenset({"store", "store_true", "store_false", "store_const", "append", "append_const", "count",
                       "extend", "help", "version"})
 _KEYS = frozenset({"action", "nargs", "const", "default", "type", "choices", "required", "dest", "help", "metavar"})

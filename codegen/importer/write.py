@@ -6,14 +6,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import Problem, UserError, sort_problems
 from . import ImportResult
 
 
 def write_import(result: ImportResult, out: Path, *, force: bool = False) -> list[Path]:
-    from ..model.build import build_job
-    from ..spec.context import open_spec
     from ..features import read_lock
+    from ..model.build import build_job as build
+    from ..render.script import render_model_py
+    from ..spec.context import open_spec
+    from .release_facts import problems as release_problems
 
     if str(out) == "":
         raise UserError.one("--out", "empty output folder", fix="give a folder, e.g. --out specs")
@@ -32,14 +34,18 @@ def write_import(result: ImportResult, out: Path, *, force: bool = False) -> lis
         # The spec must load and build exactly as `ctrgen generate` will read it.
         try:
             ctx = open_spec(tspec)
-            build_job(ctx, read_lock(tlock))
+            job = build(ctx, read_lock(tlock))
         except UserError as exc:
             # A spec the mapper wrote but the builder refuses: the source uses something ctrgen cannot check or
             # generate. Name the source, not the temporary file.
-            first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
-            field = f"{first.field}: " if first.field else ""
-            raise UserError.one(result.source, f"the imported model does not validate: {field}{first.message}",
-                                fix=first.fix) from None
+            raise UserError([Problem(result.source, "the imported model does not validate: "
+                                     f"{p.field + ': ' if p.field else ''}{p.message}", "", None, None, p.fix)
+                             for p in sort_problems(exc.problems)]) from None
+        # Every function, argument and enum member the generated script uses must exist in the target release.
+        facts = release_problems(render_model_py(job, ""), job.hugectr_version)
+        if facts:
+            raise UserError([Problem(result.source, m, "hugectr_version", None, None,
+                                     "import for a release that has it (--hugectr-version)") for m in facts])
         for src, dst in ((tlock, lock_path), (tspec, spec_path)):
             if dst.is_symlink():
                 dst.unlink()

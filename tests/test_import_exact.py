@@ -1,0 +1,132 @@
+"""Import is exact or refused (issue 24): each value a script computes reaches the spec as CPython computes it,
+or the import stops with the file, line and column of the value and the argument it would have fed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from codegen.errors import UserError
+from codegen.importer import import_source
+from conftest import run_ctrgen
+from test_import import NORM_DCN
+
+# Each snippet computes WS, which the script passes as SparseEmbedding(workspace_size_per_gpu_in_mb=WS).
+EXACT = {
+    "while-doubling": ("ws = 1\nwhile ws < 75:\n    ws *= 2\nWS = ws\n", 128),
+    "while-true-break": ("n = 0\nwhile True:\n    n += 1\n    if n == 6:\n        break\nWS = n * 50\n", 300),
+    "set-len": ("WS = len({6, 6, 3}) * 100\n", 200),
+    "set-order": ("WS = [x for x in {300, 200, 100}][0] * 4\n", 800),
+    "aliasing": ("L = [512]\nM = L\nM += [512]\nWS = sum(L)\n", 1024),
+    "mutable-default": ("def grow(x, acc=[]):\n    acc.append(x)\n    return len(acc)\ngrow(1)\nWS = grow(2) * 3\n",
+                        6),
+    "global": ("ws = 10\ndef setup():\n    global ws\n    ws = 75\nsetup()\nWS = ws\n", 75),
+    "try-except": ("try:\n    WS = 300 // 0\nexcept ZeroDivisionError:\n    WS = 64\n", 64),
+}
+REFUSED = {
+    "object-str": ("WS = int(len(f'{solver}'))\n", "an object that is not a number"),
+    "instance-fstring": ("class C:\n    pass\nWS = len(f'{C()}')\n", "an object that is not a number"),
+    "string-set-order": ("WS = len([x for x in {'ab', 'c'}][0])\n", "changes from run to run"),
+    "home-folder": ("import os\nWS = len(os.path.expanduser('~/data'))\n", "only known where the script runs"),
+    "environment": ("import os\nWS = int(os.environ['WS'])\n", "WS"),
+}
+
+
+def _script(snippet: str) -> str:
+    text = NORM_DCN.replace("workspace_size_per_gpu_in_mb=300", "workspace_size_per_gpu_in_mb=WS")
+    return text.replace("model = hugectr.Model(", snippet + "model = hugectr.Model(", 1)
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+def test_values_are_pythons(name: str, tmp_path: Path):
+    snippet, value = EXACT[name]
+    src = tmp_path / "m.py"
+    src.write_text(_script(snippet), encoding="utf-8")
+    spec = import_source(src, "23.06", "m").spec_text
+    assert re.search(rf"workspace_size_per_gpu_in_mb: {value}\b", spec), spec
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_cannot_be_known_is_refused_with_line_and_column(name: str, tmp_path: Path):
+    snippet, why = REFUSED[name]
+    src = tmp_path / "m.py"
+    text = _script(snippet)
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        import_source(src, "23.06", "m")
+    line = err.value.format()
+    ws_line = 1 + text.splitlines().index(next(ln for ln in text.splitlines() if ln.startswith("WS =")))
+    assert line.startswith(f"{src}:{ws_line}:"), line
+    assert "SparseEmbedding(workspace_size_per_gpu_in_mb=...)" in line and why in line
+
+
+def test_argparse_applies_type_to_a_string_default(tmp_path: Path):
+    snippet = ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--combiner', type=str.lower, "
+               "default='MEAN')\nCOMBINER = p.parse_args().combiner\nWS = 300\n")
+    src = tmp_path / "m.py"
+    src.write_text(_script(snippet).replace('combiner="sum"', "combiner=COMBINER"), encoding="utf-8")
+    assert "combiner: mean" in import_source(src, "23.06", "m").spec_text
+
+
+def test_an_unknown_branch_with_hugectr_calls_is_refused(tmp_path: Path):
+    src = tmp_path / "m.py"
+    src.write_text(NORM_DCN.replace("model.summary()", "import os\nif os.path.exists('x'):\n    model.summary()"),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match="which hugectr calls run depends on"):
+        import_source(src, "23.06", "m")
+
+
+def test_names_fit_the_rules(tmp_path: Path):
+    long = tmp_path / ("a_very_long_training_script_name_" * 3 + ".py")
+    long.write_text(NORM_DCN, encoding="utf-8")
+    result = import_source(long, "23.06")
+    assert len(result.name) == 64 and result.name.startswith("a_very_long")
+    assert any("cut to 64 characters" in n for n in result.assumptions)
+    proc = run_ctrgen("import", str(long), "--hugectr-version", "23.06", "--name", "m" * 65, "--out",
+                      str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert "--name is 65 characters; a model name has at most 64" in proc.stderr and "fix:" in proc.stderr
+
+
+def test_scripts_of_releases_before_3_2_name_the_release(tmp_path: Path):
+    old = ("import hugectr\nsolver_config = hugectr.solver_parser_helper(batchsize=1024, vvgpu=[[0]])\n"
+           "opt = hugectr.optimizer.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.Adam)\n"
+           "model = hugectr.Model(solver_config, opt)\nmodel.compile()\nmodel.fit()\n")
+    src = tmp_path / "old.py"
+    src.write_text(old, encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        import_source(src, "3.2", "old")
+    line = err.value.format()
+    assert f"{src}:2:" in line and "API of HugeCTR 3.0 and 3.1" in line and "HugeCTR 3.2" in line
+
+
+def test_a_raise_on_an_unknown_condition_does_not_stop_the_reading(tmp_path: Path):
+    # The inference tests check a value only known when they run and raise a built-in exception with it.
+    snippet = ("import os\nmse = float(os.environ['MSE'])\nif mse > 1e-3:\n    raise RuntimeError(f'mse {mse}')\n"
+               "WS = 300\n")
+    src = tmp_path / "m.py"
+    src.write_text(_script(snippet), encoding="utf-8")
+    assert "workspace_size_per_gpu_in_mb: 300" in import_source(src, "23.06", "m").spec_text
+    # Raised unconditionally, it stops the script: refused with its line.
+    src.write_text(_script("raise RuntimeError(f'stop {len(L)}')\nWS = 300\n".replace("len(L)", "os.sep")),
+                   encoding="utf-8")
+    with pytest.raises(UserError, match="stops here with RuntimeError"):
+        import_source(src, "23.06", "m")
+
+
+@pytest.mark.parametrize("body,value", [
+    ("total = 0\nfor i in range(3):\n    if U == 'x':\n        continue\n    total += i\nr = total", None),
+    ("n = 0\nwhile True:\n    n += 1\n    if U == 'x':\n        break\nr = n", None),
+    ("n = 0\nfor i in range(3):\n    for j in range(2):\n        if U == 'x':\n            break\n        n += 1\nr = n", None),
+    ("n = 0\nfor i in range(3):\n    n += 1\n    for j in range(2):\n        if U == 'x':\n            break\nr = n", 3),
+    ("k = 5\nfor i in range(3):\n    if U == 'x':\n        break\nr = k", 5),
+], ids=["continue", "while-true-break", "inner-break-before", "inner-break-after", "untouched"])
+def test_a_break_or_continue_on_an_unknown_makes_the_loop_uncertain(body: str, value: object):
+    from codegen.importer.calls import Reader
+    from codegen.importer.values import Unknown
+
+    src = "import os\nU = os.environ['U']\n" + body
+    r = Reader("m.py", src).run_module(__import__("ast").parse(src)).globals["r"]
+    assert isinstance(r, Unknown) if value is None else r == value
