@@ -102,6 +102,8 @@ BEHAVIOUR.update({
     "solver_scaler_check": _s((3, 2), (23, 2)),
     "softmax_mask": _s((3, 9)),              # Softmax takes a second input, the mask (masked softmax)
     "softmax_factor_json": _s((3, 9)),       # graph_to_json writes Softmax's "factor"
+    # AsyncParam's positional order changed in 4.1 (the importer binds positional arguments by it)
+    "async_param_order_4_1": _s((4, 1)),
     # MaskedSoftMaxLayer in mixed precision: refused from 23.06; before, a plain Softmax that drops the mask is built
     "masked_softmax_mixed_refused": _s((23, 6)),
     "matmul_2d_by_3d_check": _s((23, 6)),    # MatrixMultiply of a 2D by a 3D tensor: the rhs batch is checked

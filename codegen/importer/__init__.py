@@ -8,54 +8,13 @@ builder that ``ctrgen generate`` uses before anything is written.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import Located, Problem, UserError, sort_problems
-from ..features import Features
 from .calls import extract
 from .source import Unit, kind_of, notebook_units, read_text
 from .to_spec import Imported, Mapper, unknown_arguments
-
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-@dataclass
-class ImportResult:
-    name: str
-    spec_text: str
-    features: Features
-    unit: str                                   # which part of the source the model came from
-    source: str = ""                            # the source path, for messages
-    assumptions: list[str] = field(default_factory=list)
-
-
-def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None,
-          col: int | None = None) -> UserError:
-    where = unit.where(line) if unit is not None else ""
-    if where:
-        message = f"{message} ({where})"
-    return UserError([Problem(str(path), message, "", line, col if line else None, fix)])
-
-
-MAX_NAME = 64    # the spec's limit on a model name (it names folders, files and Triton models)
-
-
-def default_name(path: Path) -> str:
-    """The model name a file name gives: an identifier of at most MAX_NAME characters."""
-    stem = re.sub(r"[^A-Za-z0-9_]", "_", path.stem) or "model"
-    stem = stem if not stem[0].isdigit() else f"m_{stem}"
-    return stem[:MAX_NAME].rstrip("_") or "model"
-
-
-def name_note(path: Path, name: str | None) -> str:
-    """What the import says when it derived the name from a file name it had to shorten."""
-    if name is not None:
-        return ""
-    full = re.sub(r"[^A-Za-z0-9_]", "_", path.stem)
-    derived = default_name(path)
-    return (f"name {derived!r}: the file name cut to {MAX_NAME} characters (pass --name to choose)"
-            if len(full) > MAX_NAME else "")
+from .result import _NAME, MAX_NAME, ImportResult, _fail, _finish, default_name, name_note  # noqa: F401
 
 
 def import_source(path: Path, hugectr_version: str | None = None, name: str | None = None,
@@ -179,23 +138,3 @@ def _notebook(path: Path, text: str) -> list[Unit]:
     return units
 
 
-def _finish(path: Path, imported: Imported, label: str, notes: list[str]) -> ImportResult:
-    from pydantic import ValidationError
-
-    from ..spec.model import Spec
-    from ..spec.write import write_spec
-
-    spec = imported.spec
-    if name := spec.get("name"):
-        if not _NAME.match(name):
-            raise _fail(path, f"model name {name!r} is not a valid identifier", None, "pass --name")
-    try:
-        model = Spec.model_validate(spec)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise _fail(path, f"the imported model does not fit the spec: {where}: {err['msg']}") from None
-    header = (f"Imported by ctrgen from {label} (HugeCTR {spec['hugectr_version']}).\n"
-              f"Regenerate the script with: ctrgen generate {spec['name']}.yaml")
-    return ImportResult(name=spec["name"], spec_text=write_spec(model, header), features=imported.features, unit=label,
-                        source=str(path), assumptions=notes)

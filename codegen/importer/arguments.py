@@ -110,11 +110,6 @@ def unknown_arguments(script: Script) -> list[Located]:
 DATA_CALLS = frozenset({"predict", "evaluate", "check_out_tensor", "lookup", "lookup_fromdlpack"})
 
 
-def _release_key(name: str) -> tuple[int, int]:
-    major, minor = name.split(".")[:2]
-    return int(major), int(minor)
-
-
 def compiled_once_fit(fits: list) -> bool:
     return bool(fits)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import Located, Problem, UserError
 from ..features import Column, Features
 from ..hugectr import versions as V
-from . import _NAME, ImportResult, _finish, default_name
+from .result import _NAME, ImportResult, _finish, default_name
 from .graph_fields import _MISSING, Bad, Misfit, _show, decimal_of_f32  # noqa: F401 (decimal_of_f32 re-exported)
 from .graph_layers import _bottoms, undo_auto_slices
 from .graph_read import Reading, read_document
@@ -55,7 +55,7 @@ def _prechecks(r: Reading, p: V.Profile) -> None:
             span = V.BEHAVIOUR["concat_axis"].describe()
             raise Misfit(f"{w}.axis", f"HugeCTR {rel} writes no Concat \"axis\" ({span} does)"
                          if "axis" in layer["json"] else f"HugeCTR {rel} writes a Concat \"axis\" ({span})")
-        if layer["type"] == "Softmax" and ("factor" in layer["json"]) != (p.release >= (3, 9)):
+        if layer["type"] == "Softmax" and ("factor" in layer["json"]) != p.has("softmax_factor_json"):
             raise Misfit(f"{w}.factor", f"HugeCTR {rel} writes {'no' if 'factor' in layer['json'] else 'a'} Softmax "
                                         "\"factor\" (written from HugeCTR 3.9)")
     if p.has("auto_slice"):
@@ -152,7 +152,7 @@ def _spec_for(r: Reading, p: V.Profile, name: str, layers: list[dict], gpus: int
         solver["model_name"] = True
     if any(layer["type"] == "FusedInnerProduct" for layer in layers):
         solver["use_mixed_precision"] = True
-        if p.release < (4, 0):
+        if p.has("solver_scaler_check"):     # CreateSolver refuses scaler 1.0 (its default) in mixed precision
             solver["scaler"] = 1024.0
         notes.append("solver.use_mixed_precision: FusedInnerProduct layers run in half precision only")
     if solver:

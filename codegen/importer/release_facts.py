@@ -15,7 +15,7 @@ from .signatures import param_names
 from .values import Call
 
 
-def _releases(name: str, arg: str | None = None) -> str:
+def _spans_text(name: str, arg: str | None = None) -> str:
     """'HugeCTR 3.2 to 23.12' (first and last release of each span that has it)."""
     out = []
     names = list(api.RELEASES)
@@ -54,7 +54,7 @@ def problems(model_py: str, release: str) -> list[str]:
         except api.ApiError:
             continue                      # not in the table (a helper the table does not list): nothing to check
         if not api.has(func, release):
-            add(f"hugectr.{func} is not in HugeCTR {release}; {_releases(func)} have it")
+            add(f"hugectr.{func} is not in HugeCTR {release}; {_spans_text(func)} have it")
             continue
         names = param_names(func, release) or ()
         passed = [k for k, _ in call.kwargs] + [n for n, _ in zip(names, call.args)]
@@ -64,7 +64,7 @@ def problems(model_py: str, release: str) -> list[str]:
             except api.ApiError:
                 continue
             if not api.has(func, release, arg):
-                add(f"hugectr.{func} argument {arg!r} is not in HugeCTR {release}; {_releases(func, arg)} have it")
+                add(f"hugectr.{func} argument {arg!r} is not in HugeCTR {release}; {_spans_text(func, arg)} have it")
         for e in _enums(list(call.args) + [v for _, v in call.kwargs]):
             member = f"{e.type}.{e.member}"
             try:
@@ -72,5 +72,5 @@ def problems(model_py: str, release: str) -> list[str]:
             except api.ApiError:
                 continue
             if not api.has(member, release):
-                add(f"hugectr.{member} is not in HugeCTR {release}; {_releases(member)} have it")
+                add(f"hugectr.{member} is not in HugeCTR {release}; {_spans_text(member)} have it")
     return found

@@ -39,14 +39,6 @@ _ASYNC_NEW = ("num_threads", "num_batches_per_thread", "max_num_requests_per_thr
               "shuffle", "aligned_type", "multi_hot_reader", "is_dense_float")
 
 
-def _release(version: str | None) -> tuple[int, int]:
-    try:
-        major, minor = (version or "99.0").split(".")[:2]
-        return int(major), int(minor)
-    except ValueError:
-        return 99, 0
-
-
 def param_names(func: str, version: str | None = None) -> tuple[str, ...] | None:
     """Ordered parameter names of ``func`` in release ``version`` (None where unknown)."""
     try:
@@ -63,5 +55,9 @@ def param_names(func: str, version: str | None = None) -> tuple[str, ...] | None
         if names:
             return names
     if func == "AsyncParam":
-        return _ASYNC_NEW if _release(version) >= (4, 1) else _ASYNC_OLD
+        from ..hugectr import versions as V
+
+        if version is None or V.profile(version) is None:
+            return _ASYNC_NEW
+        return _ASYNC_NEW if V.holds("async_param_order_4_1", version) else _ASYNC_OLD
     return POSITIONAL.get(func)

@@ -9,8 +9,9 @@ lock's columns (named C1..Cn, I1..In and the label names as written), SparseEmbe
 
 from __future__ import annotations
 
+from ..hugectr import versions as V
 from ..hugectr.versions import MODEL_METHODS
-from .arguments import (PRE_3_2_API, _VERSION, Imported, Refusal, _as_model, _release_key, compiled_once_fit, kwargs_of,
+from .arguments import (PRE_3_2_API, _VERSION, Imported, Refusal, _as_model, compiled_once_fit, kwargs_of,
                         spec_value, unknown_arguments, unknown_refusal)
 from .calls import Call, Obj, Script, value_repr
 from .embedding_collection import Collector
@@ -279,8 +280,7 @@ class Mapper(Sections):
                               model_call.line)
             if inference["graph_json"] == spec.get("training", {}).get("graph_json"):
                 del inference["graph_json"]
-            default_api = "InferenceModel" if _release_key(self.release) >= (3, 4) and \
-                _release_key(self.release) < (23, 9) else "CreateInferenceSession"
+            default_api = V.default_inference_api(self.release)
             if inference["api"] == default_api:
                 del inference["api"]
             spec["offline_inference"] = inference

@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import Problem, UserError, sort_problems
-from . import ImportResult
+from .result import ImportResult
 
 
 def write_import(result: ImportResult, out: Path, *, force: bool = False) -> list[Path]:
