@@ -82,3 +82,14 @@ def test_a_manifest_path_outside_the_model_folder_is_not_followed(tmp_path):
     (model / "MANIFEST.json").write_text(json.dumps(doc))
     assert PurePosixPath("movielens/1/movielens.json") not in repository_sources(model, "triton")
     assert not any(str(rel).startswith("/") for rel in repository_sources(model, "triton"))
+
+
+def test_assemble_names_the_model_folder_when_given_a_repository_folder(tmp_path):
+    """--generated is generated/<name>/ (the repositories share files); the folder of one repository is refused with
+    one line that says so, before anything else is read."""
+    result = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(tmp_path / "w"), "--checkpoint",
+                        str(tmp_path / "c"), "--generated", str(GENERATED / "movielens" / "triton_torch"),
+                        "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "generated Triton repository not found (--generated names the model's generated folder" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -21,7 +21,7 @@ from ...atomic import clean_stale, stage as new_stage, swap_in
 from ...errors import Problems, UserError
 from ...output import check_out_root
 from ..plan.repository import NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
-from ..layout import folder_of, rendered_repository, repository_sources
+from ..layout import HUGECTR_FOLDER, TORCH_FOLDER, folder_of, rendered_repository, repository_sources
 from .runtime_copy import RESERVED, write_runtime
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -42,8 +42,10 @@ def check_generated(model_dir: Path, files: dict[PurePosixPath, str], step: str,
     has it."""
     folder = folder_of(step)
     if not (model_dir / folder).is_dir():
-        raise UserError.one(model_dir / folder, "generated Triton repository not found", field="--generated",
-                            fix=f"run 'ctrgen generate {spec_display}' first, or pass --generated")
+        hint = (" (--generated names the model's generated folder, the one holding triton/)"
+                if model_dir.name in (HUGECTR_FOLDER, TORCH_FOLDER) else "")
+        raise UserError.one(model_dir / folder, f"generated Triton repository not found{hint}", field="--generated",
+                            fix=f"run 'ctrgen generate {spec_display}' first, or pass --generated generated/<name>")
     have = repository_sources(model_dir, folder)
     for rel, text in rendered_repository(files, folder).items():
         path = have.get(rel)
