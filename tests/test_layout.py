@@ -23,7 +23,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "codegen", "codegen.errors", "codegen.atomic", "codegen.user_cache", "codegen.inputs", "codegen.cli_paths",
         "codegen.tfmd", "codegen.nvt_import", "codegen.template_files", "codegen.hugectr", "codegen.triton.pb",
         "codegen.etl", "codegen.triton.plan",     # (empty package files of mixed packages)
-        "codegen.runtime")),    # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
+        "codegen.runtime",      # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
+        "codegen.triton.layout")),   # where generated/<name>/ keeps each repository's files (render, deploy, lint)
     ("front ends: the spec, features locks and workflows", (
         "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.stale", "codegen.lock",
         "codegen.etl.inputs")),
@@ -188,10 +189,11 @@ def test_import_resolution_sees_relative_and_late_imports():
 
 
 def test_triton_folders_say_what_they_hold():
-    """Only the shared protobuf loader stays beside the sub-packages; every module lives in plan/, lint/, deploy/ or
+    """Only what plan/render, lint and deploy share stays beside the sub-packages (the protobuf loader, and where
+    generated/<name>/ keeps each repository's files); every other module lives in plan/, lint/, deploy/ or
     commands/."""
     top = sorted(p.name for p in TRITON.glob("*.py"))
-    assert top == ["__init__.py", "pb.py"], top
+    assert top == ["__init__.py", "layout.py", "pb.py"], top
     subs = sorted(p.name for p in TRITON.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
     assert subs == ["commands", "deploy", "lint", "plan"], subs
 

@@ -157,7 +157,7 @@ def deployed():
         metrics = train(generated, checkpoint, 60, 128)
         repo = root / "repo"
         result = run_ctrgen("assemble", str(spec), "--workflow", str(paths["workflow"]), "--checkpoint",
-                            str(checkpoint), "--generated", str(generated / "triton_torch"), "--out", str(repo))
+                            str(checkpoint), "--generated", str(generated), "--out", str(repo))
         assert result.returncode == 0, result.stderr
         with serve_process(repo) as (proc, http, out):
             text = wait_for_line(proc, out, "Serving ")
@@ -348,7 +348,7 @@ def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_
     out = tmp_path / "repo"
     result = run_ctrgen("assemble", str(deployed["spec"]), "--workflow", str(other), "--checkpoint",
                         str(deployed["checkpoint"]), "--generated",
-                        str(deployed["root"] / "generated" / NAME / "triton_torch"), "--out", str(out))
+                        str(deployed["root"] / "generated" / NAME), "--out", str(out))
     assert result.returncode == 2
     assert result.stderr.startswith(f"{other}: site: column 'site' has cardinality ")
     assert "in the workflow, " in result.stderr and "adlog.features.lock.json" in result.stderr

@@ -4,10 +4,13 @@ are spec errors."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 import pytest
 
 from codegen.pipeline import open_spec, render_spec
 from codegen.triton.deploy.instances import Machine, for_machine
+from codegen.triton.layout import repository_sources
 from codegen.triton.lint.modelconfig import load_config
 from tests.conftest import REPO, run_ctrgen
 from tests.specfactory import MOVIELENS_LOCK, write_spec
@@ -26,8 +29,9 @@ def counts(repository_plan, machine: Machine) -> dict[str, int]:
 
 def test_generated_configs_name_no_count_by_default():
     for folder in ("triton", "triton_torch"):
+        sources = repository_sources(REPO / "generated" / "movielens", folder)
         for model in ("movielens_nvt", "movielens") if folder == "triton_torch" else ("movielens_nvt",):
-            config = load_config(REPO / "generated" / "movielens" / folder / model / "config.pbtxt").config
+            config = load_config(sources[PurePosixPath(model, "config.pbtxt")]).config
             assert [g.count for g in config.instance_group] == [0], (folder, model)   # 0: unset
 
 

@@ -98,7 +98,7 @@ def _deploy(spec: Path, workflow: Path, scratch: Path, *, past_the_lock_check: b
     if past_the_lock_check:
         from codegen.triton.deploy.assemble import assemble
 
-        assemble(rendered.triton, ctx.root / "generated" / rendered.name / "triton", workflow=workflow,
+        assemble(rendered.triton, ctx.root / "generated" / rendered.name, workflow=workflow,
                  weights=weights, out=repo)
         return {"repo": repo, "workflow": workflow, "plan": rendered.triton}
     result = run_ctrgen("assemble", str(spec), "--workflow", str(workflow), "--weights", str(weights),

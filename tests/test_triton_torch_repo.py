@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from pathlib import PurePosixPath
 
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
 from codegen import __version__
 from codegen.pipeline import open_spec, render_spec
+from codegen.triton.layout import repository_sources
 from codegen.triton.lint.modelconfig import load_config
 from tests.conftest import REPO, run_ctrgen
 from tests.schema_files import MOVIELENS, write_output_schema
@@ -22,8 +24,9 @@ TORCH_SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if "torch" 
 
 
 def configs(name: str) -> dict[str, mc.ModelConfig]:
-    root = GENERATED / name / "triton_torch"
-    return {p.parent.name: load_config(p).config for p in sorted(root.glob("*/config.pbtxt"))}
+    """The PyTorch repository's configs as `ctrgen assemble` composes it (triton_torch/ + what it shares)."""
+    return {rel.parent.name: load_config(p).config for rel, p in repository_sources(GENERATED / name, "triton_torch").items()
+            if rel.name == "config.pbtxt"}
 
 
 def dtypes(tensors) -> dict[str, str]:
@@ -36,6 +39,9 @@ def test_every_torch_spec_has_a_torch_repository():
     for name in TORCH_SPECS:
         assert sorted(configs(name)) == [name, f"{name}_ens", f"{name}_nvt"]
         assert not (GENERATED / name / "triton_torch" / "ps.json").exists()
+        # generated/ holds only the model step: the preprocessing model and the ensemble are triton/'s.
+        own = GENERATED / name / "triton_torch"
+        assert {p.relative_to(own).parts[0] for p in own.rglob("*") if p.is_file()} == {name}
 
 
 @pytest.mark.parametrize("name", TORCH_SPECS)
@@ -43,7 +49,7 @@ def test_ensemble_wiring_and_dtypes_agree(name):
     cfgs = configs(name)
     nvt, model, ens = cfgs[f"{name}_nvt"], cfgs[name], cfgs[f"{name}_ens"]
     assert model.backend == "python" and nvt.backend == "python" and ens.platform == "ensemble"
-    assert nvt.parameters["output_model"].string_value == "torch"
+    assert nvt.parameters["output_model"].string_value == "hugectr"      # the format: the HugeCTR backend's inputs
     assert model.max_batch_size == nvt.max_batch_size == ens.max_batch_size
     # The model consumes exactly what the preprocessing model produces, with the same data types.
     assert dtypes(model.input) == dtypes(nvt.output)
@@ -55,11 +61,10 @@ def test_ensemble_wiring_and_dtypes_agree(name):
     assert dict(first.input_map) == {i.name: i.name for i in nvt.input}
     assert dict(second.input_map) == {k: v for k, v in first.output_map.items()}       # X -> X_nvt -> X
     assert dict(second.output_map) == {"OUTPUT0": "OUTPUT0"}
-    # The HugeCTR repository's preprocessing model is the same code (only the consumer's name differs).
-    hugectr_nvt = load_config(GENERATED / name / "triton" / f"{name}_nvt" / "config.pbtxt").config
-    assert dtypes(hugectr_nvt.output) == dtypes(nvt.output) and dtypes(hugectr_nvt.input) == dtypes(nvt.input)
-    same = (GENERATED / name / "triton" / f"{name}_nvt" / "1" / "model.py").read_text()
-    assert (GENERATED / name / "triton_torch" / f"{name}_nvt" / "1" / "model.py").read_text() == same
+    # The HugeCTR repository's preprocessing model and ensemble are the same files.
+    sources = repository_sources(GENERATED / name, "triton_torch")
+    for rel in (f"{name}_nvt/config.pbtxt", f"{name}_nvt/1/model.py", f"{name}_ens/config.pbtxt"):
+        assert sources[PurePosixPath(rel)] == GENERATED / name / "triton" / rel
 
 
 @pytest.mark.parametrize("name", TORCH_SPECS)

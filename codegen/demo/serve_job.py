@@ -66,9 +66,8 @@ def assemble_repo(ctx, rendered, workflow: Path, checkpoint: Path, out: Path) ->
     from ..triton.commands.assemble import lock_checker
     from ..triton.deploy.assemble import assemble, check_generated
 
-    generated = ctx.root / "generated" / rendered.name / "triton_torch"
-    files = {PurePosixPath(*p.parts[1:]): t for p, t in rendered.files.items() if p.parts[0] == "triton_torch"}
-    check_generated(generated, files, ctx.display)
+    generated = ctx.root / "generated" / rendered.name
+    check_generated(generated, rendered.files, rendered.triton_torch.step, ctx.display)
     assemble(rendered.triton_torch, generated, workflow=workflow, weights=checkpoint, out=out, force=True,
              features_json=rendered.files[PurePosixPath("features.json")],
              train_torch=rendered.files[PurePosixPath("train_torch.py")], check_workflow=lock_checker(ctx))

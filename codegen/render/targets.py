@@ -20,6 +20,7 @@ from .task import render_task_py
 from ..runtime.contract import FEATURES_FILE
 from .torch_model import render_features_json, render_train_torch
 from .triton import render_triton
+from ..triton.layout import REPOSITORIES, share
 from .vertex import render_vertex
 
 
@@ -66,17 +67,21 @@ def render_model(model: Model) -> dict[PurePosixPath, str]:
         for rel, text in render_cluster(model, header, has_task="task" in targets,
                                         has_torch=PurePosixPath("train_torch.py") in files).items():
             files[PurePosixPath("cluster") / rel] = text
-    if model.triton is not None:
-        files.update(render_triton(model.triton, graph_json=files[PurePosixPath(f"{job.name}.json")],
-                                   spec_display=prov.spec, digest=prov.digest, nvtabular_note=prov.nvtabular_note))
-    if model.triton_torch is not None:
-        files.update(render_triton(model.triton_torch, train_torch=files[PurePosixPath("train_torch.py")],
-                                   spec_display=prov.spec, digest=prov.digest, nvtabular_note=prov.nvtabular_note))
-    files[PurePosixPath("MANIFEST.json")] = manifest(prov, files)
+    # Each repository holds only the files the model folder does not hold already (triton/layout.py).
+    repositories: dict[str, dict[str, str]] = {}
+    for plan in (model.triton, model.triton_torch):
+        if plan is not None:
+            folder, repository = render_triton(plan, graph_json=files.get(PurePosixPath(f"{job.name}.json"), ""),
+                                               spec_display=prov.spec, digest=prov.digest,
+                                               nvtabular_note=prov.nvtabular_note)
+            shared = share(files, folder, repository)
+            if shared:
+                repositories[str(folder)] = shared
+    files[PurePosixPath("MANIFEST.json")] = manifest(prov, files, repositories)
     return files
 
 
-def manifest(p: Provenance, files: dict[PurePosixPath, str]) -> str:
+def manifest(p: Provenance, files: dict[PurePosixPath, str], repositories: dict[str, dict[str, str]]) -> str:
     doc = {
         "generator": "ctrgen",
         "spec": p.spec,
@@ -85,4 +90,6 @@ def manifest(p: Provenance, files: dict[PurePosixPath, str]) -> str:
         "inputs_sha256": p.digest,
         "files": {str(k): hashlib.sha256(t.encode("utf-8")).hexdigest() for k, t in sorted(files.items())},
     }
+    if repositories:
+        doc[REPOSITORIES] = repositories
     return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -43,7 +43,8 @@ Examples:
 The result is the repository to mount at triton.model_root (default /model) in the serving container:
   <out>/ps.json, <out>/<name>/1/{<name>.json, <prefix>_dense_<N>.model, <prefix><i>_sparse_<N>.model/},
   <out>/<name>_nvt/1/{model.py, workflow/}, <out>/<name>_ens/1/
-With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.json} (python backend), no ps.json.
+With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.json} (python backend), no ps.json;
+the preprocessing model and the ensemble are triton/'s (generated/<name>/triton_torch/ holds only the model step).
 Either way <out>/codegen/runtime/ is ctrgen's runtime (one copy for every python model) and <out>/MANIFEST.json
 records its version.
 
@@ -66,8 +67,8 @@ for a server of N cores. A count set in the spec is kept.
               help="PyTorch: the --output-dir of train_torch.py (model.pt, features.json); assembles triton_torch/")
 @click.option("--out", callback=out_path, metavar="DIR", required=True, help="the repository to write")
 @click.option("--generated", type=click.Path(path_type=Path),
-              help="the generated repository (default: generated/<name>/triton, or triton_torch with "
-                   "--checkpoint, beside specs/)")
+              help="the model's generated folder, holding triton/ and triton_torch/ (default: generated/<name>/ "
+                   "beside specs/)")
 @click.option("--force", is_flag=True, help="replace --out when it exists")
 @click.option("--cores", type=click.IntRange(1, 4096), metavar="N",
               help="choose the 'count: auto' instance counts for a server of N cores (default: this machine's)")
@@ -94,10 +95,8 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
                             field="targets", fix="add torch to targets and run ctrgen generate, or pass --weights")
     plan = rendered.triton_torch if torch else rendered.triton
     assert plan is not None
-    folder = "triton_torch" if torch else "triton"
-    generated = generated or ctx.root / "generated" / rendered.name / folder
-    files = {PurePosixPath(*p.parts[1:]): t for p, t in rendered.files.items() if p.parts[0] == folder}
-    check_generated(generated, files, ctx.display)
+    generated = generated or ctx.root / "generated" / rendered.name
+    check_generated(generated, rendered.files, plan.step, ctx.display)
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
     result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
                       force=force, features_json=features_json,

@@ -1,7 +1,8 @@
 """``ctrgen assemble``: a deployable Triton repository = the generated one + the saved workflow + the trained files.
 
-The generated repository (``generated/<name>/triton/``, or ``triton_torch/`` for the PyTorch model) must be up to
-date with the spec (the same check as ``ctrgen check``). The planner names what each model still needs in its version
+The generated repository (``generated/<name>/triton/``, or ``triton_torch/`` for the PyTorch model, with the files
+it shares with the model's folder: codegen.triton.layout) must be up to date with the spec (the same check as
+``ctrgen check``). The planner names what each model still needs in its version
 folder (``ModelPlan.required_files``): the preprocessing model its ``workflow/``, the HugeCTR model the dense file and
 one sparse folder per table, exactly as ps.json and config.pbtxt name them, the PyTorch model ``model.pt`` and
 ``features.json`` of train_torch.py's output folder. Everything is copied into a temporary folder beside ``--out`` and moved into
@@ -18,12 +19,14 @@ from pathlib import Path, PurePosixPath
 
 from ...atomic import clean_stale, stage as new_stage, swap_in
 from ...errors import Problems, UserError
-from ...output import check_out_root, compare
+from ...output import check_out_root
 from ..plan.repository import NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
+from ..layout import HUGECTR_FOLDER, TORCH_FOLDER, folder_of, rendered_repository, repository_sources
 from .runtime_copy import RESERVED, write_runtime
 
 WORKFLOW_PICKLE = "workflow.pkl"
 SPARSE_PARTS = ("key", "emb_vector")
+KEEP = ".gitkeep"   # keeps an ensemble's empty version folder in git; the folder is made, the file not copied
 
 
 @dataclass(frozen=True)
@@ -34,14 +37,22 @@ class Assembled:
     counts: list[str] = field(default_factory=list)   # "<model>: N instance(s)" chosen for the machine
 
 
-def check_generated(generated: Path, files: dict[PurePosixPath, str], spec_display: str) -> None:
-    if not generated.is_dir():
-        raise UserError.one(generated, "generated Triton repository not found", field="--generated",
-                            fix=f"run 'ctrgen generate {spec_display}' first, or pass --generated")
-    drift = compare(generated, files, display=str(generated))
-    if not drift.clean:
-        raise UserError.one(generated, "the generated Triton repository is out of date with the spec",
-                            field="--generated", fix=f"run 'ctrgen generate {spec_display}'")
+def check_generated(model_dir: Path, files: dict[PurePosixPath, str], step: str, spec_display: str) -> None:
+    """``model_dir`` (generated/<name>/) holds the repository of ``step`` as ``files`` (the rendered model folder)
+    has it."""
+    folder = folder_of(step)
+    if not (model_dir / folder).is_dir():
+        hint = (" (--generated names the model's generated folder, the one holding triton/)"
+                if model_dir.name in (HUGECTR_FOLDER, TORCH_FOLDER) else "")
+        raise UserError.one(model_dir / folder, f"generated Triton repository not found{hint}", field="--generated",
+                            fix=f"run 'ctrgen generate {spec_display}' first, or pass --generated generated/<name>")
+    have = repository_sources(model_dir, folder)
+    for rel, text in rendered_repository(files, folder).items():
+        path = have.get(rel)
+        if path is None or path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n") != text:
+            raise UserError.one(model_dir / folder, "the generated Triton repository is out of date with the spec "
+                                f"({rel} {'differs' if path else 'is missing'})", field="--generated",
+                                fix=f"run 'ctrgen generate {spec_display}'")
 
 
 def _check_workflow(workflow: Path) -> None:
@@ -110,10 +121,11 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
                             "model was trained with ('ctrgen lock', then 'ctrgen generate')")
 
 
-def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: Path, out: Path,
+def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: Path, out: Path,
              force: bool = False, features_json: str = "", train_torch: str = "", check_workflow=None,
              cores: int | None = None) -> Assembled:
-    """``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
+    """``model_dir``: the model's generated folder (generated/<name>/), whose repository of ``plan.step`` is
+    composed with the files it shares (codegen.triton.layout). ``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
     checkpoint folder, whose features.json must equal ``features_json`` (the rendered one), and ``train_torch`` (the
     rendered train_torch.py, whose Model the PyTorch model serves) goes into the model's version folder. Every
     repository gets one copy of ctrgen's runtime at its root (runtime_copy), recorded in MANIFEST.json. ``check_workflow``:
@@ -121,6 +133,7 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     instances get the count for this machine, or for one of ``cores`` cores (deploy/instances.py)."""
     from .instances import this_machine, write_counts
 
+    generated = model_dir / folder_of(plan.step)
     nvt_name = plan.name + NVT_SUFFIX
     taken = [m.name for m in plan.models if m.name in RESERVED]
     if taken:
@@ -142,8 +155,8 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     out = Path(out)
     if out.exists() and not force:
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")
-    if out.resolve() == generated.resolve() or generated.resolve() in out.resolve().parents:
-        raise UserError.one(out, "the output must not be inside the generated repository", field="--out")
+    if out.resolve() == model_dir.resolve() or model_dir.resolve() in out.resolve().parents:
+        raise UserError.one(out, "the output must not be inside the generated folder", field="--out")
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise UserError.one(out, "is a symbolic link or a file, not a repository folder", field="--out",
                             fix="remove it, or name another folder")
@@ -154,7 +167,11 @@ def assemble(plan: RepositoryPlan, generated: Path, *, workflow: Path, weights: 
     stage = new_stage(out.parent, out.name)
     copied: list[str] = []
     try:
-        shutil.copytree(generated, stage, ignore=shutil.ignore_patterns(".gitkeep"), dirs_exist_ok=True)
+        for rel, source in repository_sources(model_dir, folder_of(plan.step)).items():
+            dest = stage.joinpath(*rel.parts)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if rel.name != KEEP:
+                shutil.copy2(source, dest)
         for model in plan.models:
             version = stage / model.name / str(plan.version)
             version.mkdir(parents=True, exist_ok=True)

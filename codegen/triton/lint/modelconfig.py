@@ -24,6 +24,7 @@ class ConfigFile:
     path: Path
     text: str
     config: mc.ModelConfig
+    repository: Path | None = None    # a generated repository that shares this file (codegen.triton.layout)
 
     @property
     def model_dir(self) -> Path:
@@ -32,7 +33,7 @@ class ConfigFile:
     @property
     def repo_root(self) -> Path:
         """The model repository the model belongs to (Triton's --model-repository)."""
-        return self.path.parent.parent
+        return self.repository or self.path.parent.parent
 
     @property
     def name(self) -> str:
@@ -65,10 +66,10 @@ def parse_config_text(text: str) -> mc.ModelConfig:
         raise Located(message, line, col=col) from None
 
 
-def load_config(path: Path) -> ConfigFile:
+def load_config(path: Path, repository: Path | None = None) -> ConfigFile:
     """Read and parse one config.pbtxt; raises codegen.errors.Located (with line/col) or OSError."""
     text = path.read_text(encoding="utf-8", errors="replace")
-    return ConfigFile(path=path, text=text, config=parse_config_text(text))
+    return ConfigFile(path=path, text=text, config=parse_config_text(text), repository=repository)
 
 
 def string_param(config: mc.ModelConfig, key: str) -> str | None:

@@ -4,6 +4,7 @@ Those paths are as the serving container sees them (triton.md §4: the examples 
 ``/model``). Absolute paths are mapped with ``--root-map /model=DIR`` (longest prefix first); relative paths are
 looked up against the model's repository root, then the validated PATH, then the folder of the file naming them
 (lint fixtures README: "resolve config, network_file, dense_file and sparse_files against the repository root").
+A generated repository's shared files (codegen.triton.layout) are read where the generated folder keeps them.
 """
 
 from __future__ import annotations
@@ -25,20 +26,33 @@ class Resolved:
 
 
 class PathResolver:
-    def __init__(self, root: Path, root_map: dict[str, Path]):
+    def __init__(self, root: Path, root_map: dict[str, Path], shared: dict[Path, Path] | None = None):
         self.root = root
         self.root_map = {self._norm(k): Path(v) for k, v in root_map.items()}
+        self.shared = {os.path.abspath(k): v for k, v in (shared or {}).items()}
+
+    def stored(self, path: Path) -> Path | None:
+        """Where ``path`` lies: itself when it exists, else the file a generated folder keeps it in, else None."""
+        if path.exists():
+            return path
+        return self.shared.get(os.path.abspath(path))
 
     @staticmethod
     def _norm(prefix: str) -> str:
         return prefix.rstrip("/") or "/"
+
+    def shared_version(self, model_dir: Path) -> bool:
+        """Whether a generated folder keeps a file of a version folder of ``model_dir`` (``<model>/1/...``)."""
+        prefix = os.path.abspath(model_dir) + os.sep
+        return any(k.startswith(prefix) and k[len(prefix):].split(os.sep)[0].isdigit() for k in self.shared)
 
     def resolve(self, given: str, bases: list[Path]) -> Resolved:
         if PurePosixPath(given).is_absolute():
             for prefix in sorted(self.root_map, key=len, reverse=True):
                 if given == prefix or given.startswith(prefix.rstrip("/") + "/"):
                     local = self.root_map[prefix] / given[len(prefix):].lstrip("/")
-                    return Resolved(given, local, local.exists())
+                    found = self.stored(local)
+                    return Resolved(given, found or local, found is not None)
             local = Path(given)
             return Resolved(given, local, True) if local.exists() else Resolved(given, None, False)
         unique: list[Path] = []
@@ -46,8 +60,9 @@ class PathResolver:
             if base not in unique:
                 unique.append(base)
         for base in unique:
-            if (base / given).exists():
-                return Resolved(given, base / given, True)
+            found = self.stored(base / given)
+            if found is not None:
+                return Resolved(given, found, True)
         return Resolved(given, unique[0] / given, False)
 
     def display(self, path: Path) -> str:

@@ -75,8 +75,8 @@ def _mounted_copy(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | N
         parts = PurePosixPath(given).parts[1:]
         for i in range(len(parts) - 1):
             for root in (cfg.repo_root, ctx.root):
-                candidate = root.joinpath(*parts[i:])
-                if candidate.is_file():
+                candidate = ctx.resolver.stored(root.joinpath(*parts[i:]))
+                if candidate is not None and candidate.is_file():
                     return [(field, candidate)]
     return []
 

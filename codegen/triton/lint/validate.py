@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from ...errors import Located, Problem, UserError
 from ...features import Features, read_lock
+from ..layout import generated_repository
 from .context import Context
 from .findings import WARNING
 from .graphjson import Graph
@@ -52,7 +53,9 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
         raise UserError.one(path, "not a folder", fix="pass the folder of a Triton model repository")
     if ps is not None and not Path(ps).is_file():
         raise UserError.one(ps, "ps.json not found", field="--ps", fix="name an existing ps.json")
-    ctx = Context(root=path, resolver=PathResolver(path, dict(root_map)))
+    # A repository of a generated folder shares files with it (codegen.triton.layout): they are checked where they lie.
+    shared = {path.joinpath(*rel.parts): source for rel, source in (generated_repository(path) or {}).items()}
+    ctx = Context(root=path, resolver=PathResolver(path, dict(root_map), shared))
     if features_lock is not None and spec_lock is not None:
         raise UserError.one(Path(features_lock), "--features-lock and --spec both name the training side",
                             field="--features-lock", fix="pass one of them (--spec reads the spec's own lock)")
@@ -65,7 +68,9 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
     if not config_paths:
         raise UserError.one(path, f"no {CONFIG_NAME} under this folder",
                             fix="pass a Triton model repository (<repo>/<model>/config.pbtxt)")
-    configs = [c for c in (_load_config(ctx, p) for p in config_paths) if c is not None]
+    config_paths += [source for rel, source in shared.items() if rel.name == CONFIG_NAME and source.is_file()]
+    configs = [c for c in (_load_config(ctx, p, path if p in shared.values() else None) for p in config_paths)
+               if c is not None]
     ps_files, ps_unreadable = _load_ps_files(ctx, path, ps)
 
     models: dict[Path, dict[str, ConfigFile]] = {}
@@ -130,9 +135,9 @@ def _visible(root: Path, name: str) -> list[Path]:
                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts[:-1]))
 
 
-def _load_config(ctx: Context, path: Path) -> ConfigFile | None:
+def _load_config(ctx: Context, path: Path, repository: Path | None) -> ConfigFile | None:
     try:
-        return load_config(path)
+        return load_config(path, repository)
     except Located as exc:
         ctx.add(path, "syntax", exc.message, "fix the protobuf text format (Triton's model_config.proto)",
                 line=exc.line, col=exc.col)
@@ -214,7 +219,8 @@ def _check_common(ctx: Context, cfg: ConfigFile) -> None:
                 "name that is set to match the model folder",
                 f"rename the folder or set name: \"{folder}\"", line=cfg.line_of_field("name"),
                 actual=cfg.config.name, expected=folder)
-    if not any(p.is_dir() and p.name.isdigit() for p in cfg.model_dir.iterdir()):
+    if not any(p.is_dir() and p.name.isdigit() for p in cfg.model_dir.iterdir()) and \
+            not ctx.resolver.shared_version(cfg.model_dir):
         ctx.add(cfg.path, "version", f"{folder}/ has no version folder (e.g. {folder}/1/): Triton loads no version "
                 "of it; copies with gsutil drop the empty one of an ensemble (triton.md §4.1)",
                 f"mkdir {folder}/1")

@@ -9,8 +9,8 @@ The layout is the one NVTabular's ``export_hugectr_ensemble`` wrote (triton.md �
 
 The model step is a :class:`ModelStep`: :class:`HugeCTRStep` (``generated/<name>/triton/``) or :class:`TorchStep`,
 a python-backend model running train_torch.py's ``Model`` (``generated/<name>/triton_torch/``). Both consume the same
-VCSR tensors, so the preprocessing model is the same in both repositories; the ensemble wiring is planned from the
-tensors the step consumes.
+VCSR tensors, so the preprocessing model is the same in both repositories (generated/ keeps it once, in triton/:
+codegen.triton.layout); the ensemble wiring is planned from the tensors the step consumes.
 
 Every number comes from the training job (graph) and the features lock, never from a JSON scraped later (R10).
 """
@@ -144,7 +144,7 @@ class RepositoryPlan:
 class ModelStep(Protocol):
     """The model that consumes the preprocessing outputs."""
 
-    kind: str                         # "hugectr" or "torch": the _nvt model's output_model parameter
+    kind: str                         # "hugectr" or "torch"
 
     def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]: ...
 
@@ -213,15 +213,19 @@ def _instance(spec_instance) -> Instance:
     return Instance(kind=spec_instance.kind, count=count, gpus=gpus)
 
 
-def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...], output_model: str) -> ModelPlan:
+# NVTabular's exporter names the consumer's input format in the _nvt model's output_model parameter (triton.md §6.3).
+# Both model steps consume the HugeCTR backend's inputs, so it is "hugectr" for both: one preprocessing model.
+OUTPUT_MODEL = "hugectr"
+
+
+def plan_preprocessing_model(ctx: PlanContext, consumed: tuple[Tensor, ...]) -> ModelPlan:
     pre = ctx.pre
     inputs = tuple(t for c in pre.request for t in request_tensors(c))
     outputs = tuple(t for t in _preprocess_outputs(pre) if t.name in {c.name for c in consumed})
     params = (
         ("cats", json.dumps([s.column for t in pre.tables for s in t.slots])),
         ("conts", json.dumps(list(pre.continuous))),
-        # NVTabular's exporter named the consumer this way (triton.md §6.3); ctrgen's runtime is its own module.
-        ("output_model", output_model),
+        ("output_model", OUTPUT_MODEL),
         # Multi-hot slots and several tables: one CSR per table (triton.md §3), unlike NVTabular's runner (R19).
         ("key_layout", "vcsr"),
     )
@@ -399,7 +403,7 @@ def plan_repository(job: TrainingJob, features: Features, spec: TritonSpec,
     pre = plan_preprocessing(job, features)
     ctx = PlanContext(job=job, features=features, spec=spec, pre=pre, name=job.name)
     model = step.plan(ctx)
-    nvt = plan_preprocessing_model(ctx, model.inputs, step.kind)
+    nvt = plan_preprocessing_model(ctx, model.inputs)
     ens = plan_ensemble(ctx, nvt, model)
     return RepositoryPlan(name=job.name, version=spec.version, model_root=spec.model_root, preprocessing=pre,
                           models=(nvt, model, ens), ps=step.ps_json(ctx, model), step=step.kind,
