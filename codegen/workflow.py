@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import Problems, UserError
-from .inputs import MAX_SCHEMA_BYTES, check_regular, read_text
+from .inputs import INT64_MAX, MAX_SCHEMA_BYTES, check_regular, read_text
 from .features import Column, Features
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -497,7 +497,7 @@ def _parse_schema_pbtxt(path: Path, text: str, *, shown: Path | None = None,
 def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value_count: dict | None,
                        tags: Iterable[str], extra: dict, *, untyped: str | None = None) -> SchemaColumn:
     """Decode one feature the way merlin's ``_merlin_column`` does (merlin/schema/io/tensorflow_metadata.py)."""
-    size = int(extra.get("dtype_item_size") or 0)
+    size = _whole(extra.get("dtype_item_size") or 0, path, name, "dtype_item_size")
     if ftype == "INT":
         dtype = _INT_SIZES.get(size, "int64")
     elif ftype == "FLOAT":
@@ -509,7 +509,12 @@ def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value
     else:
         raise UserError.one(path, f"feature {name!r} has no usable type ({ftype or 'none'})",
                             fix="rewrite the schema with NVTabular")
-    dims = [tuple(d) if isinstance(d, list) else (d, d) for d in (extra.get("_dims") or [])]
+    raw_dims = extra.get("_dims") or []
+    if not isinstance(raw_dims, list):
+        raise UserError.one(path, f"feature {name!r}: _dims is {json.dumps(raw_dims)}, not a list",
+                            fix="rewrite the schema with NVTabular")
+    dims = [tuple(_whole(v, path, name, "_dims", none=True) for v in (d if isinstance(d, list) else [d, d]))
+            for d in raw_dims]
     if "is_list" in extra:
         is_list, is_ragged = bool(extra["is_list"]), bool(extra.get("is_ragged", False))
     elif len(dims) > 1:
@@ -530,6 +535,19 @@ def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value
 
 
 # ---- shared decoding -----------------------------------------------------------------------------------------------
+
+def _whole(v: Any, path: Path, name: str, key: str, *, none: bool = False) -> Any:
+    """A count of a schema's extra_metadata (Struct numbers arrive as floats): a whole, finite, non-negative number
+    of at most 2**63 - 1, else one line naming the feature and the key (text, NaN, Infinity, 1.5 are refused)."""
+    if v is None and none:
+        return None
+    if isinstance(v, float) and v.is_integer() and 0 <= v <= INT64_MAX:
+        return int(v)
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT64_MAX:
+        return v
+    raise UserError.one(path, f"feature {name!r}: {key} is {json.dumps(v)}, not a whole number of at most 2**63 - 1",
+                        fix="rewrite the schema with NVTabular")
+
 
 def _int_or_none(v: Any) -> int | None:
     """int64 proto fields arrive as int (pbtxt), str (JSON) or float (Struct); None/0-as-unset stay as given."""

@@ -9,15 +9,16 @@ the checkpoint folder train_torch.py wrote (``model.pt``, ``features.json``).
 from __future__ import annotations
 
 import importlib.util
-import json
 import tempfile
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UserError
+from ..inputs import MAX_META_BYTES, read_json
 
 ENSEMBLE_SUFFIX, NVT_SUFFIX = "_ens", "_nvt"
 
@@ -50,10 +51,10 @@ def read_checkpoint(checkpoint: Path) -> tuple[dict, object]:
         if not path.is_file():
             raise UserError.one(path, "not found", field="--compare",
                                 fix="train_torch.py writes model.pt and features.json into its --output-dir")
-    try:
-        features = json.loads(features_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise UserError.one(features_path, f"not JSON ({exc})", field="--compare") from None
+    try:    # a FIFO, a link to a device, a huge or deeply nested file: one line, nothing read whole
+        features = read_json(features_path, "features.json", MAX_META_BYTES)
+    except UserError as exc:
+        raise UserError([replace(p, field="--compare") for p in exc.problems]) from None
     if not zipfile.is_zipfile(weights):
         raise UserError.one(weights, "not a PyTorch checkpoint (torch.save writes a zip archive)", field="--compare",
                             fix="pass the model.pt train_torch.py wrote")

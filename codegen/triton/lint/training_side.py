@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ...errors import Located
+from ...errors import Located, UserError
+from ...inputs import MAX_META_BYTES, check_json_depth, read_text
 from .context import Context
 from .findings import ERROR, WARNING
 from .graphjson import Graph, load_graph
@@ -49,6 +50,13 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
     if not found:
         return None
     path = found[0][1]
+    try:
+        # The file as every input is read (regular, bounded, UTF-8, nesting checked) before the graph parser sees it.
+        check_json_depth(read_text(path, "graph JSON", MAX_META_BYTES), path, "graph JSON")
+    except UserError as exc:
+        ctx.add(path, "config", exc.problems[0].message, exc.problems[0].fix, line=exc.problems[0].line,
+                col=exc.problems[0].col)
+        return None
     try:
         return load_graph(path)
     except Located as exc:

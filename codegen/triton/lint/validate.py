@@ -136,6 +136,8 @@ def _load_config(ctx: Context, path: Path) -> ConfigFile | None:
     except Located as exc:
         ctx.add(path, "syntax", exc.message, "fix the protobuf text format (Triton's model_config.proto)",
                 line=exc.line, col=exc.col)
+    except UserError as exc:
+        ctx.add(path, "syntax", exc.problems[0].message, exc.problems[0].fix)
     except OSError as exc:
         ctx.add(path, "syntax", f"cannot read: {exc.strerror}")
     return None
