@@ -74,7 +74,36 @@ def check_parquet(path: Path, columns: dict[str, str], shown: str, field: str) -
                                 fix="declare the column's real dtype (str for text ids)")
     if meta.num_rows == 0:
         raise UserError.one(shown, "the file has no rows", field=field, fix="check the input path")
+    for name in _integer_columns(columns):
+        if _parquet_nulls(path, name):
+            raise _missing_id(shown, field, name, columns[name], "")
     return meta.num_rows
+
+
+def _integer_columns(columns: dict[str, str]) -> list[str]:
+    return [n for n, t in columns.items() if t in INTEGER]
+
+
+def _missing_id(shown: str, field: str, name: str, dtype: str, where: str) -> UserError:
+    """An integer column with an empty (or NaN) value: Categorify and the id columns of etl.py need every value, and
+    pyarrow reads "", "NaN" and "null" in a CSV as missing, so the type check alone lets them through."""
+    return UserError.one(shown, f"column {name!r} has an empty or NaN value{where}, which is no {dtype}",
+                         field=_col_field(field, name), fix="fill or drop those rows, or declare the column as str")
+
+
+def _parquet_nulls(path: Path, name: str) -> bool:
+    """Whether the column holds a null, from the row groups' statistics where they count nulls, else by reading it."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    idx = pf.schema_arrow.get_field_index(name)
+    for rg in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(rg).column(idx).statistics
+        if stats is None or not stats.has_null_count:
+            return pf.read(columns=[name]).column(0).null_count > 0
+        if stats.null_count:
+            return True
+    return False
 
 
 def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
@@ -96,7 +125,13 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
     try:
         reader = pcsv.open_csv(path, parse_options=pcsv.ParseOptions(delimiter=sep),
                                convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types)))
+        integer = _integer_columns(columns)
         for batch in reader:
+            for name in integer:
+                nulls = batch.column(name).is_null()
+                if nulls.true_count:
+                    first = nulls.to_pylist().index(True)
+                    raise _missing_id(shown, field, name, columns[name], f" in data row {rows + first + 1}")
             rows += batch.num_rows
     except pa.ArrowInvalid as exc:
         text = str(exc)
