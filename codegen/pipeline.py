@@ -29,6 +29,7 @@ from .triton.plan.repository import TorchStep
 from .render.task import render_task_py
 from .render.vertex import render_vertex
 from .spec.load import LoadedSpec, load_spec
+from .spec.rules_hostile import check_spec_rules
 
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./@+-]+$")
 
@@ -159,6 +160,7 @@ def spec_features(ctx: SpecContext) -> Features:
 
 
 def build(ctx: SpecContext, features: Features) -> TrainingJob:
+    check_spec_rules(ctx.loaded, features)      # issue 28's spec rules, until the model builder makes them
     return build_job(ctx.loaded, features, display_path(ctx.lock_path, ctx.root))
 
 
