@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import os
 import re
 import stat
@@ -137,8 +138,19 @@ def parse_json(text: str, path: Path | str, what: str, *, finite: bool = True) -
         raise UserError.one(path, f"{what} holds {name}, which is no JSON number", line=line, col=col,
                             fix="write a finite number")
 
+    def finite_float(literal: str) -> float:
+        value = float(literal)
+        if value in (math.inf, -math.inf):      # 1e400: a literal JSON allows, past any double
+            m = re.search(re.escape(literal), text)
+            line, col = _line_col(text, m.start()) if m else (None, None)
+            raise UserError.one(path, f"{what} holds {literal}, past the largest double", line=line, col=col,
+                                fix="write a finite number")
+        return value
+
     try:
-        return json.loads(text, parse_constant=refuse) if finite else json.loads(text)
+        if finite:
+            return json.loads(text, parse_constant=refuse, parse_float=finite_float)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"{what} is not JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     except ValueError as exc:       # int() of a number of more than 4300 digits

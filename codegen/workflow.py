@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import Problems, UserError
-from .inputs import INT64_MAX, MAX_SCHEMA_BYTES, check_regular, read_text
+from .inputs import INT64_MAX, MAX_SCHEMA_BYTES, check_json_depth, check_regular, parse_json, read_text
 from .features import Column, Features
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -300,9 +300,9 @@ def unreadable_table(table: Path, exc: Exception) -> UserError:
 def _workflow_provenance(path: Path) -> str:
     """``nvtabular <version>`` from the workflow's metadata.json (its timestamp is left out: outputs are hashed)."""
     try:
-        meta = json.loads(read_text(path / "metadata.json", "metadata.json", MAX_SCHEMA_BYTES))
+        meta = parse_json(read_text(path / "metadata.json", "metadata.json", MAX_SCHEMA_BYTES), path, "metadata.json")
         return f"NVTabular workflow (nvtabular {meta['versions']['nvtabular']})"
-    except (UserError, ValueError, KeyError, TypeError):
+    except (UserError, KeyError, TypeError):
         return "NVTabular workflow"
 
 
@@ -349,8 +349,10 @@ def _column_from_merlin(col: Any) -> SchemaColumn:
 
 def _read_schema_json(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     """``.merlin/schema.json`` (environment.md §5.1): int64 fields are strings, numbers in extraMetadata floats."""
+    text = read_text(path, "schema", MAX_SCHEMA_BYTES)
+    check_json_depth(text, path, "schema")
     try:
-        data = json.loads(read_text(path, "schema", MAX_SCHEMA_BYTES))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     features = data.get("feature") if isinstance(data, dict) else None
@@ -593,7 +595,9 @@ def _with_metadata(info: SchemaInfo, dataset_dir: Path | None) -> SchemaInfo:
         return info
     meta_path = dataset_dir / DATASET_METADATA
     try:
-        meta = json.loads(read_text(meta_path, "_metadata.json", MAX_SCHEMA_BYTES))
+        text = read_text(meta_path, "_metadata.json", MAX_SCHEMA_BYTES)
+        check_json_depth(text, meta_path, "_metadata.json")
+        meta = json.loads(text)
         roles = {role: tuple(str(c["col_name"]) for c in meta.get(key) or [])
                  for role, key in (("categorical", "cats"), ("continuous", "conts"), ("labels", "labels"))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

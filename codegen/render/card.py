@@ -50,8 +50,9 @@ def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: 
             n += 1
     dense_cols = [c.name for c in features.continuous]
     return render(
-        "model_card.md.j2", name=job.name, spec=md_code(spec), spec_comment=html_comment(spec), lock=md_code(lock),
-        digest16=digest[:16], version=job.hugectr_version,
+        # The spec path stands in the header's HTML comment and in code spans: safe in both (a hostile file name
+        # then shows &lt; in the code spans; ordinary paths have no < or >).
+        "model_card.md.j2", name=job.name, spec=html_comment(spec), lock=html_comment(lock), digest16=digest[:16], version=job.hugectr_version,
         tool_version=__version__, preset_line=PRESET_LINES.get(preset, preset), provenance=md_cell(
             features.provenance or features.source_kind), gpus=job.gpu_count, batch=job.batchsize,
         mixed=job.mixed_precision, slots=slots, dense_dim=g.dense_dim,
