@@ -11,6 +11,8 @@ from pathlib import Path
 
 from ..errors import UserError
 
+# A header of a few thousand columns is ~100 kB.
+MAX_HEADER_CHARS = 1 << 20
 INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
@@ -112,9 +114,13 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
 
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            header = fh.readline().rstrip("\r\n").split(sep)
+            line = fh.readline(MAX_HEADER_CHARS + 1)        # bounded: a file without line breaks is not read whole
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError.one(shown, f"cannot read the CSV header: {exc}", field=field) from None
+    if len(line) > MAX_HEADER_CHARS:
+        raise UserError.one(shown, f"the first line is longer than {MAX_HEADER_CHARS} characters: no CSV header",
+                            field=field, fix="check the file and etl.inputs.sep")
+    header = line.rstrip("\r\n").split(sep)
     for name in columns:
         if name not in header:
             raise UserError.one(shown, f"column {name!r} is missing (the header has: {', '.join(header)[:200]})",
