@@ -7,9 +7,11 @@ the declared column types, so a value that does not parse is found with its colu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import UserError
+from ..inputs import check_regular
 
 # A header of a few thousand columns is ~100 kB.
 MAX_HEADER_CHARS = 1 << 20
@@ -153,8 +155,12 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
 
 
 def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise UserError.one(shown, "input file not found", field=field, fix="check the path (relative to the spec)")
+    try:        # a FIFO, a device, a folder: refused before it is opened (data files have no size cap)
+        check_regular(path, "input file", 1 << 62)
+    except UserError as exc:
+        raise UserError.one(shown, exc.problems[0].message, field=field, fix=exc.problems[0].fix) from None
     if fmt == "csv":
         return check_csv(path, columns, sep, shown, field)
     return check_parquet(path, columns, shown, field)
