@@ -187,6 +187,9 @@ def read_lock(path: Path) -> Features:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     except RecursionError:
         raise UserError.one(path, "invalid JSON: nested too deeply", fix=_REGEN) from None
+    except ValueError as exc:       # int() of a number of more than 4300 digits
+        raise UserError.one(path, f"a number is too long to read ({str(exc).split(':')[0]})",
+                            fix=_REGEN) from None
     try:
         return features_from_lock(data, path)
     except UserError as exc:

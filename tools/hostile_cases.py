@@ -214,7 +214,7 @@ def literal_in(relpath: str, value: str) -> Callable[[Path], str]:
     def check(d: Path) -> str:
         if problem := check_outputs(d / "out"):
             return problem
-        tree = ast.parse((d / "out" / relpath).read_text(encoding="utf-8"))
+        tree = ast.parse((d / "out" / "movielens" / relpath).read_text(encoding="utf-8"))
         if not any(isinstance(n, ast.Constant) and n.value == value for n in ast.walk(tree)):
             return f"silent wrong: {relpath} does not hold {value!r} as a literal"
         return ""
@@ -1002,7 +1002,8 @@ def classify(c: Case, run: Run, result: Result, before: dict, after: dict, folde
     if "Traceback" in err or "RecursionError" in err:
         return "traceback", (err.strip().splitlines() or [""])[-1][:200]
     if result.code in run.refusal_codes and result.code != run.accepted_code:
-        lines = [line for line in err.splitlines() if line.strip()]
+        # validate prints its findings on stdout; every other refusal is on stderr
+        lines = [line for line in (err if err.strip() else result.stdout).splitlines() if line.strip()]
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
         if changed:
             return "partial write", f"refused, but changed {changed[:3]}"
@@ -1015,7 +1016,10 @@ def classify(c: Case, run: Run, result: Result, before: dict, after: dict, folde
     if result.code == run.accepted_code:
         if c.expect == "refused":
             return "silent wrong", "accepted; a refusal was expected"
-        problem = c.check(folder) if c.check is not None else ""
+        try:
+            problem = c.check(folder) if c.check is not None else ""
+        except Exception as exc:      # the output is not what the check reads: wrong, whatever it is
+            problem = f"silent wrong: the output check failed ({type(exc).__name__}: {exc})"
         if problem:
             kind, _, detail = problem.partition(": ")
             return (kind if kind in OUTCOMES else "silent wrong"), detail

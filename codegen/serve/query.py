@@ -72,7 +72,11 @@ def endpoint(target: str, *, timeout: float = 300.0):
     """``target`` is a repository folder (a private server on free loopback ports is started for the query and
     stopped after it) or the URL of a running server (``http://HOST:PORT`` or ``HOST:PORT``)."""
     path = Path(target)
-    if path.is_dir():
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except (OSError, ValueError):      # a name too long for a path, a NUL: no folder; maybe a URL
+        is_dir = exists = False
+    if is_dir:
         import shutil
 
         from .repository import check_repository, server_for
@@ -93,7 +97,7 @@ def endpoint(target: str, *, timeout: float = 300.0):
             shutil.rmtree(scratch, ignore_errors=True)
         return
     url = target.split("://", 1)[-1].rstrip("/")
-    if ":" not in url or path.exists() or not _host_port(url):
+    if ":" not in url or exists or not _host_port(url):
         raise UserError.one(target, "neither a repository folder nor a server URL", field="REPO-or-URL",
                             fix="pass the folder 'ctrgen assemble' wrote, or http://HOST:PORT of 'ctrgen serve'")
     yield Endpoint(url)
@@ -101,7 +105,7 @@ def endpoint(target: str, *, timeout: float = 300.0):
 
 def _host_port(url: str) -> bool:
     """Whether ``url`` is HOST:PORT (a name, IPv4 or bracketed IPv6 address, and a port of 1-65535)."""
-    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})", url)
+    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):(\d{1,5})", url)     # 253: DNS's longest name
     return m is not None and 0 < int(m.group(2)) < 65536
 
 

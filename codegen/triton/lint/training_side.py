@@ -4,6 +4,7 @@ reported."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -84,7 +85,7 @@ def _mounted_copy(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | N
         for i in range(len(parts) - 1):
             for root in (cfg.repo_root, ctx.root):
                 candidate = root.joinpath(*parts[i:])
-                if candidate.is_file():
+                if os.path.lexists(candidate) and not candidate.is_dir():    # a FIFO or device too: refused later
                     return [(field, candidate)]
     return []
 
