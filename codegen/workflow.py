@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -170,9 +171,10 @@ def read_schema(path: Path, *, allow_import: bool = True) -> SchemaInfo:
         raise _not_recognised(path)
     if (path / WORKFLOW_PICKLE).is_file():
         return _read_workflow_dir(path, allow_import=allow_import)
-    if (path / DATASET_SCHEMA_JSON).is_file():
+    # lexists: a FIFO or device standing for a schema file is refused by its reader, not taken for no schema
+    if os.path.lexists(path / DATASET_SCHEMA_JSON):
         return _with_metadata(_read_schema_json(path / DATASET_SCHEMA_JSON, shown=path), path)
-    if (path / DATASET_SCHEMA_PBTXT).is_file():
+    if os.path.lexists(path / DATASET_SCHEMA_PBTXT):
         return _with_metadata(_read_schema_pbtxt(path / DATASET_SCHEMA_PBTXT, shown=path), path)
     raise _not_recognised(path)
 

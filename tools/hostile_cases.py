@@ -76,6 +76,7 @@ class Case:
     check: Callable[[Path], str] | None = None         # for an accepted run: "" or what is wrong ("injection: ...")
     area: str = MINE
     quick: bool = False
+    reason: str = ""                                   # a refusal must say this (a regular expression)
 
     @property
     def id(self) -> str:
@@ -656,7 +657,7 @@ def _etl(rows: str | None = ROWS, etl: dict = ETL, prepare: Callable[[Path], Non
             prepare(d)
         spec_folder(d, {**SPEC, "etl": etl})
         (d / "s.features.lock.json").unlink()
-        return Run(d, ["etl", "s.yaml", "--out", "gen"])
+        return Run(d, ["etl", "s.yaml", "--out", "gen"], refusal_codes=(2,))
     return build
 
 
@@ -737,7 +738,9 @@ REPOS: dict[str, Callable[[Path], None]] = {
 for vname, mutate in REPOS.items():
     if vname == "nvt_cats_deep":
         continue
-    add("validate", vname, _repo(mutate), "refused",
+    reason = {"config": r"config\.pbtxt.*error: syntax", "ps": r"ps\.json.*error", "graph": r"\.json.*error: config",
+              "param": r"error: .*(gpucacheper|hit_rate_threshold|slots)"}[vname.split("_")[0]]
+    add("validate", vname, _repo(mutate), "refused", reason=reason,
         quick=vname in ("config_fifo", "ps_nan", "ps_1e400", "graph_json_fifo", "param_gpucacheper_nan"))
 add("validate", "clean_copy", _repo(lambda r: None), "accepted", check=lambda d: "")
 
@@ -764,8 +767,11 @@ for vname, mutate in {"features_fifo": lambda c: fifo(c / "features.json"),
                       "features_deep": lambda c: (c / "features.json").write_text(deep_json()),
                       "features_nan": lambda c: (c / "features.json").write_text('{"a": NaN}'),
                       "features_not_utf8": lambda c: (c / "features.json").write_bytes(b'{"a": "\xff"}'),
-                      "model_pt_not_zip": lambda c: (c / "model.pt").write_bytes(os.urandom(1024))}.items():
-    add("checkpoint", vname, _checkpoint(mutate), "refused", quick=vname in ("features_fifo", "features_deep"))
+                      "model_pt_not_zip": lambda c: (c / "model.pt").write_bytes(os.urandom(1024)),
+                      "model_pt_fifo": lambda c: fifo(c / "model.pt"),
+                      "model_pt_missing": lambda c: (c / "model.pt").unlink()}.items():
+    add("checkpoint", vname, _checkpoint(mutate), "refused", reason=r"(features\.json|model\.pt): --compare",
+        quick=vname in ("features_fifo", "features_deep"))
 
 
 # ---- query: rows and URLs -------------------------------------------------------------------------------------------
@@ -879,30 +885,75 @@ add("serve", "model_file_dev_zero", _serve(None, lambda r: to_dev_zero(r / "movi
 
 # ---- other engineers' areas (issue 28's importer and assemble parts; reported separately until merged) --------------
 
-def _import(source: str, suffix: str = ".py", extra: tuple[str, ...] = ()) -> Callable[[Path], Run]:
+def _import(source: str, suffix: str = ".py", extra: tuple[str, ...] = (), out: str = "out"
+            ) -> Callable[[Path], Run]:
     def build(d: Path) -> Run:
         d.mkdir(parents=True, exist_ok=True)
         (d / f"train{suffix}").write_text(source)
-        return Run(d, ["import", f"train{suffix}", "--out", "out/spec.yaml", *extra])
+        return Run(d, ["import", f"train{suffix}", "--out", out, *extra])
     return build
 
 
+# A small HugeCTR training script; LR and SOURCE are where each case puts its hostile expression.
+SCRIPT = """\
+import hugectr
+X = LR
+solver = hugectr.CreateSolver(max_eval_batches=10, batchsize_eval=1024, batchsize=1024, lr=X, vvgpu=[[0]],
+                              repeat_dataset=True)
+reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Norm, source=[SOURCE],
+                                  eval_source="./data/file_list_test.txt", check_type=hugectr.Check_t.Sum)
+optimizer = hugectr.CreateOptimizer(optimizer_type=hugectr.Optimizer_t.Adam)
+model = hugectr.Model(solver, reader, optimizer)
+model.add(hugectr.Input(label_dim=1, label_name="label", dense_dim=13, dense_name="dense",
+                        data_reader_sparse_param_array=[hugectr.DataReaderSparseParam("data1", 1, True, 26)]))
+model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash,
+                                  workspace_size_per_gpu_in_mb=300, embedding_vec_size=16, combiner="sum",
+                                  sparse_embedding_name="sparse_embedding1", bottom_name="data1", optimizer=optimizer))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Reshape, bottom_names=["sparse_embedding1"],
+                             top_names=["reshape1"], leading_dim=416))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.Concat, bottom_names=["reshape1", "dense"],
+                             top_names=["concat1"]))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.InnerProduct, bottom_names=["concat1"], top_names=["fc1"],
+                             num_output=1))
+model.add(hugectr.DenseLayer(layer_type=hugectr.Layer_t.BinaryCrossEntropyLoss, bottom_names=["fc1", "label"],
+                             top_names=["loss"]))
+model.compile()
+model.fit(max_iter=2000, display=200, eval_interval=1000, snapshot=1000000, snapshot_prefix="m")
+"""
+
+
+def script(lr: str = "0.001", source: str = '"./data/file_list.txt"') -> str:
+    return SCRIPT.replace("LR", lr, 1).replace("SOURCE", source, 1)
+
+
+def notebook(source: str) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "source": source.splitlines(keepends=True),
+                                  "metadata": {}, "outputs": [], "execution_count": None}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
 IMPORTS = {
-    "deep_notebook": (deep_json(), ".ipynb"),
-    "deep_graph_json": (deep_json(), ".json"),
-    "100k_terms": ("import hugectr\nx = " + "+".join(["1"] * 100_000) + "\n", ".py"),
-    "3000_deep_parens": ("import hugectr\nx = " + "(" * 3000 + "1" + ")" * 3000 + "\n", ".py"),
-    "square_40_times": ("import hugectr\nx = 3\n" + "x = x * x\n" * 40, ".py"),
-    "power_chain": ("import hugectr\nx = " + " ** ".join(["64"] * 6) + "\n", ".py"),
-    "2gb_string": ("import hugectr\nx = 'a' * (2 ** 31)\n", ".py"),
-    "1mb_path_literal": ("import hugectr\nsolver = hugectr.CreateSolver(batchsize=1, vvgpu=[[0]])\n"
-                         "reader = hugectr.DataReaderParams(data_reader_type=hugectr.DataReaderType_t.Parquet, "
-                         f"source=['{'a' * (1 << 20)}'], eval_source='e', slot_size_array=[1])\n", ".py"),
+    "deep_notebook": ('{"cells": ' + deep_json() + "}", ".ipynb", "23.06"),
+    "deep_graph_json": (deep_json(), ".json", "23.06"),
+    "100k_terms": (script(lr="+".join(["0.00001"] * 100_000)), ".py", "23.06"),
+    "3000_deep_parens": (script(lr="(" * 3000 + "0.001" + ")" * 3000), ".py", "23.06"),
+    "square_40_times": (script(lr="0.001").replace("X = 0.001\n", "X = 3\n" + "X = X * X\n" * 40), ".py",
+                        "23.06"),
+    "power_chain": (script(lr=" ** ".join(["64"] * 6)), ".py", "23.06"),
+    "2gb_string": (script(source="'a' * (2 ** 31)"), ".py", "23.06"),
+    "1mb_path_literal": (script(source=repr("a" * (1 << 20))), ".py", "23.06"),
+    "unknown_hugectr_version": (script(), ".py", "99"),
 }
-for vname, (source, suffix) in IMPORTS.items():
-    add("import", vname, _import(source, suffix), "refused", area=IMPORT)
-add("import", "unknown_hugectr_version", _import("import hugectr\n", ".py", ("--hugectr-version", "99")),
-    "refused", area=IMPORT)
+for vname, (source, suffix, version) in IMPORTS.items():
+    add("import", vname, _import(source, suffix, ("--hugectr-version", version)), "refused", area=IMPORT)
+for vname in ("unknown_hugectr_version", "1mb_path_literal"):
+    source, suffix, version = IMPORTS[vname]
+    add("import", f"{vname}_out_folder", _import(source, suffix, ("--hugectr-version", version), out="specs_out"),
+        "refused", area=IMPORT)
+add("import", "valid_script", _import(script(), ".py", ("--hugectr-version", "23.06")), "accepted", area=IMPORT,
+    check=lambda d: "" if (d / "out" / "train.yaml").is_file() else "silent wrong: no spec written")
+add("import", "valid_notebook", _import(notebook(script()), ".ipynb", ("--hugectr-version", "23.06")), "accepted",
+    area=IMPORT, check=lambda d: "" if (d / "out" / "train.yaml").is_file() else "silent wrong: no spec written")
 
 
 def _assemble(mutate: Callable[[Path, Path], None]) -> Callable[[Path], Run]:
@@ -959,7 +1010,7 @@ for vname, mutate in ASSEMBLES.items():
 # ---- the outcome of one run -----------------------------------------------------------------------------------------
 
 OUTCOMES = ("refused", "accepted", "traceback", "hang", "unbounded read", "partial write", "injection",
-            "silent wrong", "over-refused")
+            "silent wrong", "over-refused", "other refusal")
 
 
 @dataclass
@@ -1010,9 +1061,13 @@ def classify(c: Case, run: Run, result: Result, before: dict, after: dict, folde
         if run.argv is not None and (not lines or any(re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]",
                                                                   line) for line in lines)):
             return "injection", "a refusal line holds a raw control or bidi character"
+        if c.kind == "names" and len(lines) != 1:
+            return "injection", f"a refusal naming one hostile name took {len(lines)} lines"
         if c.expect == "accepted":
             return "over-refused", (lines or [""])[0][:200]
-        return "refused", (lines or [""])[0][:200]
+        if c.reason and not re.search(c.reason, "\n".join(lines)):
+            return "other refusal", f"no line says {c.reason!r}: {(lines or [''])[0][:160]}"
+        return "refused", " | ".join(line[:300] for line in lines[:3])
     if result.code == run.accepted_code:
         if c.expect == "refused":
             return "silent wrong", "accepted; a refusal was expected"

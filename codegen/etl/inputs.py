@@ -160,7 +160,8 @@ def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: s
     try:        # a FIFO, a device, a folder: refused before it is opened (data files have no size cap)
         check_regular(path, "input file", 1 << 62)
     except UserError as exc:
-        raise UserError.one(shown, exc.problems[0].message, field=field, fix=exc.problems[0].fix) from None
+        raise UserError.one(shown, exc.problems[0].message, field=field,
+                            fix="name the data file itself in the spec") from None
     if fmt == "csv":
         return check_csv(path, columns, sep, shown, field)
     return check_parquet(path, columns, shown, field)

@@ -137,5 +137,5 @@ def load_ps(path: Path) -> PsFile:
 
 def find_ps_files(root: Path) -> list[Path]:
     """Every ps.json under ``root`` (hand-written repositories put it anywhere), sorted; hidden folders skipped."""
-    return sorted(p for p in root.rglob(PS_NAME)
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(p for p in root.rglob(PS_NAME)          # a FIFO or device named so too: load_ps refuses it
+                  if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(root).parts))
