@@ -66,5 +66,8 @@ def test_the_sweep_sees_what_it_must_see(tmp_path):
     assert H.classify(c, run, H.Result(1, "", "Traceback (most recent call last):\n"), {}, {}, tmp_path)[0] == \
         "traceback"
     assert H.classify(c, run, H.Result(None, "", ""), {}, {}, tmp_path)[0] == "hang"
+    names = H.Case("names", "n", lambda d: H.Run(d, ["generate"]), "refused")
+    assert H.classify(names, run, H.Result(2, "", "/x/a\nb.yaml: not found\n"), {}, {}, tmp_path)[0] == "injection"
+    assert H.classify(names, run, H.Result(2, "", "/x/a\\nb.yaml: not found\n"), {}, {}, tmp_path)[0] == "refused"
     assert H.injection_in_python("import os\nos.system('id')\n", "m.py").startswith("injection")
     assert H.injection_in_python("x = \"os.system('id')\"\n", "m.py") == ""

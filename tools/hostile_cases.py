@@ -770,7 +770,7 @@ for vname, mutate in {"features_fifo": lambda c: fifo(c / "features.json"),
                       "model_pt_not_zip": lambda c: (c / "model.pt").write_bytes(os.urandom(1024)),
                       "model_pt_fifo": lambda c: fifo(c / "model.pt"),
                       "model_pt_missing": lambda c: (c / "model.pt").unlink()}.items():
-    add("checkpoint", vname, _checkpoint(mutate), "refused", reason=r"(features\.json|model\.pt): --compare",
+    add("checkpoint", vname, _checkpoint(mutate), "refused", reason=r"(features\.json|model\.pt)(:\d+)*: --compare",
         quick=vname in ("features_fifo", "features_deep"))
 
 
@@ -1061,8 +1061,8 @@ def classify(c: Case, run: Run, result: Result, before: dict, after: dict, folde
         if run.argv is not None and (not lines or any(re.search(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]",
                                                                   line) for line in lines)):
             return "injection", "a refusal line holds a raw control or bidi character"
-        if c.kind == "names" and len(lines) != 1:
-            return "injection", f"a refusal naming one hostile name took {len(lines)} lines"
+        if c.kind == "names" and not all(re.match(r"[^\s:]+(:\d+)*: ", line) for line in lines):
+            return "injection", "a refusal line does not start with its file: a name split it"
         if c.expect == "accepted":
             return "over-refused", (lines or [""])[0][:200]
         if c.reason and not re.search(c.reason, "\n".join(lines)):
