@@ -28,7 +28,8 @@ _PSEUDO_FS = ("/proc", "/sys", "/dev")
 
 
 def check_writable_path(path: Path, option: str) -> None:
-    """A path ctrgen may write under: not under /proc, /sys or /dev (kernel interfaces, no place for files), not
+    """A path ctrgen may write under: not under /proc, /sys or /dev (kernel interfaces, no place for files; /dev/shm
+    is a file system and allowed), not
     longer than PATH_MAX, no component longer than NAME_MAX (the staged ``.ctrgen-NAME-PID-XXXXXXXX`` sibling of a
     folder adds ~30 bytes to its name, so names stay under NAME_MAX - 40)."""
     full = os.fsencode(os.path.abspath(path))
@@ -40,6 +41,6 @@ def check_writable_path(path: Path, option: str) -> None:
         raise UserError.one(path, f"a folder name is {len(long[0])} bytes long; names stay under {NAME_MAX - 40}",
                             field=option, fix="choose a shorter name")
     real = os.path.realpath(path)
-    if any(real == p or real.startswith(p + "/") for p in _PSEUDO_FS):
+    if any(real == p or real.startswith(p + "/") for p in _PSEUDO_FS) and not real.startswith("/dev/shm/"):
         raise UserError.one(path, "is under /proc, /sys or /dev, where no files can be written", field=option,
                             fix="name a folder on a disk")

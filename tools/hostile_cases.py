@@ -833,6 +833,7 @@ def _query_parquet(values: list, dtype: str, expect_ids: list | None = None) -> 
 
 add("query", "parquet_fraction_id", _query_parquet([1.0, 1.5], "float64"), "refused", quick=True)
 add("query", "parquet_nan_id", _query_parquet([1.0, float("nan")], "float64"), "refused")
+add("query", "parquet_nullable_null_id", _query_parquet([1, None], "Int64"), "refused")
 add("query", "parquet_uint64_past_int64", _query_parquet([2**63 + 5], "uint64"), "refused")
 add("query", "parquet_whole_floats", _query_parquet([1.0, 7.0], "float64", [1, 7]), "accepted",
     check=lambda d: "")

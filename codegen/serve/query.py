@@ -20,7 +20,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -296,22 +296,28 @@ def _typed_numbers(values: np.ndarray, dtype: str, data: Path, col: str, start: 
 
 def _one_value(v, dtype: str, data: Path, col: str, row: int):
     """One value (text from a CSV, or a Python object) in the Triton type ``dtype``."""
-    if v is None or (isinstance(v, float) and math.isnan(v) and not dtype.startswith("FP")):
+    import pandas as pd
+
+    if not isinstance(v, (str, bytes)) and pd.isna(v):      # None, NaN, pd.NA (a nullable column's null)
+        if dtype.startswith("FP"):
+            return math.nan
         _refuse_null(data, col, dtype, row)
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, str):
+    if not isinstance(v, str):
+        if not isinstance(v, (bool, int, float, np.number, np.bool_)):
+            _refuse(data, col, dtype, row, v, f"a {type(v).__name__}, not a number")
         return _typed_numbers(np.asarray([v]), dtype, data, col, row)[0]
     if dtype.startswith("FP"):
         if v.strip() in _FLOAT_NULLS:
             return math.nan
         try:
-            number = float(v) if len(v) < 64 else math.inf
+            value = float(v) if len(v) < 64 else math.inf
         except ValueError:
             _refuse(data, col, dtype, row, v, "not a number")
         with np.errstate(over="ignore"):
-            in_range = math.isfinite(number) and math.isfinite(NUMPY[dtype](number))
+            in_range = math.isfinite(value) and math.isfinite(NUMPY[dtype](value))
         if not in_range:
             _refuse(data, col, dtype, row, v, "not a finite number of its range")
-        return number
+        return value
     if dtype == "BOOL":
         word = v.strip().lower()
         if word not in ("true", "false", "1", "0"):
@@ -328,12 +334,12 @@ def _one_value(v, dtype: str, data: Path, col: str, row: int):
     return number
 
 
-def _refuse_null(data: Path, col: str, dtype: str, row: int):
+def _refuse_null(data: Path, col: str, dtype: str, row: int) -> NoReturn:
     raise UserError.one(data, f"row {row} is null, and an input of type {dtype} cannot carry a null", field=col,
                         fix="fill the column, or send it as a float column the workflow fills (FillMissing)")
 
 
-def _refuse(data: Path, col: str, dtype: str, row: int, value, why: str):
+def _refuse(data: Path, col: str, dtype: str, row: int, value, why: str) -> NoReturn:
     shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:20]}... ({len(str(value))} characters)"
     raise UserError.one(data, f"row {row}: {shown!r} is {why}, which an input of type {dtype} needs", field=col,
                         fix="correct the value (the server would get another number than the file holds)")
