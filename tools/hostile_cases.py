@@ -684,6 +684,26 @@ add("etl", "missing_column", _etl(ROWS.replace("movieId", "movie")), "refused")
 add("etl", "no_rows", _etl("userId,movieId,rating\n"), "refused")
 
 
+# ---- keysets: file lists ------------------------------------------------------------------------------------------
+
+def _file_list(write: Callable[[Path], None]) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        d.mkdir(parents=True, exist_ok=True)
+        write(d / "file_list.txt")
+        return Run(d, ["keysets", "file_list.txt", "--format", "norm", "--key-type", "int64", "-q"])
+    return build
+
+
+for vname, write in {"fifo": lambda p: os.mkfifo(p), "dev_zero": lambda p: p.symlink_to("/dev/zero"),
+                     "huge": lambda p: big_sparse(p, 3 << 30), "5000_digit_count": lambda p: p.write_text(
+                         "9" * 5000 + "\na.data\n"), "not_utf8": lambda p: p.write_bytes(b"1\n\xff.data\n"),
+                     "count_mismatch": lambda p: p.write_text("2\na.data\n"),
+                     "missing_data_file": lambda p: p.write_text("1\nnope.data\n"),
+                     "data_file_fifo": lambda p: (os.mkfifo(p.parent / "f.data"), p.write_text("1\nf.data\n"))
+                     }.items():
+    add("keysets", f"file_list_{vname}", _file_list(write), "refused", quick=vname in ("fifo", "5000_digit_count"))
+
+
 # ---- Triton repositories (ctrgen validate) --------------------------------------------------------------------------
 
 def _repo(mutate: Callable[[Path], None], torch: bool = False) -> Callable[[Path], Run]:
