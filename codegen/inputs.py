@@ -50,7 +50,7 @@ def check_regular(path: Path, what: str, limit: int) -> os.stat_result:
     resolved = os.path.realpath(path)
     if any(resolved == p or resolved.startswith(p + "/") for p in _PSEUDO_FS):
         raise UserError.one(path, f"{what} is under /proc or /sys, not a regular file",
-                            fix=f"give the {what} file itself")
+                            fix=f"give the {_file(what)} itself")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -58,14 +58,19 @@ def check_regular(path: Path, what: str, limit: int) -> os.stat_result:
     except OSError as exc:
         raise UserError.one(path, f"cannot read {what}: {exc.strerror}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise UserError.one(path, f"{what} is a folder, not a file", fix=f"give the {what} file itself")
+        raise UserError.one(path, f"{what} is a folder, not a file", fix=f"give the {_file(what)} itself")
     if not stat.S_ISREG(st.st_mode):
         raise UserError.one(path, f"{what} is not a regular file (a device, FIFO or socket)",
-                            fix=f"give the {what} file itself")
+                            fix=f"give the {_file(what)} itself")
     if st.st_size > limit:
         raise UserError.one(path, f"{what} is {st.st_size} bytes, more than the {limit} a {what} may have",
                             fix="check the path")
     return st
+
+
+def _file(what: str) -> str:
+    """``spec file``, ``file list`` (not ``file list file``)."""
+    return what if what.endswith(("file", "list")) else f"{what} file"
 
 
 def read_bytes(path: Path, what: str, limit: int) -> bytes:
@@ -75,7 +80,7 @@ def read_bytes(path: Path, what: str, limit: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise UserError.one(path, f"{what} is not a regular file", fix=f"give the {what} file itself")
+                raise UserError.one(path, f"{what} is not a regular file", fix=f"give the {_file(what)} itself")
             data = fh.read(limit + 1)
     except OSError as exc:
         raise UserError.one(path, f"cannot read {what}: {exc.strerror}") from None
