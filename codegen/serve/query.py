@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import UserError
 
 LENGTHS = "__lengths"
+CSV_BLOCK = 1 << 22               # bytes the CSV reader parses at a time; longer than any row of raw features
 NUMPY: dict[str, Any] = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
          "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
          "FP32": np.float32, "FP64": np.float64, "BYTES": np.object_}
@@ -165,6 +166,9 @@ def read_rows(data: Path, columns: list[str], rows: int | None):
     except UserError:
         raise
     except Exception as exc:         # pyarrow / pandas parse errors
+        if "straddles two block boundaries" in str(exc):
+            raise UserError.one(data, f"a field is longer than the CSV reader's block of {CSV_BLOCK >> 20} MiB: no "
+                                "input value is that long", field="--data", fix="check the file") from None
         raise UserError.one(data, f"cannot read the file ({type(exc).__name__}: {exc})", field="--data") from None
     if rows is not None:
         frame = frame.head(rows)
@@ -179,11 +183,11 @@ def _read_csv_text(data: Path, columns: list[str], rows: int | None, sep: str):
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    with pcsv.open_csv(data, read_options=pcsv.ReadOptions(block_size=1 << 22),
+    with pcsv.open_csv(data, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK),
                        parse_options=pcsv.ParseOptions(delimiter=sep)) as probe:
         present = probe.schema.names
     _check_columns(data, present, columns)
-    reader = pcsv.open_csv(data, read_options=pcsv.ReadOptions(block_size=1 << 22),
+    reader = pcsv.open_csv(data, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK),
                            parse_options=pcsv.ParseOptions(delimiter=sep),
                            convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in present},
                                                                include_columns=columns, strings_can_be_null=False,
