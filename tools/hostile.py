@@ -1,4 +1,4 @@
-"""`make hostile`: every hostile input of tools/hostile_cases.py, each run in its own process under a time, memory
+"""`make hostile`: every hostile input of tools/hostile_cases.py (judged by tools/hostile_outcomes.py), each run in its own process under a time, memory
 and file-size limit, and a table of outcomes (docs/testing.md, "Hostile inputs").
 
 An outcome is one of: refused (one line per problem, exit 2 or the command's finding status, nothing written or
@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))      # this checkou
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import hostile_cases as H  # noqa: E402
+import hostile_outcomes as O  # noqa: E402
 
 MEMORY_LIMIT = 2 << 30          # bytes of address space a case may add to what this process has mapped
 FILE_LIMIT = 256 << 20          # the largest file a case may write
@@ -48,7 +49,7 @@ def _vm_size() -> int:
     return 0
 
 
-def run_forked(run: H.Run, timeout: float) -> H.Result:
+def run_forked(run: O.Run, timeout: float) -> O.Result:
     """Run one case in a forked child: stdout and stderr to files, limits on memory and file size, killed after
     ``timeout`` seconds."""
     with tempfile.TemporaryDirectory(prefix="ctrgen-hostile-io-") as io_dir:
@@ -96,13 +97,13 @@ def run_forked(run: H.Run, timeout: float) -> H.Result:
             os.waitpid(pid, 0)
         code = None if status is None else os.waitstatus_to_exitcode(status)
         flags = flag_path.read_text() if flag_path.exists() else ""
-        result = H.Result(code, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
+        result = O.Result(code, out_path.read_text(errors="replace"), err_path.read_text(errors="replace"),
                           memory_exceeded="memory" in flags)
         result.file_too_large = "[Errno 27]" in result.stderr
         return result
 
 
-def _child(run: H.Run) -> int:
+def _child(run: O.Run) -> int:
     from codegen.errors import UserError
 
     if run.call is not None:
@@ -122,17 +123,17 @@ def _child(run: H.Run) -> int:
     return 0
 
 
-def run_case(c: H.Case, root: Path, timeout: float) -> tuple[str, str]:
+def run_case(c: O.Case, root: Path, timeout: float) -> tuple[str, str]:
     folder = root / c.id.replace("/", "__").replace(" ", "_")
     folder.mkdir(parents=True)
     try:
         run = c.build(folder)
     except Exception as exc:           # the case could not be built: a defect of the sweep, not of ctrgen
         return "not built", f"{type(exc).__name__}: {exc}"
-    before = H.snapshot(folder)
+    before = O.snapshot(folder)
     result = run_forked(run, timeout)
-    after = H.snapshot(folder)
-    return H.classify(c, run, result, before, after, folder)
+    after = O.snapshot(folder)
+    return O.classify(c, run, result, before, after, folder)
 
 
 def _preload() -> None:
@@ -158,7 +159,7 @@ def main() -> int:
         for i, c in enumerate(cases):
             t0 = time.monotonic()
             outcome, detail = run_case(c, Path(tmp), args.timeout)
-            ok = H.expected_outcome(c, outcome)
+            ok = O.expected_outcome(c, outcome)
             rows.append({"id": c.id, "kind": c.kind, "area": c.area, "expect": c.expect, "outcome": outcome,
                          "as_expected": ok, "detail": detail, "seconds": round(time.monotonic() - t0, 2)})
             if args.verbose or not ok:
@@ -176,7 +177,7 @@ def main() -> int:
 
 def table(rows: list[dict], seconds: float) -> str:
     """The outcome table: one row per kind, this change's cases and the other areas' apart."""
-    columns = [o for o in (*H.OUTCOMES, "not built")]
+    columns = [o for o in (*O.OUTCOMES, "not built")]
     lines = ["| kind | cases | " + " | ".join(columns) + " |", "|---|---:|" + "---:|" * len(columns)]
 
     def row(label: str, group: list[dict]) -> str:
