@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.ctrgen-installed
 # (they conflict with the NVTabular pins; docs/environment.md §8.2).
 PYTRITON := nvidia-pytriton==0.7.0
 
-.PHONY: demo test test-fast check regen venv clean mutate
+.PHONY: demo test test-fast check regen venv clean mutate hostile
 
 venv: $(STAMP)
 
@@ -40,6 +40,11 @@ check: $(STAMP)
 # a few minutes; docs/testing.md).
 mutate: $(STAMP)
 	$(BIN)/python tools/mutate.py
+
+# Every hostile input of tools/hostile_cases.py, each in its own process under time, memory and file-size limits,
+# and the table of outcomes (not part of `make test`, which runs the quick cases; about 2 minutes; docs/testing.md).
+hostile: $(STAMP)
+	$(BIN)/python tools/hostile.py
 
 # Regenerate every committed output (generated/ and the test goldens); review the diff before committing.
 regen: $(STAMP)

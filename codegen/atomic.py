@@ -66,9 +66,15 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+# Linux's largest pid_max (2**22); a larger number in a leftover's name is no process (and os.kill would overflow).
+_PID_MAX = 1 << 22
+
+
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
+    if not 0 < pid <= _PID_MAX:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -93,8 +99,11 @@ def clean_stale(parent: Path) -> list[str]:
         path = parent / entry
         target = parent / m.group("name")
         if m.group("tag") == _OLD and not os.path.lexists(target):
-            os.rename(path, target)     # the swap was killed between its two renames: the old folder goes back
-            cleaned.append(m.group("name"))
+            # The swap was killed between its two renames: the old folder goes back. Only a real folder: a link
+            # (pointing anywhere) is no folder ctrgen moved aside and is left where it is.
+            if path.is_dir() and not path.is_symlink():
+                os.rename(path, target)
+                cleaned.append(m.group("name"))
         elif path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
             cleaned.append(entry)

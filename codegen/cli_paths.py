@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -16,4 +17,30 @@ def out_path(ctx: click.Context, param: click.Parameter, value: str | None) -> P
     if value == "":
         raise UserError.one("''", "the output path is empty", field=f"--{param.name}",
                             fix="name a folder, or leave the option out for its default")
+    check_writable_path(Path(value), f"--{param.name}")
     return Path(value)
+
+
+# Linux's PATH_MAX and NAME_MAX, in bytes: longer paths fail in the middle of a write (ENAMETOOLONG).
+PATH_MAX = 4096
+NAME_MAX = 255
+_PSEUDO_FS = ("/proc", "/sys", "/dev")
+
+
+def check_writable_path(path: Path, option: str) -> None:
+    """A path ctrgen may write under: not under /proc, /sys or /dev (kernel interfaces, no place for files; /dev/shm
+    is a file system and allowed), not
+    longer than PATH_MAX, no component longer than NAME_MAX (the staged ``.ctrgen-NAME-PID-XXXXXXXX`` sibling of a
+    folder adds ~30 bytes to its name, so names stay under NAME_MAX - 40)."""
+    full = os.fsencode(os.path.abspath(path))
+    if len(full) + 64 >= PATH_MAX:
+        raise UserError.one(path, f"the path is {len(full)} bytes long; paths stay under {PATH_MAX - 64}",
+                            field=option, fix="choose a shorter path")
+    long = [p for p in full.split(b"/") if len(p) > NAME_MAX - 40]
+    if long:
+        raise UserError.one(path, f"a folder name is {len(long[0])} bytes long; names stay under {NAME_MAX - 40}",
+                            field=option, fix="choose a shorter name")
+    real = os.path.realpath(path)
+    if any(real == p or real.startswith(p + "/") for p in _PSEUDO_FS) and not real.startswith("/dev/shm/"):
+        raise UserError.one(path, "is under /proc, /sys or /dev, where no files can be written", field=option,
+                            fix="name a folder on a disk")

@@ -11,6 +11,7 @@ line of an imported script) raises :class:`Located`, a UserError whose file the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,17 @@ def field_path(loc: tuple[str | int, ...] | list) -> str:
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
+
+
+# Characters that would split a one-line message or reorder it on a terminal: C0/C1 controls (newline, escape) and
+# Unicode's bidirectional overrides, embeddings and isolates.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with the characters that would split or reorder a line written as escapes (``\\n``,
+    ``\\u202e``): a file or field name from user input stays on its one line, in its order."""
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ class Problem:
         if self.field:
             parts.append(self.field)
         parts.append(self.message)
-        return ": ".join(parts) + (f" (fix: {self.fix})" if self.fix else "")
+        return one_line(": ".join(parts) + (f" (fix: {self.fix})" if self.fix else ""))
 
     def sort_key(self) -> tuple:
         return (self.file, self.line or 0, self.col or 0, self.field, self.severity, self.message)

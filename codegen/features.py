@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .errors import Problems, UserError
-from .inputs import INT32_MAX, INT64_MAX, MAX_LOCK_BYTES, json_positions, read_text
+from .inputs import INT32_MAX, INT64_MAX, MAX_LOCK_BYTES, check_json_depth, json_positions, read_text
 
 LOCK_VERSION = 1
 
@@ -114,6 +114,9 @@ def _column_from(d: object, where: str, path: Path, problems: Problems) -> Colum
         problems.add(path, "each column needs a string 'name' and 'dtype'", field=where, fix=_REGEN)
         return None
     before = len(problems)
+    if not d["name"].strip():
+        # The name becomes a Triton input and a DataFrame column: an empty or blank one is an unnamed input.
+        problems.add(path, f"column name {d['name']!r} is empty", field=where, fix=_REGEN)
     unknown = set(d) - {"name", "dtype", "cardinality", "multi_hot", "max_len"}
     if unknown:
         problems.add(path, f"unknown keys {sorted(unknown)}", field=where, fix=_REGEN)
@@ -159,6 +162,13 @@ def features_from_lock(data: object, path: Path) -> Features:
                 if c is not None and c.cardinality is None and data.get("source") != "imported":
                     problems.add(path, f"categorical column {c.name!r} has no cardinality", field=f"categorical[{i}]",
                                  fix="regenerate the lock from the workflow with 'ctrgen lock SPEC'")
+    for names in ([c.name for k in ("categorical", "continuous", "labels") for c in groups[k] or ()],
+                  [c.name for c in groups["inputs"] or ()]):
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                problems.add(path, f"column {name!r} is listed twice: two model inputs of one name", fix=_REGEN)
+            seen.add(name)
     problems.raise_if_any()
     return Features(categorical=groups["categorical"], continuous=groups["continuous"], labels=groups["labels"],
                     source_kind=str(data.get("source", "recorded")), provenance=str(data.get("provenance", "")),
@@ -170,12 +180,16 @@ def read_lock(path: Path) -> Features:
         raise UserError.one(path, "features lock not found",
                             fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock")
     text = read_text(path, "features lock", MAX_LOCK_BYTES)
+    check_json_depth(text, path, "features lock")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     except RecursionError:
         raise UserError.one(path, "invalid JSON: nested too deeply", fix=_REGEN) from None
+    except ValueError as exc:       # int() of a number of more than 4300 digits
+        raise UserError.one(path, f"a number is too long to read ({str(exc).split(':')[0]})",
+                            fix=_REGEN) from None
     try:
         return features_from_lock(data, path)
     except UserError as exc:

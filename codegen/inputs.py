@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,11 @@ MAX_SCHEMA_BYTES = 64 << 20
 # expands to billions: refused in linear time instead of hanging).
 MAX_YAML_DEPTH = 64
 MAX_YAML_NODES = 100_000
+# JSON ctrgen reads (MANIFEST.json, a checkpoint's features.json, ps.json, graph JSON, notebooks) nests a few levels;
+# json.loads recurses per level, so depth is checked on the text first (no RecursionError, no stack exhaustion).
+MAX_JSON_DEPTH = 64
+# Files ctrgen wrote or that describe a model (MANIFEST.json, config.pbtxt, ps.json, features.json): a few kB to MB.
+MAX_META_BYTES = 16 << 20
 _PSEUDO_FS = ("/proc", "/sys")
 
 # The C++ types spec and lock values become.
@@ -43,7 +50,7 @@ def check_regular(path: Path, what: str, limit: int) -> os.stat_result:
     resolved = os.path.realpath(path)
     if any(resolved == p or resolved.startswith(p + "/") for p in _PSEUDO_FS):
         raise UserError.one(path, f"{what} is under /proc or /sys, not a regular file",
-                            fix=f"give the {what} file itself")
+                            fix=f"give the {_file(what)} itself")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -51,14 +58,19 @@ def check_regular(path: Path, what: str, limit: int) -> os.stat_result:
     except OSError as exc:
         raise UserError.one(path, f"cannot read {what}: {exc.strerror}") from None
     if stat.S_ISDIR(st.st_mode):
-        raise UserError.one(path, f"{what} is a folder, not a file", fix=f"give the {what} file itself")
+        raise UserError.one(path, f"{what} is a folder, not a file", fix=f"give the {_file(what)} itself")
     if not stat.S_ISREG(st.st_mode):
         raise UserError.one(path, f"{what} is not a regular file (a device, FIFO or socket)",
-                            fix=f"give the {what} file itself")
+                            fix=f"give the {_file(what)} itself")
     if st.st_size > limit:
         raise UserError.one(path, f"{what} is {st.st_size} bytes, more than the {limit} a {what} may have",
                             fix="check the path")
     return st
+
+
+def _file(what: str) -> str:
+    """``spec file``, ``file list`` (not ``file list file``)."""
+    return what if what.endswith(("file", "list")) else f"{what} file"
 
 
 def read_bytes(path: Path, what: str, limit: int) -> bytes:
@@ -68,7 +80,7 @@ def read_bytes(path: Path, what: str, limit: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise UserError.one(path, f"{what} is not a regular file", fix=f"give the {what} file itself")
+                raise UserError.one(path, f"{what} is not a regular file", fix=f"give the {_file(what)} itself")
             data = fh.read(limit + 1)
     except OSError as exc:
         raise UserError.one(path, f"cannot read {what}: {exc.strerror}") from None
@@ -98,6 +110,66 @@ def decode(data: bytes, path: Path | str, what: str) -> str:
         raise UserError.one(path, f"{what} contains a NUL character", line=line, col=col,
                             fix="remove it (a text file has none)")
     return text
+
+
+def check_json_depth(text: str, path: Path | str, what: str) -> None:
+    """Refuse JSON text whose arrays and objects nest deeper than MAX_JSON_DEPTH, scanning the text (strings skipped)
+    without parsing it: the check runs before json.loads, whose recursion a deep document would exhaust."""
+    depth = 0
+    for m in _JSON_NESTING.finditer(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                line, col = _line_col(text, m.start())
+                raise UserError.one(path, f"{what} nests more than {MAX_JSON_DEPTH} levels deep", line=line, col=col,
+                                    fix=f"a {what} is a few levels of objects and lists")
+        elif ch in "]}":
+            depth -= 1
+
+
+_JSON_NESTING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_NON_FINITE = re.compile(r'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
+
+
+def parse_json(text: str, path: Path | str, what: str, *, finite: bool = True) -> Any:
+    """JSON text, parsed after the depth check; with ``finite`` (the default) NaN and Infinity, which JSON does not
+    have but Python's reader accepts, are refused, as is a number too long to convert."""
+    check_json_depth(text, path, what)
+
+    def refuse(name: str) -> Any:
+        m = _NON_FINITE.search(text)
+        line, col = _line_col(text, m.start()) if m else (None, None)
+        raise UserError.one(path, f"{what} holds {name}, which is no JSON number", line=line, col=col,
+                            fix="write a finite number")
+
+    def finite_float(literal: str) -> float:
+        value = float(literal)
+        if value in (math.inf, -math.inf):      # 1e400: a literal JSON allows, past any double
+            m = re.search(re.escape(literal), text)
+            line, col = _line_col(text, m.start()) if m else (None, None)
+            raise UserError.one(path, f"{what} holds {literal}, past the largest double", line=line, col=col,
+                                fix="write a finite number")
+        return value
+
+    try:
+        if finite:
+            return json.loads(text, parse_constant=refuse, parse_float=finite_float)
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError.one(path, f"{what} is not JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
+    except ValueError as exc:       # int() of a number of more than 4300 digits
+        raise UserError.one(path, f"{what} holds a number too long to read ({str(exc).split(':')[0]})",
+                            fix="write a number of at most 19 digits") from None
+
+
+def read_json(path: Path, what: str, limit: int = MAX_META_BYTES, *, finite: bool = True) -> Any:
+    """A JSON file read as every input is (regular file, at most ``limit`` bytes, UTF-8), then :func:`parse_json`."""
+    return parse_json(read_text(path, what, limit), path, what, finite=finite)
+
+
+def _line_col(text: str, i: int) -> tuple[int, int]:
+    return text.count("\n", 0, i) + 1, i - (text.rfind("\n", 0, i) + 1) + 1
 
 
 def check_yaml_tree(tree: Any, path: Path | str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from .atomic import PREFIX, clean_stale, stage, swap_in
 from .errors import UserError
-
-MANIFEST = "MANIFEST.json"
+from .inputs import MAX_META_BYTES, parse_json, read_text
+from .runtime.contract import MANIFEST
 
 
 def safe_target(root: Path, rel: PurePosixPath) -> Path:
@@ -41,15 +40,42 @@ def _check_rel(root: Path, rel: str, what: str = "refusing to write", fix: str =
 
 def owned_files(folder: Path) -> dict[str, str]:
     """{relative path: sha256} of what ctrgen wrote into folder last time (from its manifest)."""
-    try:
-        doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return {str(k): str(v) for k, v in doc.get("files", {}).items()} if doc.get("generator") == "ctrgen" else {}
-    except (OSError, ValueError, AttributeError):
+    path = folder / MANIFEST
+    if not os.path.lexists(path):
         return {}
+    text = read_text(path, MANIFEST, MAX_META_BYTES)    # a FIFO, a device, a huge file: one line, nothing read
+    try:
+        doc = parse_json(text, path, MANIFEST)
+    except UserError:       # a damaged manifest records nothing: its files count as foreign
+        return {}
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("generator") == "ctrgen" else None
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The sha256 of a file ctrgen may have written; one larger than any output it writes is not read (it was
+    edited, or swapped for something else)."""
+    if os.path.getsize(path) > MAX_META_BYTES:
+        return "(larger than any generated file)"
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _same_text(path: Path, text: str) -> bool:
+    """Whether the regular file ``path`` holds exactly ``text`` (UTF-8); a file of another size is not read."""
+    data = text.encode("utf-8")
+    if os.path.getsize(path) != len(data):
+        return False
+    with open(path, "rb") as fh:
+        return fh.read(len(data) + 1) == data
+
+
+def _read_capped(path: Path, want: str) -> str | None:
+    """The text of an existing output to diff against ``want``, or None when it is far larger (not read whole)."""
+    if os.path.getsize(path) > 4 * len(want.encode("utf-8")) + (1 << 20):
+        return None
+    with open(path, "rb") as fh:
+        return fh.read().decode("utf-8", errors="replace").replace("\r\n", "\n")
 
 
 def check_out_root(out: Path, option: str = "--out") -> None:
@@ -100,7 +126,7 @@ def plan_write(folder: Path, files: dict[PurePosixPath, str], *, force: bool = F
         kind = old.get(key)
         if kind is None:
             changed.append(key)
-        elif kind != "file" or (folder / key).read_text(encoding="utf-8", errors="replace") != text:
+        elif kind != "file" or not _same_text(folder / key, text):
             changed.append(key)
             if key != MANIFEST and (kind != "file" or key not in owned or _sha(folder / key) != owned[key]):
                 foreign.append(key)
@@ -169,6 +195,10 @@ def apply_write(plan: Plan) -> list[str]:
         for key in plan.keep:
             _carry(folder / key, tmp / key)
         swap_in(tmp, folder)
+    except OSError as exc:      # a full disk, a read-only mount: one line, and the staged folder goes
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise UserError.one(folder, f"cannot write the output folder: {exc.strerror}",
+                            fix="check the disk and the folder's permissions") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -240,9 +270,11 @@ def compare(folder: Path, files: dict[PurePosixPath, str], display: str) -> Drif
         if not target.is_file():
             drift.missing.append(str(rel))
             continue
-        have = target.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
         want = files[rel]
-        if have != want:
+        have = _read_capped(target, want)
+        if have is None:
+            drift.changed[str(rel)] = f"{os.path.getsize(target)} bytes where {len(want.encode())} are generated\n"
+        elif have != want:
             diff = difflib.unified_diff(have.splitlines(keepends=True), want.splitlines(keepends=True),
                                         fromfile=f"a/{display}/{rel}", tofile=f"b/{display}/{rel}")
             text = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff)

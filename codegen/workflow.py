@@ -28,13 +28,14 @@ Facts recorded, all from the schema (never computed):
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .errors import UserError
-from .inputs import MAX_SCHEMA_BYTES, check_regular, read_text
+from .inputs import MAX_SCHEMA_BYTES, check_json_depth, check_regular, parse_json, read_text
 from .features import Column, Features
 from .workflow_schema import (SchemaColumn, SchemaInfo, read_schema_json, read_schema_pbtxt, schema_cardinality,
                               schema_max_len)
@@ -144,9 +145,10 @@ def read_schema(path: Path, *, allow_import: bool = True) -> SchemaInfo:
         raise _not_recognised(path)
     if (path / WORKFLOW_PICKLE).is_file():
         return _read_workflow_dir(path, allow_import=allow_import)
-    if (path / DATASET_SCHEMA_JSON).is_file():
+    # lexists: a FIFO or device standing for a schema file is refused by its reader, not taken for no schema
+    if os.path.lexists(path / DATASET_SCHEMA_JSON):
         return _with_metadata(read_schema_json(path / DATASET_SCHEMA_JSON, shown=path), path)
-    if (path / DATASET_SCHEMA_PBTXT).is_file():
+    if os.path.lexists(path / DATASET_SCHEMA_PBTXT):
         return _with_metadata(read_schema_pbtxt(path / DATASET_SCHEMA_PBTXT, shown=path), path)
     raise _not_recognised(path)
 
@@ -274,7 +276,7 @@ def unreadable_table(table: Path, exc: Exception) -> UserError:
 def _workflow_provenance(path: Path) -> str:
     """``nvtabular <version>`` from the workflow's metadata.json (its timestamp is left out: outputs are hashed)."""
     try:
-        meta = json.loads(read_text(path / "metadata.json", "metadata.json", MAX_SCHEMA_BYTES))
+        meta = parse_json(read_text(path / "metadata.json", "metadata.json", MAX_SCHEMA_BYTES), path, "metadata.json")
         return f"NVTabular workflow (nvtabular {meta['versions']['nvtabular']})"
     except (UserError, ValueError, KeyError, TypeError):
         return "NVTabular workflow"
@@ -334,7 +336,9 @@ def _with_metadata(info: SchemaInfo, dataset_dir: Path | None) -> SchemaInfo:
         return info
     meta_path = dataset_dir / DATASET_METADATA
     try:
-        meta = json.loads(read_text(meta_path, "_metadata.json", MAX_SCHEMA_BYTES))
+        text = read_text(meta_path, "_metadata.json", MAX_SCHEMA_BYTES)
+        check_json_depth(text, meta_path, "_metadata.json")
+        meta = json.loads(text)
         roles = {role: tuple(str(c["col_name"]) for c in meta.get(key) or [])
                  for role, key in (("categorical", "cats"), ("continuous", "conts"), ("labels", "labels"))}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

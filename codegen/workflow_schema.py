@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from .errors import Problems, UserError
-from .inputs import MAX_SCHEMA_BYTES, read_text
+from .inputs import INT64_MAX, MAX_SCHEMA_BYTES, check_json_depth, read_text
 
 _INT_SIZES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 _FLOAT_SIZES = {16: "float16", 32: "float32", 64: "float64"}
@@ -54,8 +54,10 @@ class SchemaInfo:
 
 def read_schema_json(path: Path, *, shown: Path | None = None) -> SchemaInfo:
     """``.merlin/schema.json`` (environment.md §5.1): int64 fields are strings, numbers in extraMetadata floats."""
+    text = read_text(path, "schema", MAX_SCHEMA_BYTES)
+    check_json_depth(text, path, "schema")
     try:
-        data = json.loads(read_text(path, "schema", MAX_SCHEMA_BYTES))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError.one(path, f"invalid JSON: {exc.msg}", line=exc.lineno, col=exc.colno) from None
     features = data.get("feature") if isinstance(data, dict) else None
@@ -202,7 +204,7 @@ def _parse_schema_pbtxt(path: Path, text: str, *, shown: Path | None = None,
 def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value_count: dict | None,
                        tags: Iterable[str], extra: dict, *, untyped: str | None = None) -> SchemaColumn:
     """Decode one feature the way merlin's ``_merlin_column`` does (merlin/schema/io/tensorflow_metadata.py)."""
-    size = int(extra.get("dtype_item_size") or 0)
+    size = _whole(extra.get("dtype_item_size") or 0, path, name, "dtype_item_size")
     if ftype == "INT":
         dtype = _INT_SIZES.get(size, "int64")
     elif ftype == "FLOAT":
@@ -214,7 +216,12 @@ def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value
     else:
         raise UserError.one(path, f"feature {name!r} has no usable type ({ftype or 'none'})",
                             fix="rewrite the schema with NVTabular")
-    dims = [tuple(d) if isinstance(d, list) else (d, d) for d in (extra.get("_dims") or [])]
+    raw_dims = extra.get("_dims") or []
+    if not isinstance(raw_dims, list):
+        raise UserError.one(path, f"feature {name!r}: _dims is {json.dumps(raw_dims)}, not a list",
+                            fix="rewrite the schema with NVTabular")
+    dims = [tuple(_whole(v, path, name, "_dims", none=True) for v in (d if isinstance(d, list) else [d, d]))
+            for d in raw_dims]
     if "is_list" in extra:
         is_list, is_ragged = bool(extra["is_list"]), bool(extra.get("is_ragged", False))
     elif len(dims) > 1:
@@ -235,6 +242,19 @@ def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value
 
 
 # ---- shared decoding -----------------------------------------------------------------------------------------------
+
+def _whole(v: Any, path: Path, name: str, key: str, *, none: bool = False) -> Any:
+    """A count of a schema's extra_metadata (Struct numbers arrive as floats): a whole, finite, non-negative number
+    of at most 2**63 - 1, else one line naming the feature and the key (text, NaN, Infinity, 1.5 are refused)."""
+    if v is None and none:
+        return None
+    if isinstance(v, float) and v.is_integer() and 0 <= v <= INT64_MAX:
+        return int(v)
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= INT64_MAX:
+        return v
+    raise UserError.one(path, f"feature {name!r}: {key} is {json.dumps(v)}, not a whole number of at most 2**63 - 1",
+                        fix="rewrite the schema with NVTabular")
+
 
 def _int_or_none(v: Any) -> int | None:
     """int64 proto fields arrive as int (pbtxt), str (JSON) or float (Struct); None/0-as-unset stay as given."""

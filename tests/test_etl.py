@@ -293,6 +293,10 @@ def test_movielens_specs_reproduce_the_seeds_etl(tmp_path, name, multi_hot):
     ("missing_column", "raw/train.parquet: etl.inputs.columns.C9: column 'C9' is missing"),
     ("uncastable", "raw/bad.csv: etl.inputs.columns.C3: column 'C3' has a value that cannot be read as int64"),
     ("empty", "raw/empty.parquet: etl.inputs.train: the file has no rows"),
+    ("empty_id", "raw/bad.csv: etl.inputs.columns.C3: column 'C3' has an empty or NaN value in data row 8"),
+    ("nan_id", "raw/bad.csv: etl.inputs.columns.C3: column 'C3' has an empty or NaN value in data row 3"),
+    ("null_id_parquet", "raw/bad.parquet: etl.inputs.columns.C3: column 'C3' has an empty or NaN value"),
+    ("output_is_a_file", "etl.output.dir: "),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect):
     _raw(tmp_path)
@@ -307,6 +311,22 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
         frame.to_csv(tmp_path / "raw/bad.csv", index=False)
         etl["inputs"]["train"] = ["raw/bad.csv"]
         etl["inputs"]["valid"] = ["raw/bad.csv"]
+    elif case in ("empty_id", "nan_id"):
+        text = _frame(50, 3).to_csv(index=False).splitlines()
+        row = 8 if case == "empty_id" else 3      # C3 is the third field: emptied, or NaN as pandas writes it
+        fields = text[row].split(",")
+        fields[2] = "" if case == "empty_id" else "NaN"
+        text[row] = ",".join(fields)
+        (tmp_path / "raw/bad.csv").write_text("\n".join(text) + "\n")
+        etl["inputs"]["train"] = etl["inputs"]["valid"] = ["raw/bad.csv"]
+    elif case == "null_id_parquet":
+        frame = _frame(50, 3)
+        frame["C3"] = frame["C3"].astype("Int64")
+        frame.loc[4, "C3"] = None
+        frame.to_parquet(tmp_path / "raw/bad.parquet", index=False)
+        etl["inputs"]["train"] = etl["inputs"]["valid"] = ["raw/bad.parquet"]
+    elif case == "output_is_a_file":
+        (tmp_path / "out").write_text("a file where etl.output.dir names a folder\n")
     else:
         _frame(10, 3).iloc[:0].to_parquet(tmp_path / "raw/empty.parquet", index=False)
         etl["inputs"]["train"] = ["raw/empty.parquet"]
@@ -315,7 +335,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.strip() and line.strip() != "etl"]
     assert len(lines) == 1 and expect in lines[0], res.output
-    assert not (tmp_path / "out").exists() and not (tmp_path / "generated").exists()
+    assert not (tmp_path / "out").is_dir() and not (tmp_path / "generated").exists()
     assert not (tmp_path / "etltest.features.lock.json").exists()
 
 

@@ -34,6 +34,8 @@ ETL_VALUES = "tests/test_etl_values.py"
 FAST_PATHS = "tests/test_torch_fast_paths.py"
 CONTINUOUS_TORCH = "tests/test_torch_continuous.py"
 NVT_ARRAYS = "tests/test_nvt_arrays.py"
+IMPORT_EXACT = "tests/test_import_exact.py"
+IMPORT_DIFF = "tests/test_import_differential.py"
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,17 @@ MUTANTS = (
     Mutant("nvt-oov", "an unseen category maps to NVTabular's out-of-vocabulary id 2", "codegen/runtime/nvt_values.py",
            "PAD, NULL, OOV = 0, 1, 2", "PAD, NULL, OOV = 0, 1, 3", "categorify or demo_workflows",
            files=(NVT_ARRAYS,)),
+    # -- the importer's evaluator: Python's value or a refusal (issue 24) --
+    Mutant("eval-floordiv", "// is floor division", "codegen/importer/builtins.py",
+           "ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,", "ast.FloorDiv: operator.truediv, ast.Mod: operator.mod,",
+           "values or argparse or differential or corpus", files=(IMPORT_EXACT, IMPORT_DIFF)),
+    Mutant("eval-math-ceil", "math.ceil rounds up", "codegen/importer/stdlib.py",
+           '"math.ceil": math.ceil,', '"math.ceil": math.floor,', "values or argparse or differential or corpus",
+           files=(IMPORT_EXACT, IMPORT_DIFF)),
+    Mutant("eval-argparse-type", "argparse applies type=str.upper to a string default", "codegen/importer/argv.py",
+           "_TYPES = (int, float, str, bool, str.upper, str.lower, str.strip)",
+           "_TYPES = (int, float, str, bool, str.lower, str.strip)", "values or argparse or differential or corpus",
+           files=(IMPORT_EXACT, IMPORT_DIFF)),
 )
 
 

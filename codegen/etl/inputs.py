@@ -7,10 +7,14 @@ the declared column types, so a value that does not parse is found with its colu
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import UserError
+from ..inputs import check_regular
 
+# A header of a few thousand columns is ~100 kB.
+MAX_HEADER_CHARS = 1 << 20
 INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
@@ -74,7 +78,36 @@ def check_parquet(path: Path, columns: dict[str, str], shown: str, field: str) -
                                 fix="declare the column's real dtype (str for text ids)")
     if meta.num_rows == 0:
         raise UserError.one(shown, "the file has no rows", field=field, fix="check the input path")
+    for name in _integer_columns(columns):
+        if _parquet_nulls(path, name):
+            raise _missing_id(shown, field, name, columns[name], "")
     return meta.num_rows
+
+
+def _integer_columns(columns: dict[str, str]) -> list[str]:
+    return [n for n, t in columns.items() if t in INTEGER]
+
+
+def _missing_id(shown: str, field: str, name: str, dtype: str, where: str) -> UserError:
+    """An integer column with an empty (or NaN) value: Categorify and the id columns of etl.py need every value, and
+    pyarrow reads "", "NaN" and "null" in a CSV as missing, so the type check alone lets them through."""
+    return UserError.one(shown, f"column {name!r} has an empty or NaN value{where}, which is no {dtype}",
+                         field=_col_field(field, name), fix="fill or drop those rows, or declare the column as str")
+
+
+def _parquet_nulls(path: Path, name: str) -> bool:
+    """Whether the column holds a null, from the row groups' statistics where they count nulls, else by reading it."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    idx = pf.schema_arrow.get_field_index(name)
+    for rg in range(pf.metadata.num_row_groups):
+        stats = pf.metadata.row_group(rg).column(idx).statistics
+        if stats is None or not stats.has_null_count:
+            return pf.read(columns=[name]).column(0).null_count > 0
+        if stats.null_count:
+            return True
+    return False
 
 
 def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
@@ -83,9 +116,13 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
 
     try:
         with open(path, encoding="utf-8", newline="") as fh:
-            header = fh.readline().rstrip("\r\n").split(sep)
+            line = fh.readline(MAX_HEADER_CHARS + 1)        # bounded: a file without line breaks is not read whole
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError.one(shown, f"cannot read the CSV header: {exc}", field=field) from None
+    if len(line) > MAX_HEADER_CHARS:
+        raise UserError.one(shown, f"the first line is longer than {MAX_HEADER_CHARS} characters: no CSV header",
+                            field=field, fix="check the file and etl.inputs.sep")
+    header = line.rstrip("\r\n").split(sep)
     for name in columns:
         if name not in header:
             raise UserError.one(shown, f"column {name!r} is missing (the header has: {', '.join(header)[:200]})",
@@ -96,7 +133,13 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
     try:
         reader = pcsv.open_csv(path, parse_options=pcsv.ParseOptions(delimiter=sep),
                                convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types)))
+        integer = _integer_columns(columns)
         for batch in reader:
+            for name in integer:
+                nulls = batch.column(name).is_null()
+                if nulls.true_count:
+                    first = nulls.to_pylist().index(True)
+                    raise _missing_id(shown, field, name, columns[name], f" in data row {rows + first + 1}")
             rows += batch.num_rows
     except pa.ArrowInvalid as exc:
         text = str(exc)
@@ -112,8 +155,13 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
 
 
 def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise UserError.one(shown, "input file not found", field=field, fix="check the path (relative to the spec)")
+    try:        # a FIFO, a device, a folder: refused before it is opened (data files have no size cap)
+        check_regular(path, "input file", 1 << 62)
+    except UserError as exc:
+        raise UserError.one(shown, exc.problems[0].message, field=field,
+                            fix="name the data file itself in the spec") from None
     if fmt == "csv":
         return check_csv(path, columns, sep, shown, field)
     return check_parquet(path, columns, shown, field)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
+from ..cli_paths import check_writable_path
 from ..errors import UserError
 from ..features import Features, read_lock
 from ..output import owned_files, safe_target
@@ -60,6 +61,7 @@ def etl_plan(ctx: SpecContext) -> EtlPlan:
         raise UserError.one(ctx.display, f"workflow: points elsewhere than the ETL's output ({plan.output.dir}"
                                          "/workflow)", field="workflow", line=line, col=col,
                             fix="set workflow: to etl.output.dir + '/workflow', or remove it")
+    _check_output_dir(ctx, out)
     base = ctx.loaded.path.resolve().parent
     replaced = [out / part for part in PARTS]
     inputs = [("train", f) for f in plan.train] + [("valid", f) for f in plan.valid or ()]
@@ -72,6 +74,23 @@ def etl_plan(ctx: SpecContext) -> EtlPlan:
                                              "workflow/ under it are rewritten)", field="etl.output.dir", line=line,
                                 col=col, fix="write the output to another folder")
     return plan
+
+
+def _check_output_dir(ctx: SpecContext, out: Path) -> None:
+    """etl.output.dir must be (or become) a folder: checked before etl.py is written or run, so a file there is one
+    line instead of a failure inside the ETL."""
+    line, col = ctx.loaded.where("etl", "output", "dir")
+    try:
+        check_writable_path(out, "etl.output.dir")
+    except UserError as exc:
+        raise UserError.one(ctx.display, f"{out}: {exc.problems[0].message}", field="etl.output.dir", line=line,
+                            col=col, fix=exc.problems[0].fix) from None
+    for path in (out, *out.parents):
+        if os.path.lexists(path):
+            if not path.is_dir():
+                raise UserError.one(ctx.display, f"{path} is a file, not a folder", field="etl.output.dir",
+                                    line=line, col=col, fix="name a folder (it is created), or move the file away")
+            return
 
 
 def render_for(ctx: SpecContext, plan: EtlPlan) -> str:

@@ -4,10 +4,12 @@ to the working directory."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..inputs import MAX_LOCK_BYTES, read_text
 
 DATA_SUFFIXES = (".parquet", ".data", ".bin")
 
@@ -20,14 +22,11 @@ class Source:
 
 
 def read_file_list(path: Path) -> list[Path]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError.one(path, "file list not found", fix="check the path (ctrgen keysets reads it here)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError.one(path, f"cannot read file list: {exc}") from None
+    if not os.path.lexists(path):
+        raise UserError.one(path, "file list not found", fix="check the path (ctrgen keysets reads it here)")
+    text = read_text(path, "file list", MAX_LOCK_BYTES)      # regular, bounded, UTF-8: a FIFO or device is refused
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if not lines or not lines[0].isdigit():
+    if not lines or not lines[0].isdigit() or len(lines[0]) > 9:
         raise UserError.one(path, "not a HugeCTR file list: the first line must be the number of files", line=1,
                             fix="write the count, then one data file per line")
     count, files = int(lines[0]), lines[1:]

@@ -20,12 +20,23 @@ PRESET_LINES = {
 }
 
 
-def md_cell(text: object) -> str:
-    """A value safe inside a Markdown table cell: code-quoted, no pipes, backticks, line breaks, control or bidi
+def md_code(text: object) -> str:
+    """The inside of a Markdown code span in a table cell: no pipes, backticks, line breaks, control or bidi
     characters (those are shown as escapes)."""
     s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("`", "'")
-    s = visible(" ".join(s.split()))
+    return visible(" ".join(s.split()))
+
+
+def md_cell(text: object) -> str:
+    """A value safe inside a Markdown table cell: code-quoted (:func:`md_code`)."""
+    s = md_code(text)
     return f"`{s}`" if s else ""
+
+
+def html_comment(text: object) -> str:
+    """A value safe inside an HTML comment on one line: no ``<`` or ``>`` (a name holding ``-->`` would close the
+    comment and leave raw HTML in the card), no line breaks, hidden characters shown as escapes."""
+    return md_code(text).replace("<", "&lt;").replace(">", "&gt;")
 
 
 def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: str, digest: str,
@@ -39,7 +50,9 @@ def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: 
             n += 1
     dense_cols = [c.name for c in features.continuous]
     return render(
-        "model_card.md.j2", name=job.name, spec=spec, lock=lock, digest16=digest[:16], version=job.hugectr_version,
+        # The spec path stands in the header's HTML comment and in code spans: safe in both (a hostile file name
+        # then shows &lt; in the code spans; ordinary paths have no < or >).
+        "model_card.md.j2", name=job.name, spec=html_comment(spec), lock=html_comment(lock), digest16=digest[:16], version=job.hugectr_version,
         tool_version=__version__, preset_line=PRESET_LINES.get(preset, preset), provenance=md_cell(
             features.provenance or features.source_kind), gpus=job.gpu_count, batch=job.batchsize,
         mixed=job.mixed_precision, slots=slots, dense_dim=g.dense_dim,

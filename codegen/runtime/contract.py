@@ -2,6 +2,7 @@
 renderers import it without torch)."""
 
 FEATURES_FILE = "features.json"   # beside train_torch.py and in its --output-dir
+MANIFEST = "MANIFEST.json"        # what ctrgen wrote into a folder (generated/<name>/, a deployed repository)
 FEATURES_FORMAT = 1               # features.json's "ctrgen_torch_features"
 # The HugeCTR Triton backend's inputs, which the preprocessing model writes and the PyTorch model step reads (their
 # data types and the rest of the backend's rules: codegen/hugectr/backend.py).

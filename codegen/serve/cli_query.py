@@ -49,7 +49,7 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
                   checkpoint: Path | None, repo: Path | None, tolerance: float, quiet: bool) -> None:
     """Send the raw rows of --data through the ensemble served at REPO-or-URL (a repository folder: a private server
     is started on free loopback ports for the query) and print one score per row."""
-    from .query import batch_size_for, client, endpoint, find_ensemble, read_rows, score
+    from .query import batch_size_for, client, endpoint, find_ensemble, read_rows, score, typed_frame
 
     if checkpoint is not None and not checkpoint.is_dir():
         raise UserError.one(checkpoint, "checkpoint folder not found", field="--compare",
@@ -60,6 +60,8 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
     with endpoint(target) as end, client(end.url) as conn:
         ensemble = find_ensemble(conn, end.url, model)
         frame = read_rows(data, ensemble.columns, rows)
+        if data.suffix.lower() in (".csv", ".tsv", ".txt"):
+            frame = typed_frame(frame, ensemble, data)
         batch_size = batch_size_for(ensemble, batch_size)
         requests = -(-len(frame) // batch_size)
         if requests >= PROGRESS_MIN_REQUESTS:

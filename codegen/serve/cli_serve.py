@@ -7,6 +7,7 @@ fails validation, a port is taken, the server binary is missing, a model fails t
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import sys
@@ -73,6 +74,8 @@ def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics
     from .repository import check_ports, check_repository, server_for
     from .server import ServerError, pytriton_dir, server_binary
 
+    if log_path is not None:
+        check_log_path(log_path)
     models = check_repository(repo)
     ports = {"--http-port": http_port, "--grpc-port": grpc_port, "--metrics-port": metrics_port or None}
     taken = [p for p in ports.values() if p is not None]
@@ -88,7 +91,7 @@ def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics
     scratch = Path(tempfile.mkdtemp(prefix="ctrgen-serve-"))
     server = server_for(repo, scratch, host=host, http_port=http_port, grpc_port=grpc_port,
                         metrics_port=metrics_port or None)
-    failure = None
+    failure, log_error = None, None
     try:
         with stop_on_signals():
             try:
@@ -109,12 +112,36 @@ def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics
                 server.stop()
     finally:
         if log_path is not None and server.log is not None and server.log.exists():
-            with contextlib.suppress(OSError):
+            try:
                 shutil.copyfile(server.log, log_path)
+            except OSError as exc:       # checked before the start; the disk may still fill or the folder go
+                log_error = UserError.one(log_path, f"the server's log could not be written: {exc.strerror}",
+                                          field="--log", fix="name a file in a folder you can write")
         shutil.rmtree(scratch, ignore_errors=True)
     if failure:
         fix = ("a HugeCTR model loads only in the Merlin HugeCTR inference image; serve the PyTorch repository "
                "('ctrgen assemble --checkpoint') here" if "backend 'hugectr'" in failure
                else "fix what the server names; --log FILE keeps its whole log")
-        raise UserError.one(repo, failure, field="tritonserver", fix=fix)
-    click.echo("Server stopped.", err=True)
+        problems = UserError.one(repo, failure, field="tritonserver", fix=fix).problems
+        raise UserError(problems + (log_error.problems if log_error else []))
+    if log_error is not None:
+        raise log_error
+    click.echo("Server stopped." + (f" Its log is in {log_path}." if log_path is not None else ""), err=True)
+
+
+def check_log_path(path: Path) -> None:
+    """--log names a file that can be written when the server stops: not a folder, a FIFO or a device, in an existing
+    folder; checked before the server starts so that the log is not lost after a long run."""
+    from ..cli_paths import check_writable_path
+
+    check_writable_path(path, "--log")
+    if path.is_dir():
+        raise UserError.one(path, "is a folder; --log names the file to write", field="--log",
+                            fix=f"e.g. --log {path / 'tritonserver.log'}")
+    if os.path.lexists(path) and not path.is_file():
+        raise UserError.one(path, "exists and is not a regular file", field="--log", fix="name a regular file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise UserError.one(path, f"the folder {parent} does not exist", field="--log", fix="create it first")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError.one(path, "cannot be written (permissions)", field="--log", fix="name a file you can write")

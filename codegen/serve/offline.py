@@ -9,15 +9,17 @@ the checkpoint folder train_torch.py wrote (``model.pt``, ``features.json``).
 from __future__ import annotations
 
 import importlib.util
-import json
+import os
 import tempfile
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import UserError
+from ..inputs import MAX_META_BYTES, check_regular, read_json
 
 ENSEMBLE_SUFFIX, NVT_SUFFIX = "_ens", "_nvt"
 
@@ -38,6 +40,9 @@ def _load_script(path: Path):
     return module
 
 
+MAX_CHECKPOINT_BYTES = 1 << 40        # weights of any size a machine holds; what matters is a regular file
+
+
 def read_checkpoint(checkpoint: Path) -> tuple[dict, object]:
     """(features.json, state_dict) of train_torch.py's output folder; a file that is no checkpoint is one line."""
     import torch
@@ -47,13 +52,14 @@ def read_checkpoint(checkpoint: Path) -> tuple[dict, object]:
         raise UserError.one(checkpoint, "checkpoint folder not found", field="--compare",
                             fix="pass the --output-dir of train_torch.py (model.pt, features.json)")
     for path in (weights, features_path):
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise UserError.one(path, "not found", field="--compare",
                                 fix="train_torch.py writes model.pt and features.json into its --output-dir")
-    try:
-        features = json.loads(features_path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise UserError.one(features_path, f"not JSON ({exc})", field="--compare") from None
+    try:    # a FIFO, a link to a device, a huge or deeply nested file: one line, nothing read whole
+        features = read_json(features_path, "features.json", MAX_META_BYTES)
+        check_regular(weights, "model.pt", MAX_CHECKPOINT_BYTES)
+    except UserError as exc:
+        raise UserError([replace(p, field="--compare") for p in exc.problems]) from None
     if not zipfile.is_zipfile(weights):
         raise UserError.one(weights, "not a PyTorch checkpoint (torch.save writes a zip archive)", field="--compare",
                             fix="pass the model.pt train_torch.py wrote")

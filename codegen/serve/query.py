@@ -4,23 +4,31 @@ The request is read from the server itself: the ensemble's inputs (names, Triton
 list column ``C`` travels as ``C`` (padded, [rows, longest list]) and ``C__lengths`` ([rows, 1], int32), the
 preprocessing model's convention. Float columns carry nulls as NaN; other types cannot carry a null, and a row with
 one is refused naming the row.
+
+Values are read strictly in the ensemble's types: a CSV is read as text (every row must have the header's number of
+fields) and each value converted exactly; a value that is not one of the type (``abc`` or ``1.5`` for an integer, a
+number out of its range, Infinity) is one line naming the row and the column, never rounded or dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import re
 import statistics
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 
 from ..errors import UserError
 
 LENGTHS = "__lengths"
-NUMPY = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+CSV_BLOCK = 1 << 22               # bytes the CSV reader parses at a time; longer than any row of raw features
+NUMPY: dict[str, Any] = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
          "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
          "FP32": np.float32, "FP64": np.float64, "BYTES": np.object_}
 
@@ -65,7 +73,11 @@ def endpoint(target: str, *, timeout: float = 300.0):
     """``target`` is a repository folder (a private server on free loopback ports is started for the query and
     stopped after it) or the URL of a running server (``http://HOST:PORT`` or ``HOST:PORT``)."""
     path = Path(target)
-    if path.is_dir():
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except (OSError, ValueError):      # a name too long for a path, a NUL: no folder; maybe a URL
+        is_dir = exists = False
+    if is_dir:
         import shutil
 
         from .repository import check_repository, server_for
@@ -86,10 +98,16 @@ def endpoint(target: str, *, timeout: float = 300.0):
             shutil.rmtree(scratch, ignore_errors=True)
         return
     url = target.split("://", 1)[-1].rstrip("/")
-    if ":" not in url or path.exists():
+    if ":" not in url or exists or not _host_port(url):
         raise UserError.one(target, "neither a repository folder nor a server URL", field="REPO-or-URL",
                             fix="pass the folder 'ctrgen assemble' wrote, or http://HOST:PORT of 'ctrgen serve'")
     yield Endpoint(url)
+
+
+def _host_port(url: str) -> bool:
+    """Whether ``url`` is HOST:PORT (a name, IPv4 or bracketed IPv6 address, and a port of 1-65535)."""
+    m = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):(\d{1,5})", url)     # 253: DNS's longest name
+    return m is not None and 0 < int(m.group(2)) < 65536
 
 
 @contextlib.contextmanager
@@ -128,9 +146,8 @@ def find_ensemble(conn, url: str, model: str | None = None) -> Ensemble:
 
 
 def read_rows(data: Path, columns: list[str], rows: int | None):
-    """The columns of the first ``rows`` rows of a Parquet or CSV file; a missing column is one line, exit 2."""
-    import pandas as pd
-
+    """The columns of the first ``rows`` rows of a Parquet or CSV file; a missing column is one line, exit 2. A CSV's
+    columns are text, as written (:func:`typed_frame` converts them)."""
     if not data.is_file():
         raise UserError.one(data, "data file not found", field="--data", fix="pass a Parquet or CSV file")
     suffix = data.suffix.lower()
@@ -142,21 +159,61 @@ def read_rows(data: Path, columns: list[str], rows: int | None):
             _check_columns(data, present, columns)
             frame = pq.read_table(data, columns=columns).to_pandas()
         elif suffix in (".csv", ".tsv", ".txt"):
-            present = list(pd.read_csv(data, nrows=0, sep="\t" if suffix == ".tsv" else ",").columns)
-            _check_columns(data, present, columns)
-            frame = pd.read_csv(data, usecols=columns, nrows=rows, sep="\t" if suffix == ".tsv" else ",")
+            frame = _read_csv_text(data, columns, rows, "\t" if suffix == ".tsv" else ",")
         else:
             raise UserError.one(data, f"unknown data format {suffix or '(no suffix)'!r}", field="--data",
                                 fix="pass a .parquet or .csv file")
     except UserError:
         raise
     except Exception as exc:         # pyarrow / pandas parse errors
+        if "straddles two block boundaries" in str(exc):
+            raise UserError.one(data, f"a field is longer than the CSV reader's block of {CSV_BLOCK >> 20} MiB: no "
+                                "input value is that long", field="--data", fix="check the file") from None
         raise UserError.one(data, f"cannot read the file ({type(exc).__name__}: {exc})", field="--data") from None
     if rows is not None:
         frame = frame.head(rows)
     if len(frame) == 0:
         raise UserError.one(data, "no rows to send", field="--data")
     return frame[columns].reset_index(drop=True)
+
+
+def _read_csv_text(data: Path, columns: list[str], rows: int | None, sep: str):
+    """The columns of a CSV as text, exactly as written (no type guessed, no NA value read): request_tensors converts
+    them to the ensemble's types. A row with more or fewer fields than the header is refused (pyarrow's reader)."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    with pcsv.open_csv(data, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK),
+                       parse_options=pcsv.ParseOptions(delimiter=sep)) as probe:
+        present = probe.schema.names
+    _check_columns(data, present, columns)
+    reader = pcsv.open_csv(data, read_options=pcsv.ReadOptions(block_size=CSV_BLOCK),
+                           parse_options=pcsv.ParseOptions(delimiter=sep),
+                           convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in present},
+                                                               include_columns=columns, strings_can_be_null=False,
+                                                               quoted_strings_can_be_null=False))
+    batches, have = [], 0
+    for batch in reader:
+        batches.append(batch)
+        have += batch.num_rows
+        if rows is not None and have >= rows:
+            break
+    return pa.Table.from_batches(batches, schema=reader.schema).to_pandas()
+
+
+def typed_frame(frame, ensemble: Ensemble, data: Path):
+    """A frame read from CSV text with each column converted exactly to the ensemble's type (floats as float64, as
+    a Parquet file holds them; text as str); a list column cannot come from a CSV."""
+    typed = frame.copy()
+    for col in ensemble.columns:
+        dtype = ensemble.inputs[col]
+        if ensemble.inputs.get(col + LENGTHS) is not None:
+            raise UserError.one(data, f"{col} is a list column, which a CSV cannot hold", field=col,
+                                fix="send the rows as a Parquet file")
+        if dtype != "BYTES":
+            values = _typed(frame[col].to_numpy(dtype=object), dtype, data, col, 0)
+            typed[col] = values.astype(np.float64) if dtype.startswith("FP") else values
+    return typed
 
 
 def _check_columns(data: Path, present: list[str], columns: list[str]) -> None:
@@ -185,19 +242,111 @@ def request_tensors(frame, ensemble: Ensemble, data: Path, start: int = 0) -> di
     return out
 
 
+# Text a CSV writes for a missing float (pandas writes "", Spark "null"): NaN, which a float input carries.
+_FLOAT_NULLS = {"", "nan", "NaN", "NA", "null", "NULL", "None"}
+_INTEGER = re.compile(r"\s*[-+]?\d+\s*")
+
+
 def _typed(values: np.ndarray, dtype: str, data: Path, col: str, start: int) -> np.ndarray:
+    """``values`` as an array of the Triton type ``dtype``, exactly: nothing rounded, wrapped or guessed."""
     import pandas as pd
 
-    if dtype.startswith("FP"):
-        return np.asarray(pd.to_numeric(pd.Series(values), errors="coerce"), dtype=NUMPY[dtype])
-    nulls = pd.isna(pd.Series(values, dtype=object)).to_numpy()
-    if nulls.any():
-        row = start + int(np.argmax(nulls))
-        raise UserError.one(data, f"row {row} is null, and an input of type {dtype} cannot carry a null", field=col,
-                            fix="fill the column, or send it as a float column the workflow fills (FillMissing)")
     if dtype == "BYTES":
+        nulls = pd.isna(pd.Series(values, dtype=object)).to_numpy()
+        if nulls.any():
+            _refuse_null(data, col, dtype, start + int(np.argmax(nulls)))
         return np.array([v if isinstance(v, bytes) else str(v).encode() for v in values], dtype=np.object_)
-    return np.asarray(values).astype(NUMPY[dtype])
+    np_type = NUMPY[dtype]
+    if values.dtype.kind in "biuf":     # typed data (Parquet): checked as a whole
+        return _typed_numbers(values, dtype, data, col, start)
+    out = np.empty(len(values), dtype=np_type)
+    for i, v in enumerate(values):
+        out[i] = _one_value(v, dtype, data, col, start + i)
+    return out
+
+
+def _typed_numbers(values: np.ndarray, dtype: str, data: Path, col: str, start: int) -> np.ndarray:
+    np_type = NUMPY[dtype]
+    if dtype.startswith("FP"):
+        finite_or_nan = np.isnan(values) | np.isfinite(values) if values.dtype.kind == "f" else None
+        with np.errstate(over="ignore"):
+            out = values.astype(np_type)
+        bad = (np.isinf(out) & ~np.isinf(values)) if finite_or_nan is not None else np.isinf(out)
+        if bad.any():
+            i = int(np.argmax(bad))
+            _refuse(data, col, dtype, start + i, values[i], "out of its range")
+        return out
+    if dtype == "BOOL":
+        bad = ~np.isin(values, (0, 1))
+        if bad.any():
+            i = int(np.argmax(bad))
+            _refuse(data, col, dtype, start + i, values[i], "not true/false (1/0)")
+        return values.astype(np.bool_)
+    info = np.iinfo(np_type)
+    if values.dtype.kind == "f":
+        nan = np.isnan(values)
+        if nan.any():
+            _refuse_null(data, col, dtype, start + int(np.argmax(nan)))
+        frac = values != np.floor(values)
+        if frac.any():
+            i = int(np.argmax(frac))
+            _refuse(data, col, dtype, start + i, values[i], "not a whole number")
+    low, high = values < info.min, values > info.max
+    if low.any() or high.any():
+        i = int(np.argmax(low | high))
+        _refuse(data, col, dtype, start + i, values[i], f"out of its range {info.min}..{info.max}")
+    return values.astype(np_type)
+
+
+def _one_value(v, dtype: str, data: Path, col: str, row: int):
+    """One value (text from a CSV, or a Python object) in the Triton type ``dtype``."""
+    import pandas as pd
+
+    if not isinstance(v, (str, bytes)) and pd.isna(v):      # None, NaN, pd.NA (a nullable column's null)
+        if dtype.startswith("FP"):
+            return math.nan
+        _refuse_null(data, col, dtype, row)
+    if not isinstance(v, str):
+        if not isinstance(v, (bool, int, float, np.number, np.bool_)):
+            _refuse(data, col, dtype, row, v, f"a {type(v).__name__}, not a number")
+        return _typed_numbers(np.asarray([v]), dtype, data, col, row)[0]
+    if dtype.startswith("FP"):
+        if v.strip() in _FLOAT_NULLS:
+            return math.nan
+        try:
+            value = float(v) if len(v) < 64 else math.inf
+        except ValueError:
+            _refuse(data, col, dtype, row, v, "not a number")
+        with np.errstate(over="ignore"):
+            in_range = math.isfinite(value) and math.isfinite(NUMPY[dtype](value))
+        if not in_range:
+            _refuse(data, col, dtype, row, v, "not a finite number of its range")
+        return value
+    if dtype == "BOOL":
+        word = v.strip().lower()
+        if word not in ("true", "false", "1", "0"):
+            _refuse(data, col, dtype, row, v, "not true/false (1/0)")
+        return word in ("true", "1")
+    if v.strip() == "":
+        _refuse_null(data, col, dtype, row)
+    if not _INTEGER.fullmatch(v):
+        _refuse(data, col, dtype, row, v, "not a whole number")
+    info = np.iinfo(NUMPY[dtype])
+    number = int(v) if len(v.strip()) <= 21 else math.inf      # longer than any 64-bit integer: never converted
+    if not info.min <= number <= info.max:
+        _refuse(data, col, dtype, row, v, f"out of its range {info.min}..{info.max}")
+    return number
+
+
+def _refuse_null(data: Path, col: str, dtype: str, row: int) -> NoReturn:
+    raise UserError.one(data, f"row {row} is null, and an input of type {dtype} cannot carry a null", field=col,
+                        fix="fill the column, or send it as a float column the workflow fills (FillMissing)")
+
+
+def _refuse(data: Path, col: str, dtype: str, row: int, value, why: str) -> NoReturn:
+    shown = str(value) if len(str(value)) <= 40 else f"{str(value)[:20]}... ({len(str(value))} characters)"
+    raise UserError.one(data, f"row {row}: {shown!r} is {why}, which an input of type {dtype} needs", field=col,
+                        fix="correct the value (the server would get another number than the file holds)")
 
 
 def batch_size_for(ensemble: Ensemble, wanted: int | None) -> int:

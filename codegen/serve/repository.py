@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from ..errors import UserError
@@ -14,6 +16,7 @@ def check_repository(repo: Path) -> list[str]:
     from ..triton.lint.validate import validate_repository
     from .server import repository_models
 
+    _check_entries(repo)
     findings = validate_repository(repo)
     errors = [f for f in findings if f.severity == ERROR]
     if errors:
@@ -22,6 +25,27 @@ def check_repository(repo: Path) -> list[str]:
         raise UserError([Problem(f.file, f"{f.message} (not served: 'ctrgen validate' finds this)", f.field,
                                  f.line, f.col, f.fix) for f in errors])
     return repository_models(repo)
+
+
+def _check_entries(repo: Path) -> None:
+    """Every entry the server may open is a regular file or a folder: a FIFO would block the server's loader (it
+    then gives up after the load timeout with an unrelated message) and a device would be read without end. A link is
+    followed (assemble writes none; a hand-made repository may have them) and what it points to must be the same."""
+    if not repo.is_dir():
+        return          # validate_repository reports a missing repository
+    for base, dirnames, filenames in os.walk(repo):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(base) / name
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                raise UserError.one(path, f"cannot be read: {exc.strerror}", field="REPO",
+                                    fix="remove the entry, or point the link at a file") from None
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+                raise UserError.one(path, f"is {kind}, not a regular file: the server would block or read without "
+                                    "end loading it", field="REPO", fix="replace it with the file it stands for")
 
 
 def check_ports(host: str, ports: dict[str, int | None]) -> None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path, PurePosixPath
 
+from ..runtime.contract import MANIFEST
+
 REPOSITORIES = "repositories"      # MANIFEST.json's key
-MANIFEST = "MANIFEST.json"
 HUGECTR_FOLDER, TORCH_FOLDER = "triton", "triton_torch"     # in generated/<name>/, by model step
 
 

@@ -10,9 +10,9 @@ import json
 from pathlib import Path, PurePosixPath
 
 from ... import __version__, runtime
+from ...runtime.contract import MANIFEST
 
 PACKAGE = PurePosixPath("codegen")
-MANIFEST = "MANIFEST.json"
 RESERVED = frozenset({str(PACKAGE), MANIFEST})   # names at the root no model may have
 
 

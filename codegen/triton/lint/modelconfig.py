@@ -15,6 +15,7 @@ from google.protobuf import text_format
 from ..pb import mc
 
 from ...errors import Located
+from ...inputs import MAX_META_BYTES, read_text
 
 ModelConfig = mc.ModelConfig
 
@@ -67,8 +68,9 @@ def parse_config_text(text: str) -> mc.ModelConfig:
 
 
 def load_config(path: Path, repository: Path | None = None) -> ConfigFile:
-    """Read and parse one config.pbtxt; raises codegen.errors.Located (with line/col) or OSError."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    """Read and parse one config.pbtxt; raises codegen.errors.Located (with line/col), or UserError for a file that
+    is no regular text file of at most MAX_META_BYTES (a FIFO, a link to a device, a huge file: never read whole)."""
+    text = read_text(path, "config.pbtxt", MAX_META_BYTES)
     return ConfigFile(path=path, text=text, config=parse_config_text(text), repository=repository)
 
 

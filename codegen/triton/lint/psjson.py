@@ -8,12 +8,14 @@ hugectr_backend@v4.3:src/triton_helpers.cpp), so the ``as_*`` readers accept bot
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import Located
+from ...errors import Located, UserError
+from ...inputs import MAX_META_BYTES, parse_json, read_text
 
 PS_NAME = "ps.json"
 
@@ -27,7 +29,7 @@ def as_int(value: Any) -> int:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d{1,20}\s*", value):
         return int(value)
     raise Located(f"{json.dumps(value)} is not an integer")
 
@@ -35,14 +37,19 @@ def as_int(value: Any) -> int:
 def as_float(value: Any) -> float:
     if isinstance(value, bool):
         raise Located(f"{value!r} is a boolean, not a number")
+    number: float | None = None
     if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
+        number = float(value) if abs(value) < 1e308 else math.inf
+    elif isinstance(value, str) and len(value) < 64:
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             pass
-    raise Located(f"{json.dumps(value)} is not a number")
+    if number is None:
+        raise Located(f"{json.dumps(value)} is not a number")
+    if not math.isfinite(number):
+        raise Located(f"{json.dumps(value)} is not a finite number")
+    return number
 
 
 def as_bool(value: Any) -> bool:
@@ -117,11 +124,12 @@ class PsFile:
 def load_ps(path: Path) -> PsFile:
     """Parse a ps.json; raises codegen.errors.Located (with line/col) for invalid JSON or a non-object, OSError if
     unreadable."""
-    text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise Located(f"invalid JSON: {exc.msg}", exc.lineno, col=exc.colno) from None
+        text = read_text(path, PS_NAME, MAX_META_BYTES)    # a FIFO, a device, a huge file: refused, not read
+        data = parse_json(text, path, PS_NAME)              # depth checked first; NaN and Infinity refused
+    except UserError as exc:
+        p = exc.problems[0]
+        raise Located(p.message.replace("ps.json is not JSON: ", "invalid JSON: "), p.line, col=p.col) from None
     if not isinstance(data, dict):
         raise Located(f"the top level must be a JSON object, got {type(data).__name__}", 1, col=1)
     return PsFile(path=path, text=text, data=data)
@@ -129,5 +137,5 @@ def load_ps(path: Path) -> PsFile:
 
 def find_ps_files(root: Path) -> list[Path]:
     """Every ps.json under ``root`` (hand-written repositories put it anywhere), sorted; hidden folders skipped."""
-    return sorted(p for p in root.rglob(PS_NAME)
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(p for p in root.rglob(PS_NAME)          # a FIFO or device named so too: load_ps refuses it
+                  if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(root).parts))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from ...errors import UserError
+from ...inputs import parse_json
 from .context import Context
 from .graphjson import Graph
 from .modelconfig import ConfigFile
@@ -34,8 +36,8 @@ def _columns(ctx: Context, cfg: ConfigFile, key: str) -> list[str] | None:
     if raw == "":
         return []
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
+        value = parse_json(raw, cfg.path, key)
+    except UserError:
         value = None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         _add(ctx, cfg, key, f"{raw!r} is not a JSON list of column names (triton.md §6.3: json.dumps(cats))",

@@ -4,10 +4,12 @@ reported."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ...errors import Located
+from ...errors import Located, UserError
+from ...inputs import MAX_META_BYTES, check_json_depth, read_text
 from .context import Context
 from .findings import ERROR, WARNING
 from .graphjson import Graph, load_graph
@@ -50,6 +52,13 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
         return None
     path = found[0][1]
     try:
+        # The file as every input is read (regular, bounded, UTF-8, nesting checked) before the graph parser sees it.
+        check_json_depth(read_text(path, "graph JSON", MAX_META_BYTES), path, "graph JSON")
+    except UserError as exc:
+        ctx.add(path, "config", exc.problems[0].message, exc.problems[0].fix, line=exc.problems[0].line,
+                col=exc.problems[0].col)
+        return None
+    try:
         return load_graph(path)
     except Located as exc:
         ctx.add(path, exc.field, exc.message, "regenerate it with Model.graph_to_json (hugectr.md §2)",
@@ -76,7 +85,8 @@ def _mounted_copy(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | N
         for i in range(len(parts) - 1):
             for root in (cfg.repo_root, ctx.root):
                 candidate = ctx.resolver.stored(root.joinpath(*parts[i:]))
-                if candidate is not None and candidate.is_file():
+                # a FIFO or device too: refused when read
+                if candidate is not None and os.path.lexists(candidate) and not candidate.is_dir():
                     return [(field, candidate)]
     return []
 

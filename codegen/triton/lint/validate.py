@@ -130,9 +130,10 @@ def _check_hugectr_model(ctx: Context, cfg: ConfigFile, ps: PsEntry | None) -> G
 
 # ---- discovery ------------------------------------------------------------------------------------------------
 def _visible(root: Path, name: str) -> list[Path]:
-    """Files called ``name`` under root, sorted, outside hidden folders."""
+    """Entries called ``name`` under root, sorted, outside hidden folders (a FIFO or device named so is kept: its
+    loader refuses it in one finding)."""
     return sorted(p for p in root.rglob(name)
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts[:-1]))
+                  if not p.is_dir() and not any(part.startswith(".") for part in p.relative_to(root).parts[:-1]))
 
 
 def _load_config(ctx: Context, path: Path, repository: Path | None) -> ConfigFile | None:
@@ -141,6 +142,8 @@ def _load_config(ctx: Context, path: Path, repository: Path | None) -> ConfigFil
     except Located as exc:
         ctx.add(path, "syntax", exc.message, "fix the protobuf text format (Triton's model_config.proto)",
                 line=exc.line, col=exc.col)
+    except UserError as exc:
+        ctx.add(path, "syntax", exc.problems[0].message, exc.problems[0].fix)
     except OSError as exc:
         ctx.add(path, "syntax", f"cannot read: {exc.strerror}")
     return None
