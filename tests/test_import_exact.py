@@ -24,6 +24,11 @@ EXACT = {
                         6),
     "global": ("ws = 10\ndef setup():\n    global ws\n    ws = 75\nsetup()\nWS = ws\n", 75),
     "try-except": ("try:\n    WS = 300 // 0\nexcept ZeroDivisionError:\n    WS = 64\n", 64),
+    "math-ceil": ("import math\nWS = math.ceil(100 / 3) * 4\n", 136),
+    "floor-division": ("WS = 1000 // 7\n", 142),
+    "argparse-upper": ("import argparse\np = argparse.ArgumentParser()\np.add_argument('--ws', type=str.upper, "
+                       "default='ab')\nWS = len(p.parse_args().ws) * 100 if p.parse_args().ws == 'AB' else 1\n",
+                       200),
 }
 REFUSED = {
     "object-str": ("WS = int(len(f'{solver}'))\n", "an object that is not a number"),

@@ -392,22 +392,19 @@ def test_names_in_the_model_card_show_control_and_bidi_characters_as_escapes(spe
 
 @pytest.fixture
 def workflow_and_checkpoint(tmp_path):
-    """A saved-workflow folder with a real Categorify table (written by pyarrow) and a checkpoint folder shaped like
-    train_torch.py's output, for `ctrgen assemble --checkpoint` (loading the pickle is the server tests' job)."""
-    import zipfile
+    """The demo's saved MovieLens workflow (a real workflow.pkl and Categorify tables; assemble proves it loads), its
+    output schema rewritten with the committed lock's cardinalities (what assemble checks against the lock), and a
+    checkpoint folder shaped like train_torch.py's output (a model.pt of tensors)."""
+    import torch
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    from demo_data import built_demo
 
     workflow = tmp_path / "workflow"
-    (workflow / "categories").mkdir(parents=True)
-    (workflow / "workflow.pkl").write_bytes(b"\x80\x04N.")
-    pq.write_table(pa.table({"userId": [1, 2, 3]}), workflow / "categories" / "unique.userId.parquet")
-    write_output_schema(workflow, MOVIELENS, label="rating")      # what assemble checks against the lock
+    shutil.copytree(built_demo().paths["movielens"]["workflow"], workflow)
+    write_output_schema(workflow, MOVIELENS, label="rating")
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
-    with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
-        z.writestr("model/data.pkl", b"")
+    torch.save({"table.weight": torch.zeros(4, 2)}, checkpoint / "model.pt")
     shutil.copy(REPO / "generated" / "movielens" / "features.json", checkpoint / "features.json")
     return workflow, checkpoint
 
@@ -641,3 +638,33 @@ def test_assemble_reports_every_missing_trained_file_at_once(tmp_path):
                                                        str(weights / "0_sparse_1900.model" / "key"),
                                                        str(weights / "_dense_1900.model")]
     assert not (tmp_path / "repo").exists()
+
+
+def test_assemble_copies_regular_files_and_inner_links_only(workflow_and_checkpoint, tmp_path):
+    """A link inside the workflow folder stays a link in the repository; one pointing outside, a FIFO, a model.pt
+    without tensors are one line each, before anything is written (tools/hostile_cases.py has the rest)."""
+    workflow, checkpoint = workflow_and_checkpoint
+    (workflow / "categories" / "alias.parquet").symlink_to("unique.userId.parquet")
+    r = assemble(workflow, checkpoint, tmp_path / "repo")
+    assert r.returncode == 0, r.stderr
+    copied = tmp_path / "repo" / "movielens_nvt" / "1" / "workflow" / "categories" / "alias.parquet"
+    assert copied.is_symlink() and os.readlink(copied) == "unique.userId.parquet" and copied.is_file()
+    (workflow / "categories" / "outside").symlink_to(tmp_path)
+    _refused(assemble(workflow, checkpoint, tmp_path / "repo2"), "a symbolic link pointing outside the folder")
+    (workflow / "categories" / "outside").unlink()
+    os.mkfifo(workflow / "categories" / "f")
+    _refused(assemble(workflow, checkpoint, tmp_path / "repo2"), "not a regular file")
+    (workflow / "categories" / "f").unlink()
+    import zipfile
+
+    (checkpoint / "model.pt").unlink()
+    with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
+        z.writestr("model/data.pkl", b"")
+    _refused(assemble(workflow, checkpoint, tmp_path / "repo2"), "does not open as a PyTorch state dict")
+    assert not (tmp_path / "repo2").exists()
+
+
+def _refused(result, text: str) -> None:
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], result.stderr

@@ -246,7 +246,17 @@ def test_assemble_names_the_missing_file(tmp_path):
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
                    "--out", str(tmp_path / "repo"), process=True)
     assert r.returncode == 2 and str(wf) in r.stderr and not (tmp_path / "repo").exists()
-    # ... one whose saved schema (the output_schema.pbtxt ctrgen's ETL helpers write) has the lock's columns passes.
+    # ... one whose saved schema (the output_schema.pbtxt ctrgen's ETL helpers write) has the lock's columns, but
+    # whose workflow.pkl does not load, is refused too (assemble proves the preprocessing model can load it) ...
+    write_output_schema(wf, MOVIELENS, label="rating")
+    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
+                   "--out", str(tmp_path / "repo"))
+    assert r.returncode == 2 and f"{wf / 'workflow.pkl'}: --workflow: does not load with NVTabular" in r.stderr
+    # ... and a real one passes (the demo's saved workflow, its schema with the lock's cardinalities).
+    from demo_data import built_demo
+
+    shutil.rmtree(wf)
+    shutil.copytree(built_demo().paths["movielens"]["workflow"], wf)
     write_output_schema(wf, MOVIELENS, label="rating")
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
                    "--out", str(tmp_path / "repo"))

@@ -309,6 +309,9 @@ def extract(text: str, filename: str = "<script>", argv: list[str] | None = None
         raise ScriptError(f"not valid Python: {exc.msg}", exc.lineno) from None
     except ValueError as exc:  # NUL bytes
         raise ScriptError(f"not valid Python: {exc}") from None
+    except (RecursionError, MemoryError):     # Python's own parser: an expression of 100,000 terms, say
+        raise ScriptError("the script nests too deeply to read statically",
+                          fix="write the value as a literal, or pass it with --args") from None
     try:
         script = Reader(filename, text, argv).run(tree)
     except RecursionError:

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import Located, Problem, UserError
 from ..features import Column, Features
 from ..hugectr import versions as V
+from ..inputs import check_json_depth
 from .result import _NAME, ImportResult, _finish, default_name
 from .graph_fields import _MISSING, Bad, Misfit, _show, decimal_of_f32  # noqa: F401 (decimal_of_f32 re-exported)
 from .graph_layers import _bottoms, undo_auto_slices
@@ -294,6 +295,7 @@ def _attempt(r: Reading, release: str, name: str, raw: bytes, doc: object, path:
 
 
 def import_graph_json(path: Path, text: str, hugectr_version: str | None, name: str | None) -> ImportResult:
+    check_json_depth(text, path, "graph JSON")      # before json.loads, whose recursion a deep document exhausts
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import Located
+from ..errors import Located, UserError
+from ..inputs import check_json_depth
 
 # Sources larger than this are not model scripts (the biggest published script is about 40 kB).
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
@@ -70,6 +71,10 @@ _WRITEFILE = re.compile(r"^%%writefile(?:\s+-a)?\s+(\S+)\s*$")
 
 
 def notebook_units(text: str) -> list[Unit]:
+    try:
+        check_json_depth(text, "notebook", "notebook")
+    except UserError as exc:
+        raise SourceError(exc.problems[0].message, exc.problems[0].line, fix="give a Jupyter .ipynb file") from None
     try:
         nb = json.loads(text)
     except json.JSONDecodeError as exc:

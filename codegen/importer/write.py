@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -11,12 +12,6 @@ from .result import ImportResult
 
 
 def write_import(result: ImportResult, out: Path, *, force: bool = False) -> list[Path]:
-    from ..features import read_lock
-    from ..model.build import build_job as build
-    from ..render.script import render_model_py
-    from ..spec.context import open_spec
-    from .release_facts import problems as release_problems
-
     if str(out) == "":
         raise UserError.one("--out", "empty output folder", fix="give a folder, e.g. --out specs")
     if out.exists() and not out.is_dir():
@@ -26,7 +21,24 @@ def write_import(result: ImportResult, out: Path, *, force: bool = False) -> lis
     for p in (spec_path, lock_path):
         if (p.exists() or p.is_symlink()) and not force:
             raise UserError.one(p, "already exists", fix="pass --force to overwrite, or --name / --out")
+    # The folders this call creates are removed again when the import is refused: nothing is left behind.
+    created = next((p for p in reversed([out, *out.parents]) if not os.path.lexists(p)), None)
     out.mkdir(parents=True, exist_ok=True)
+    try:
+        return _write_checked(result, out, spec_path, lock_path)
+    except BaseException:
+        if created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+        raise
+
+
+def _write_checked(result: ImportResult, out: Path, spec_path: Path, lock_path: Path) -> list[Path]:
+    from ..features import read_lock
+    from ..model.build import build_job as build
+    from ..render.script import render_model_py
+    from ..spec.context import open_spec
+    from .release_facts import problems as release_problems
+
     with tempfile.TemporaryDirectory(prefix=".ctrgen-import-", dir=out) as tmp:
         tspec, tlock = Path(tmp) / spec_path.name, Path(tmp) / lock_path.name
         tspec.write_text(result.spec_text, encoding="utf-8")

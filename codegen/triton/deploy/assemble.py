@@ -12,6 +12,7 @@ place at the end, so a failed run leaves nothing behind.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -19,9 +20,11 @@ from pathlib import Path, PurePosixPath
 
 from ...atomic import clean_stale, stage as new_stage, swap_in
 from ...errors import Problems, UserError
+from ...inputs import read_json
 from ...output import check_out_root
 from ..plan.repository import NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
 from ..layout import HUGECTR_FOLDER, TORCH_FOLDER, folder_of, rendered_repository, repository_sources
+from .copying import check_state_dict, check_workflow_loads, copy_file, copy_tree
 from .runtime_copy import RESERVED, write_runtime
 
 WORKFLOW_PICKLE = "workflow.pkl"
@@ -65,6 +68,7 @@ def _check_workflow(workflow: Path) -> None:
     from ...workflow import MAX_PICKLE_BYTES, check_categories
 
     check_regular(workflow / WORKFLOW_PICKLE, WORKFLOW_PICKLE, MAX_PICKLE_BYTES)
+    copy_tree(workflow, None, "--workflow", MAX_PICKLE_BYTES)    # what the copy will refuse, refused first
     check_categories(workflow)
 
 
@@ -107,13 +111,11 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
         raise UserError.one(weights, "not a PyTorch state_dict file (torch.save writes a zip archive)",
                             field="--checkpoint", fix="pass the model.pt train_torch.py wrote")
     path = checkpoint / "features.json"
-    try:
-        trained = json.loads(path.read_text(encoding="utf-8"))
-    except OSError:
+    if not os.path.lexists(path):
         raise UserError.one(path, "features file not found", field="--checkpoint",
-                            fix="train_torch.py writes features.json beside model.pt") from None
-    except ValueError as exc:
-        raise UserError.one(path, f"not JSON ({exc})", field="--checkpoint") from None
+                            fix="train_torch.py writes features.json beside model.pt")
+    trained = read_json(path, "features.json")      # a regular file of bounded size and depth
+    check_state_dict(weights, "--checkpoint")
     if trained != json.loads(features_json):
         raise UserError.one(path, "the model was trained on other features than the spec's (columns, slot order or "
                             "cardinalities differ from the generated features.json)", field="--checkpoint",
@@ -152,6 +154,9 @@ def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: 
         problems.raise_if_any()
     if check_workflow is not None:
         check_workflow(workflow)
+    check_workflow_loads(workflow)
+    from ...workflow import MAX_PICKLE_BYTES as max_pickle   # each file of the workflow folder at most this
+
     out = Path(out)
     if out.exists() and not force:
         raise UserError.one(out, "output folder exists", field="--out", fix="pass --force to replace it")
@@ -171,21 +176,22 @@ def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: 
             dest = stage.joinpath(*rel.parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
             if rel.name != KEEP:
-                shutil.copy2(source, dest)
+                copy_file(source, dest, "--generated")
         for model in plan.models:
             version = stage / model.name / str(plan.version)
             version.mkdir(parents=True, exist_ok=True)
             for name in model.required_files:
                 src = workflow if model.name == nvt_name else weights / name
                 dest = version / name
-                if src.is_dir():
-                    shutil.copytree(src, dest)
+                field, limit = ("--workflow", max_pickle) if model.name == nvt_name else ("--weights", None)
+                if src.is_dir() and not src.is_symlink():
+                    copy_tree(src, dest, field, limit)
                 else:
-                    shutil.copy2(src, dest)
+                    copy_file(src, dest, field, limit)
                 copied.append(f"{model.name}/{plan.version}/{name}")
                 ntp = Path(str(src) + ".ntp.json")  # non-trainable parameters beside the dense file (hugectr.md §5)
                 if src.is_file() and ntp.is_file():
-                    shutil.copy2(ntp, Path(str(dest) + ".ntp.json"))
+                    copy_file(ntp, Path(str(dest) + ".ntp.json"), "--weights")
                     copied.append(f"{model.name}/{plan.version}/{ntp.name}")
         if plan.step == TorchStep.kind:
             (stage / plan.name / str(plan.version) / TORCH_SCRIPT).write_text(train_torch, encoding="utf-8")
