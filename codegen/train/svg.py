@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-WIDTH, HEIGHT = 640, 240
+WIDTH, HEIGHT = 480, 220
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 36
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
 BOX_W, LINE_H, ROW_GAP, COL_GAP = 190, 14, 34, 16
