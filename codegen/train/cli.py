@@ -72,7 +72,7 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
         device = "cuda"
     run = out if out is not None else ctx.root / "runs" / rendered.name
     launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
-                         resume=resume, extra=extra, continuous=rendered.job.continuous)
+                         resume=resume, extra=extra, continuous=rendered.job.continuous is not None)
     run.mkdir(parents=True, exist_ok=True)
     # This checkout's codegen.runtime, whichever ctrgen the environment installs.
     package_root = str(Path(__file__).resolve().parents[2])
