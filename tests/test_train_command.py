@@ -101,6 +101,7 @@ def test_train_prints_and_runs_the_command_with_the_spec_data(project, run):
     recorded = json.loads((run["out"] / "run.json").read_text())
     assert recorded["command"] == argv[2:] and recorded["name"] == "movielens"
     assert set(recorded["generated"]) >= {"train_torch.py", "features.json", "model.py"}
+    assert f"TensorBoard  tensorboard --logdir {run['out'] / 'tensorboard'}" in proc.stderr
 
 
 def test_metrics_jsonl_and_tensorboard_agree(run):

@@ -44,6 +44,7 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     from ..output import apply_write, compare, plan_write
     from ..pipeline import open_spec, render_spec
     from .launch import TRAINER, gpu_count, plan_launch
+    from ..runtime.progress import TENSORBOARD_DIR
     from .record import RUN_FILE, run_record, write_json
 
     if gpus is not None and device == "cpu":
@@ -73,16 +74,17 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     run = out if out is not None else ctx.root / "runs" / rendered.name
     launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
                          resume=resume, extra=extra, continuous=rendered.job.continuous is not None)
-    run.mkdir(parents=True, exist_ok=True)
     # This checkout's codegen.runtime, whichever ctrgen the environment installs.
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
-    write_json(run / RUN_FILE, run_record(ctx, rendered, launch))
+    record = run_record(ctx, rendered, launch)
     click.echo("$ " + shlex.join([f"PYTHONPATH={env['PYTHONPATH']}", *launch.argv]), err=True)
     code = subprocess.run(launch.argv, env=env).returncode
-    if code == 0:
-        click.echo(f"run folder   {run}\n  report       ctrgen report {run}\n  TensorBoard  tensorboard --logdir "
-                   f"{run / 'tensorboard'}", err=True)
+    if code == 0:       # the run's record once it finished (a refused or failed run leaves none)
+        write_json(run / RUN_FILE, record)
+        click.echo(f"run folder   {run}\nreport       ctrgen report {run}", err=True)
+        if (run / TENSORBOARD_DIR).is_dir():
+            click.echo(f"TensorBoard  tensorboard --logdir {run / TENSORBOARD_DIR}", err=True)
     sys.exit(code)
 
 
