@@ -282,3 +282,16 @@ def test_report_draws_every_point_of_metrics_jsonl(run, tmp_path):
 def test_report_of_a_folder_without_a_run_is_one_line(tmp_path):
     proc = run_ctrgen("report", str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "run.json: not found" in proc.stderr
+
+
+def test_more_gpus_than_the_machine_has_is_one_line(project, tmp_path):
+    from codegen.train.launch import gpu_count
+
+    found = gpu_count()
+    proc = run_ctrgen("train", str(project["spec"]), "--gpus", str(found + 1), "--out", str(tmp_path / "run"),
+                      cwd=project["root"])
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert f"--gpus: {found + 1} GPU(s) asked, this machine has {found}" in proc.stderr
+    proc = run_ctrgen("train", str(project["spec"]), "--gpus", "1", "--device", "cpu", cwd=project["root"])
+    assert proc.returncode == 2 and "--gpus and --device cpu exclude each other" in proc.stderr
+    assert not (tmp_path / "run").exists()
