@@ -295,3 +295,27 @@ def test_more_gpus_than_the_machine_has_is_one_line(project, tmp_path):
     proc = run_ctrgen("train", str(project["spec"]), "--gpus", "1", "--device", "cpu", cwd=project["root"])
     assert proc.returncode == 2 and "--gpus and --device cpu exclude each other" in proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_resume_runs_what_is_left_of_the_spec_run(project, tmp_path):
+    """Without --max-iter a resumed run goes on to the spec's training.max_iter (2000): the trainer is told the rest."""
+    from codegen.errors import UserError
+    from codegen.train.launch import plan_launch
+
+    ctx = open_spec(project["spec"])
+    folder = project["root"] / "generated" / "movielens"
+    assert ctx.spec.training.max_iter == 2000
+    for n in (20, 1990):
+        (tmp_path / f"checkpoint_{n}.pt").write_bytes(b"")
+    argv = plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=None, resume=True, extra=(),
+                       continuous=False).argv
+    assert argv[argv.index("--max-iter") + 1] == "10"
+    assert argv[argv.index("--resume") + 1] == str(tmp_path / "checkpoint_1990.pt")
+    argv = plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=5, resume=True, extra=(),
+                       continuous=False).argv
+    assert argv[argv.index("--max-iter") + 1] == "5"
+    (tmp_path / "checkpoint_2000.pt").write_bytes(b"")
+    with pytest.raises(UserError) as exc:
+        plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=None, resume=True, extra=(),
+                    continuous=False)
+    assert "the run is at iteration 2000, the spec's training.max_iter is 2000" in exc.value.format()

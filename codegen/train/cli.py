@@ -30,7 +30,8 @@ Then: ctrgen report runs/movielens, tensorboard --logdir runs/movielens/tensorbo
 @click.option("--gpus", type=click.IntRange(min=1), help="ranks, one per GPU, started through torchrun")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), help="default: cuda when available, else cpu")
 @click.option("--ranks", type=click.IntRange(min=1), help="with --device cpu: processes through torchrun (gloo)")
-@click.option("--max-iter", type=click.IntRange(min=1), help="iterations (default: the spec's training.max_iter)")
+@click.option("--max-iter", type=click.IntRange(min=1), help="iterations to run (default: the spec's "
+              "training.max_iter; with --resume, what is left of it after the checkpoint)")
 @click.option("--resume", is_flag=True, help="continue from the latest checkpoint_<iteration>.pt in the run folder")
 @click.option("--out", callback=out_path, metavar="DIR", help="run folder (default: runs/<name> beside generated/)")
 @click.option("--regenerate", is_flag=True, help="regenerate generated/<name>/ when `ctrgen check` finds it stale "

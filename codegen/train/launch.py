@@ -51,9 +51,10 @@ def check_data(ctx: SpecContext, data: dict[str, list[str]], source: str) -> Non
                 raise ctx.loaded.error(where, f"{flag.lstrip('-')} data {path!r} not found", fix=fix)
 
 
-def latest_checkpoint(out: Path) -> Path | None:
+def latest_checkpoint(out: Path) -> tuple[int, Path] | None:
+    """The run folder's checkpoint of the highest iteration: (iteration, path)."""
     found = [(int(m.group(1)), p) for p in out.glob("checkpoint_*.pt") if (m := CHECKPOINT.fullmatch(p.name))]
-    return max(found)[1] if found else None
+    return max(found) if found else None
 
 
 def gpu_count() -> int:
@@ -84,13 +85,24 @@ def plan_launch(ctx: SpecContext, folder: Path, out: Path, *, ranks: int, device
     argv += ["--output-dir", str(out)]
     if device is not None:
         argv += ["--device", device]
-    if max_iter is not None:
-        argv += ["--max-iter", str(max_iter)]
+    checkpoint = None
     if resume:
-        checkpoint = latest_checkpoint(out)
-        if checkpoint is None:
+        latest = latest_checkpoint(out)
+        if latest is None:
             raise UserError.one(out, "--resume: no checkpoint_<iteration>.pt in the run folder", field="--resume",
                                 fix="train without --resume first (checkpoints every training.snapshot iterations, or "
                                     "-- --snapshot N)")
+        done, checkpoint = latest
+        planned = ctx.spec.training.max_iter
+        if max_iter is None and planned is not None and not continuous:
+            # The trainer runs --max-iter more after the checkpoint: by default, what is left of the spec's run.
+            if done >= planned:
+                raise UserError.one(checkpoint, f"--resume: the run is at iteration {done}, the spec's "
+                                                f"training.max_iter is {planned}", field="--resume",
+                                    fix="pass --max-iter N to train N iterations more")
+            max_iter = planned - done
+    if max_iter is not None:
+        argv += ["--max-iter", str(max_iter)]
+    if checkpoint is not None:
         argv += ["--resume", str(checkpoint)]
     return Launch(argv=[*argv, *extra], folder=folder, out=out, data=data)
