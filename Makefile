@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.ctrgen-installed
 # (they conflict with the NVTabular pins; docs/environment.md §8.2).
 PYTRITON := nvidia-pytriton==0.7.0
 
-.PHONY: demo test test-fast check regen venv clean mutate hostile
+.PHONY: demo test test-fast check regen venv clean mutate hostile browser-check
 
 venv: $(STAMP)
 
@@ -15,7 +15,7 @@ $(STAMP): requirements/constraints.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "ctrgen needs Python 3.11 (NVTabular 23.8 pins)"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check 'pip==25.2'
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[nvt,triton,test,torch,vertex]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[nvt,triton,test,torch,tensorboard,vertex]'
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps '$(PYTRITON)'
 	@touch $@
 
@@ -51,5 +51,22 @@ regen: $(STAMP)
 	$(BIN)/ctrgen generate specs/*.yaml
 	$(BIN)/python -m pytest tests --update-goldens -q
 
+# A `ctrgen report` page checked in a real headless browser (not part of `make test`): Debian's chromium and
+# chromium-driver (apt-get, as root, when missing), selenium in its own environment (requirements/browser.txt), a
+# short CPU run of the demo's MovieLens spec with `ctrgen train`, its report, then tools/browser_check.py.
+BROWSER_VENV := .browser-venv
+BROWSER_RUN  := .demo/runs/browser-check
+
+browser-check: $(STAMP)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver; }
+	test -x $(BROWSER_VENV)/bin/python || $(PYTHON) -m venv $(BROWSER_VENV)
+	$(BROWSER_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/browser.txt
+	$(BIN)/ctrgen demo --only movielens
+	OMP_NUM_THREADS=1 $(BIN)/ctrgen train .demo/specs/movielens.yaml --device cpu --max-iter 100 --out $(BROWSER_RUN) \
+		-- --batch-size 256 --display 10 --eval-interval 20 --snapshot 0
+	$(BIN)/ctrgen report $(BROWSER_RUN)
+	$(BROWSER_VENV)/bin/python tools/browser_check.py $(BROWSER_RUN)/report.html
+
 clean:
-	rm -rf $(VENV) .demo
+	rm -rf $(VENV) $(BROWSER_VENV) .demo

@@ -43,6 +43,9 @@ LAZY_COMMANDS = {
     "serve": ("codegen.serve.cli_serve", "serve_command", "Run the Triton server on an assembled repository."),
     "query": ("codegen.serve.cli_query", "query_command",
               "Send raw rows through a served ensemble and print the scores."),
+    "train": ("codegen.train.cli", "train_command",
+              "Train the spec's generated PyTorch model (progress, curves, report)."),
+    "report": ("codegen.train.cli", "report_command", "Write one self-contained HTML page of a training run."),
 }
 
 

@@ -22,8 +22,12 @@ def test_demo_serve_trains_serves_queries_and_compares():
     auc = float(report.split("AUC", 1)[1].split()[0])
     assert 0.6 < auc <= 1.0
     assert "latency      batch 1: p50" in report
-    for name in ("model.pt", "features.json"):
+    for name in ("model.pt", "features.json", "metrics.jsonl", "run.json", "report.html"):
         assert (demo.root / "train" / "movielens" / name).is_file()
+    run = demo.root / "train" / "movielens"            # trained by `ctrgen train`, its page by `ctrgen report`
+    assert f"  report       {run / 'report.html'}" in report
+    assert f"  tensorboard  tensorboard --logdir {run / 'tensorboard'}" in report
+    assert '"step": 300, "tag": "eval/auc"' in (run / "metrics.jsonl").read_text()
     repo = demo.root / "serve" / "movielens"
     # the three models, one copy of ctrgen's runtime and the manifest recording its version
     assert sorted(p.name for p in repo.iterdir()) == ["MANIFEST.json", "codegen", "movielens", "movielens_ens",

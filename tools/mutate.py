@@ -70,8 +70,8 @@ MUTANTS = (
            '            if __import__("dataclasses").replace(a[name], max_len=None) != '
            '__import__("dataclasses").replace(b[name], max_len=None):', "lock_drift", issue=True),
     Mutant("eval-mode", "evaluate() runs the model in eval mode", "codegen/runtime/evaluation.py",
-           '"""(AUC, mean BCE) over the evaluation rows of every rank."""\n    model.eval()\n',
-           '"""(AUC, mean BCE) over the evaluation rows of every rank."""\n', "eval_mode", issue=True),
+           'is told the batches done after each."""\n    model.eval()\n',
+           'is told the batches done after each."""\n', "eval_mode", issue=True),
     Mutant("tensor-dims", "Triton tensors are declared [-1]", "codegen/triton/plan/repository.py",
            "dims: tuple[int, ...] = (-1,)", "dims: tuple[int, ...] = (1,)", "triton_tensor", issue=True),
     Mutant("ensemble-batch-rule", "validate: an ensemble's max_batch_size may equal its steps'",

@@ -78,6 +78,9 @@ def demo_spec_text(spec_text: str, *, spec_name: str, dataset_dir: Path, spec_di
     rel = Path("..") / dataset_dir.relative_to(spec_dir.parent)
     doc["workflow"] = (rel / "workflow").as_posix()
     doc.pop("features_lock", None)
+    # The demo's data comes from its own ETL (build.py), not the spec's etl: section, whose output ctrgen train
+    # would otherwise read: data: names it.
+    doc.pop("etl", None)
     data = doc.setdefault("data", {})
     data["train"] = [str(dataset_dir / "train" / "_file_list.txt")]
     data["eval"] = str(dataset_dir / "valid" / "_file_list.txt")

@@ -1,9 +1,10 @@
 """``ctrgen demo --serve`` (what ``make demo`` runs): after lock and generate, the rest of the job on the CPU.
 
-For the MovieLens demo spec: train_torch.py trains a short run, ``assemble --checkpoint`` builds the repository,
-``ctrgen serve`` runs it as a real process, 1,000 raw validation rows go through the ensemble over HTTP, the scores
-are compared with the offline ones (workflow + trained Model in this process), the server is stopped with SIGTERM,
-and a short report says what came out and where every artifact is.
+For the MovieLens demo spec: ``ctrgen train`` trains a short run (``ctrgen report`` writes its page),
+``assemble --checkpoint`` builds the repository, ``ctrgen serve`` runs it as a real process, 1,000 raw validation
+rows go through the ensemble over HTTP, the scores are compared with the offline ones (workflow + trained Model in
+this process), the server is stopped with SIGTERM, and a short report says what came out and where every artifact
+is (the run's report page and TensorBoard logs among them).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import click
 
 from .. import runtime
 from ..errors import UserError
+from ..runtime.progress import TENSORBOARD_DIR
 
 SERVE_SPEC = "movielens"
 TRAIN_ITERS, TRAIN_BATCH = 300, 256
+TRAIN_DISPLAY, TRAIN_EVAL = 25, 100     # points of the run's curves (metrics.jsonl, TensorBoard, the report)
 QUERY_ROWS, LATENCY_REQUESTS = 1000, 200
 TOLERANCE = 1e-5
 READY_TIMEOUT_S = 300
@@ -47,17 +50,21 @@ class ServeReport:
         return self.max_diff <= TOLERANCE
 
 
-def train(generated: Path, out: Path) -> dict:
-    """train_torch.py on the CPU, one thread (the demo's machine may have two cores), on this ctrgen's runtime."""
+def train(spec: Path, out: Path) -> dict:
+    """``ctrgen train`` on the CPU, one thread (the demo's machine may have two cores), on this ctrgen's runtime,
+    then ``ctrgen report`` of the run."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": os.pathsep.join(
         p for p in (str(Path(runtime.__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")) if p)}
-    cmd = [sys.executable, str(generated / "train_torch.py"), "--device", "cpu", "--max-iter", str(TRAIN_ITERS),
-           "--batch-size", str(TRAIN_BATCH), "--display", str(TRAIN_ITERS), "--eval-interval", str(TRAIN_ITERS),
-           "--snapshot", "0", "--output-dir", str(out)]
-    proc = subprocess.run(cmd, cwd=generated, env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise click.ClickException(f"train_torch.py failed (exit {proc.returncode}): {tail}")
+    ctrgen = [sys.executable, "-m", "codegen"]
+    steps = [[*ctrgen, "train", str(spec), "--device", "cpu", "--max-iter", str(TRAIN_ITERS), "--out", str(out),
+              "--", "--batch-size", str(TRAIN_BATCH), "--display", str(TRAIN_DISPLAY), "--eval-interval",
+              str(TRAIN_EVAL), "--snapshot", "0"],
+             [*ctrgen, "report", str(out)]]
+    for cmd in steps:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise click.ClickException(f"ctrgen {cmd[3]} failed (exit {proc.returncode}): {tail}")
     return json.loads((out / "metrics.json").read_text(encoding="utf-8"))
 
 
@@ -140,7 +147,7 @@ def run_serve_job(ctx, rendered, root: Path, workflow: Path, valid: Path) -> Ser
     repo = root / "serve" / rendered.name
     log = root / "serve" / f"{rendered.name}.tritonserver.log"
     click.echo(f"Training {rendered.name} on the CPU ({TRAIN_ITERS} iterations of {TRAIN_BATCH}) ...", err=True)
-    metrics = train(root / "generated" / rendered.name, checkpoint)
+    metrics = train(ctx.loaded.path, checkpoint)
     click.echo(f"Assembling {repo}/ and serving it with 'ctrgen serve' ...", err=True)
     assemble_repo(ctx, rendered, workflow, checkpoint, repo)
     served = serve_and_compare(repo, checkpoint, valid, log)
@@ -149,7 +156,9 @@ def run_serve_job(ctx, rendered, root: Path, workflow: Path, valid: Path) -> Ser
                        max_diff=served["max_diff"], rows=served["rows"], p50_1=single.p50,
                        p99_1=single.percentile(99), p50_batch=batched.p50, batch=served["batch"],
                        paths={"spec": ctx.loaded.path, "generated": root / "generated" / rendered.name,
-                              "checkpoint": checkpoint, "repository": repo, "server log": log, "data": valid})
+                              "checkpoint": checkpoint, "report": checkpoint / "report.html",
+                              "tensorboard": checkpoint / TENSORBOARD_DIR, "repository": repo, "server log": log,
+                              "data": valid})
 
 
 def print_report(report: ServeReport, name: str, min_auc: float | None) -> None:
@@ -162,7 +171,11 @@ def print_report(report: ServeReport, name: str, min_auc: float | None) -> None:
     click.echo(f"  latency      batch 1: p50 {report.p50_1:.2f} ms, p99 {report.p99_1:.2f} ms over "
                f"{LATENCY_REQUESTS} requests; batch {report.batch}: p50 {report.p50_batch:.2f} ms (HTTP, this machine)")
     for label, path in report.paths.items():
-        click.echo(f"  {label:<12} {path}")
+        if label == "tensorboard":
+            click.echo(f"  {label:<12} tensorboard --logdir {path}" if path.is_dir() else
+                       f"  {label:<12} none (pip install tensorboard; metrics.jsonl holds every point)")
+        else:
+            click.echo(f"  {label:<12} {path}")
     repo = report.paths["repository"]
     click.echo(f"  serve again  ctrgen serve {repo}    then, elsewhere:  ctrgen query http://127.0.0.1:8000 "
                f"--data {report.paths['data']} --rows 5")

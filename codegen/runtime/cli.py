@@ -72,6 +72,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
                          "memory, host when they fit in half the available RAM, else stream")
     ap.add_argument("--shuffle-window", type=int, default=1 << 21,
                     help="--data-on stream: rows shuffled together (whole files are read in a shuffled order)")
+    ap.add_argument("--tensorboard", action=argparse.BooleanOptionalAction,
+                    help="write TensorBoard scalars under OUTPUT_DIR/tensorboard (default: on when the tensorboard "
+                         "package is installed); every point is also in OUTPUT_DIR/metrics.jsonl")
     ap.add_argument("--dist-backend", choices=("auto", "nccl", "gloo"), default="auto",
                     help="torch.distributed backend under torchrun (auto: nccl on GPUs, gloo on the CPU; gloo lets "
                          "ranks share a GPU)")

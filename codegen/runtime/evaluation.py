@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -28,11 +30,14 @@ def roc_auc(labels: torch.Tensor, scores: torch.Tensor) -> float:
 
 
 @torch.no_grad()
-def evaluate(model: nn.Module, columns: Columns, batch_size: int, precision: str = "fp32") -> tuple[float, float]:
-    """(AUC, mean BCE) over the evaluation rows of every rank."""
+def evaluate(model: nn.Module, columns: Columns, batch_size: int, precision: str = "fp32",
+             progress: Callable[[int], None] | None = None) -> tuple[float, float]:
+    """(AUC, mean BCE) over the evaluation rows of every rank; ``progress`` is told the batches done after each."""
     model.eval()
     scores, labels = [], []
-    for start, _ in eval_sizes(model, columns.n, batch_size, columns.device):
+    for done, (start, _) in enumerate(eval_sizes(model, columns.n, batch_size, columns.device), 1):
+        if progress is not None:
+            progress(done)
         if start >= columns.n:    # sharded tables: no rows left here, but this rank's lookups take part
             with autocast(columns.device, precision):
                 model(*[torch.zeros((1, *t.shape[1:]), dtype=t.dtype, device=columns.device)

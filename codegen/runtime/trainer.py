@@ -26,6 +26,7 @@ from .job import Job, learning_rate
 from .layers import SparseEmbedding
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
+from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .shards import describe_placement
 from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, sharded_tables
 
@@ -165,7 +166,11 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     """Train ``model_class`` (the generated Model) as ``args`` and ``job`` say; returns metrics.json's content."""
     device = setup(args)
     rank, size = world()
-    log = print if rank == 0 else (lambda *a, **k: None)
+    bar = Bar(active=None if rank == 0 else False)
+    log = bar.log if rank == 0 else (lambda *a, **k: None)
+    if args.tensorboard and not tensorboard_available():
+        raise DataError("--tensorboard: the tensorboard package is not installed (fix: pip install tensorboard, "
+                        "or leave --tensorboard out; metrics.jsonl holds every point)")
     precision = resolve_precision(args.precision, args.tf32, device, job.defaults["precision"])
     torch.backends.cuda.matmul.allow_tf32 = precision != "fp32"
     torch.backends.cudnn.allow_tf32 = precision != "fp32"
@@ -241,6 +246,10 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         log(f"resumed from {args.resume}: iteration {state['iteration']}"
             + (f", after pass {state['pass']}" if state.get("pass") else ""))
     args.output_dir.mkdir(parents=True, exist_ok=True)
+    recorder: Recorder | Silent = Silent()
+    if rank == 0:
+        recorder = Recorder(args.output_dir, tensorboard=args.tensorboard is not False and tensorboard_available(),
+                            resumed=state["iteration"] if args.resume is not None else None)
 
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded}
@@ -261,9 +270,11 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         try:
             it, seconds = train_pass(args, job, clock, net, model, optimizer, train_cols, valid_cols, features,
                                      device, lr, graph, it, data_pass, sources, metrics, precision, scaler, startup,
-                                     resumed=it if data_pass is None else 0)
+                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder)
         finally:
             train_cols.stop()
+            bar.clear()
+            recorder.flush()
         train_seconds += seconds
         if data_pass is not None:
             metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, "auc": metrics["auc"],
@@ -287,6 +298,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         collective(dist.all_gather, peaks, torch.tensor([peak_memory(device)], dtype=torch.int64, device=device))
     metrics["peak_memory_bytes_per_rank"] = [int(p.item()) for p in peaks]
     final = model_state(model)      # whole tables: every rank sends its shards to rank 0
+    recorder.close()
     if rank == 0:
         save(args.output_dir / "model.pt", final)
         (args.output_dir / FEATURES_FILE).write_text(json.dumps(features, indent=2) + "\n", encoding="utf-8")
@@ -303,11 +315,15 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
 def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: Columns | Stream, valid_cols: Columns,
                features: dict, device: torch.device, lr: float, graph: bool, it: int, data_pass: int | None, sources: list[str],
                metrics: dict, precision: str = "fp32", scaler: LossScaler | None = None,
-               startup: dict | None = None, resumed: int = 0) -> tuple[int, float]:
+               startup: dict | None = None, resumed: int = 0, bar: Bar | None = None,
+               recorder: Recorder | Silent | None = None) -> tuple[int, float]:
     """Train --max-iter iterations or --epochs epochs on one data set from global iteration ``it`` (the learning-rate
-    schedule counts on across passes); returns the new iteration and the seconds spent."""
+    schedule counts on across passes); returns the new iteration and the seconds spent. ``bar``: rank 0's terminal
+    (a progress bar when it is one); ``recorder``: where every scalar point goes."""
     rank, size = world()
-    log = print if rank == 0 else (lambda *a, **k: None)
+    bar = bar or Bar(active=False)
+    recorder = recorder or Silent()
+    log = bar.log if rank == 0 else (lambda *a, **k: None)
     step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler)
     local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
     steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
@@ -326,6 +342,8 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
     epoch, skip = divmod(resumed, steps_per_epoch)
     train_seconds, shown_at, shown_time = 0.0, it, 0.0
     lr_now = None
+    progress = TrainBar(bar, first, total, args.batch_size * size)
+    eval_batches = -(-valid_cols.n // args.eval_batch_size)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     while it < total:
         order = train_cols.epoch(epoch_seed(args.seed, epoch, device, data_pass))
@@ -347,6 +365,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                 lr_now = new_lr
             step(order[b * args.batch_size:(b + 1) * args.batch_size] if order is not None else None)
             it += 1
+            progress.update(it)
             if startup is not None and "first_step_s" not in startup:
                 sync()
                 startup["first_step_s"] = round(time.perf_counter() - start, 3)
@@ -368,13 +387,24 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                     loss = all_reduce(step.loss_sum.clone()) / size / max(it - shown_at, 1)
                     rate = (it - shown_at) * args.batch_size * size / max(train_seconds - shown_time, 1e-9)
                     log(f"iter {it}: loss {loss.item():.4f}, lr {lr_now:g}, {rate:,.0f} samples/s", flush=True)
+                    progress.loss = loss.item()
+                    progress.update(it, force=True)
+                    for tag, value in (("train/loss", loss.item()), ("train/lr", lr_now),
+                                       ("train/samples_per_second", rate)):
+                        recorder.scalar(tag, it, float(value))
                     metrics["train_loss"] = round(loss.item(), 6)
                     metrics.setdefault("interval_samples_per_second", []).append(round(rate, 1))
                     step.loss_sum.zero_()
                     shown_at, shown_time = it, train_seconds
                 if it % args.eval_interval == 0 or it == total:
-                    auc, eval_loss = evaluate(model, valid_cols, args.eval_batch_size, precision)
+                    auc, eval_loss = evaluate(model, valid_cols, args.eval_batch_size, precision,
+                                              progress=progress.evaluating(eval_batches))
+                    bar.clear()
                     log(f"iter {it}: eval AUC {auc:.4f}, eval loss {eval_loss:.4f}", flush=True)
+                    recorder.scalar("eval/auc", it, auc)
+                    recorder.scalar("eval/loss", it, eval_loss)
+                    recorder.flush()
+                    progress.update(it, force=True)
                     metrics.update(auc=round(auc, 6), eval_loss=round(eval_loss, 6))
                 if args.snapshot and it % args.snapshot == 0:
                     snapshot = {"model": model_state(model), "optimizer": optimizer_state(model, optimizer)}

@@ -1,0 +1,103 @@
+"""``ctrgen train`` (run the spec's generated PyTorch trainer) and ``ctrgen report`` (one HTML page of a run)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli_paths import out_path
+from ..errors import UserError
+
+EPILOG_TRAIN = """\b
+Examples:
+  ctrgen train specs/movielens.yaml                       # one GPU (the CPU where there is none)
+  ctrgen train specs/movielens.yaml --gpus 4              # torchrun, one rank per GPU
+  ctrgen train specs/movielens.yaml --device cpu --ranks 2 --max-iter 200
+  ctrgen train specs/movielens.yaml --resume              # from the run folder's latest checkpoint_<iter>.pt
+  ctrgen train specs/movielens.yaml -- --batch-size 512 --precision bf16   # any flag of train_torch.py
+Then: ctrgen report runs/movielens, tensorboard --logdir runs/movielens/tensorboard
+"""
+
+
+@click.command(epilog=EPILOG_TRAIN, short_help="Train the spec's generated PyTorch model (progress, curves, report).")
+@click.argument("spec", type=click.Path(path_type=Path))
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED, metavar="[-- TRAINER FLAGS]")
+@click.option("--gpus", type=click.IntRange(min=1), help="ranks, one per GPU, started through torchrun")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), help="default: cuda when available, else cpu")
+@click.option("--ranks", type=click.IntRange(min=1), help="with --device cpu: processes through torchrun (gloo)")
+@click.option("--max-iter", type=click.IntRange(min=1), help="iterations to run (default: the spec's "
+              "training.max_iter; with --resume, what is left of it after the checkpoint)")
+@click.option("--resume", is_flag=True, help="continue from the latest checkpoint_<iteration>.pt in the run folder")
+@click.option("--out", callback=out_path, metavar="DIR", help="run folder (default: runs/<name> beside generated/)")
+@click.option("--regenerate", is_flag=True, help="regenerate generated/<name>/ when `ctrgen check` finds it stale "
+              "(default: refuse with the command to run)")
+def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: str | None, ranks: int | None,
+                  max_iter: int | None, resume: bool, out: Path | None, regenerate: bool) -> None:
+    """Run generated/<name>/train_torch.py for SPEC on the data it names (etl.output.dir's train/ and valid/, else
+    data:) with the spec's solver and training settings. The command is printed first; the run folder gets the
+    checkpoints, model.pt, metrics.json, metrics.jsonl, tensorboard/ (with the tensorboard package) and run.json
+    (what `ctrgen report` needs). Exit status: the trainer's (2: bad input, one line)."""
+    from ..output import apply_write, compare, plan_write
+    from ..pipeline import open_spec, render_spec
+    from .launch import TRAINER, gpu_count, plan_launch
+    from ..runtime.progress import TENSORBOARD_DIR
+    from .record import RUN_FILE, run_record, write_json
+
+    if gpus is not None and device == "cpu":
+        raise UserError.one(spec, "--gpus and --device cpu exclude each other", field="--gpus",
+                            fix="--device cpu --ranks N for CPU processes")
+    if ranks is not None and device != "cpu":
+        raise UserError.one(spec, "--ranks is for CPU processes", field="--ranks",
+                            fix="add --device cpu, or use --gpus N for GPUs")
+    ctx = open_spec(spec)
+    rendered = render_spec(ctx)
+    if TRAINER not in rendered.files:
+        raise ctx.loaded.error(("targets",), "the spec has no PyTorch trainer to run", fix="add torch to targets")
+    folder = ctx.root / "generated" / rendered.name
+    drift = compare(folder, rendered.files, display=f"generated/{rendered.name}")
+    if not drift.clean:
+        if not regenerate:
+            raise UserError.one(folder, "out of date with its spec ('ctrgen check' finds it stale)",
+                                fix=f"run 'ctrgen generate {ctx.display}', or pass --regenerate")
+        apply_write(plan_write(folder, rendered.files))
+        click.echo(f"regenerated {folder} (it was stale)", err=True)
+    if gpus is not None:
+        found = gpu_count()
+        if found < gpus:
+            raise UserError.one(spec, f"{gpus} GPU(s) asked, this machine has {found}", field="--gpus",
+                                fix=f"--gpus {found}" if found else "--device cpu")
+        device = "cuda"
+    run = out if out is not None else ctx.root / "runs" / rendered.name
+    launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
+                         resume=resume, extra=extra, continuous=rendered.job.continuous is not None)
+    # This checkout's codegen.runtime, whichever ctrgen the environment installs.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    record = run_record(ctx, rendered, launch)
+    click.echo("$ " + shlex.join([f"PYTHONPATH={env['PYTHONPATH']}", *launch.argv]), err=True)
+    code = subprocess.run(launch.argv, env=env).returncode
+    if code == 0:       # the run's record once it finished (a refused or failed run leaves none)
+        write_json(run / RUN_FILE, record)
+        click.echo(f"run folder   {run}\nreport       ctrgen report {run}", err=True)
+        if (run / TENSORBOARD_DIR).is_dir():
+            click.echo(f"TensorBoard  tensorboard --logdir {run / TENSORBOARD_DIR}", err=True)
+    sys.exit(code)
+
+
+@click.command(short_help="Write one self-contained HTML page of a training run.")
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--out", callback=out_path, metavar="FILE", help="default: RUN_DIR/report.html")
+def report_command(run_dir: Path, out: Path | None) -> None:
+    """One HTML page (no network) of a `ctrgen train` run: the spec's graph, loss and AUC curves (inline SVG from
+    metrics.jsonl), throughput, precision, hardware, the command line, the data and the generated files' digests."""
+    from ..output import replace_file
+    from .report import render_report
+
+    target = out if out is not None else run_dir / "report.html"
+    replace_file(target, render_report(run_dir))
+    click.echo(f"wrote {target}")

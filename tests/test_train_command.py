@@ -1,0 +1,321 @@
+"""`ctrgen train` and `ctrgen report` on the demo's MovieLens data, for real on the CPU (tiny runs): the command it
+prints and runs, resume, two ranks over gloo, refusals (a stale generated folder, missing data), the progress bar
+(only on a terminal), metrics.jsonl against the TensorBoard event files, and the report's inline-SVG curves against
+metrics.jsonl."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from codegen.demo.cli import demo_spec_text
+from codegen.output import compare, write
+from codegen.pipeline import open_spec, render_spec
+from codegen.workflow import read_workflow_features
+from conftest import REPO, run_ctrgen
+from demo_data import built_demo
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("train_command")]
+
+# Tiny runs: display every 10 iterations, evaluate every 20, a checkpoint every 20; a small evaluation split.
+TRAINER_FLAGS = ("--", "--batch-size", "128", "--display", "10", "--eval-interval", "20", "--snapshot", "20",
+                 "--max-eval-batches", "4", "--eval-batch-size", "256")
+ENV = {"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    """A project folder beside the demo data: the demo copy of specs/movielens.yaml, its lock and generated/."""
+    demo = built_demo()
+    root = demo.root / f"train-project-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    spec = root / "movielens.yaml"
+    root.mkdir(exist_ok=True)
+    spec.write_text(demo_spec_text((REPO / "specs" / "movielens.yaml").read_text(), spec_name="movielens",
+                                   dataset_dir=demo.root / "movielens", spec_dir=root))
+    ctx = open_spec(spec)
+    ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+    write(root / "generated" / "movielens", render_spec(ctx).files, force=True)
+    return {"root": root, "spec": spec, "data": demo.root / "movielens"}
+
+
+def train(project, *args: str, out: Path):
+    return run_ctrgen("train", str(project["spec"]), "--device", "cpu", "--out", str(out), *args, env=ENV,
+                      cwd=project["root"])
+
+
+@pytest.fixture(scope="module")
+def run(project, tmp_path_factory):
+    """One finished run of 40 iterations (its output kept for the tests below)."""
+    out = tmp_path_factory.mktemp("train-run") / "run"
+    proc = train(project, "--max-iter", "40", *TRAINER_FLAGS, out=out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return {"out": out, "proc": proc}
+
+
+def points(out: Path) -> dict[str, list[tuple[int, float]]]:
+    series: dict[str, list[tuple[int, float]]] = {}
+    for line in (out / "metrics.jsonl").read_text().splitlines():
+        p = json.loads(line)
+        series.setdefault(p["tag"], []).append((p["step"], p["value"]))
+    return series
+
+
+def tensorboard_points(out: Path) -> dict[str, list[tuple[int, float]]]:
+    acc = EventAccumulator(str(out / "tensorboard"))
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+def assert_same_points(out: Path) -> None:
+    jsonl, board = points(out), tensorboard_points(out)
+    assert sorted(jsonl) == sorted(board) == ["eval/auc", "eval/loss", "train/loss", "train/lr",
+                                             "train/samples_per_second"]
+    for tag in jsonl:
+        assert [s for s, _ in board[tag]] == [s for s, _ in jsonl[tag]], tag
+        assert [v for _, v in board[tag]] == pytest.approx([v for _, v in jsonl[tag]], rel=1e-6), tag  # float32
+
+
+def test_train_prints_and_runs_the_command_with_the_spec_data(project, run):
+    proc = run["proc"]
+    command = proc.stderr.splitlines()[0]
+    assert command.startswith("$ PYTHONPATH=")
+    argv = command.split()
+    assert str(project["root"] / "generated" / "movielens" / "train_torch.py") in argv
+    data = project["data"]
+    assert argv[argv.index("--train") + 1] == str(data / "train" / "_file_list.txt")
+    assert argv[argv.index("--eval") + 1] == str(data / "valid" / "_file_list.txt")
+    assert argv[argv.index("--max-iter") + 1] == "40" and argv[-1] == "256"
+    metrics = json.loads((run["out"] / "metrics.json").read_text())
+    assert metrics["iterations"] == 40 and metrics["batch_size"] == 128 and metrics["world_size"] == 1
+    assert metrics["auc"] > 0.55
+    recorded = json.loads((run["out"] / "run.json").read_text())
+    assert recorded["command"] == argv[2:] and recorded["name"] == "movielens"
+    assert set(recorded["generated"]) >= {"train_torch.py", "features.json", "model.py"}
+    assert f"TensorBoard  tensorboard --logdir {run['out'] / 'tensorboard'}" in proc.stderr
+
+
+def test_metrics_jsonl_and_tensorboard_agree(run):
+    series = points(run["out"])
+    assert [s for s, _ in series["train/loss"]] == [10, 20, 30, 40]
+    assert [s for s, _ in series["eval/auc"]] == [20, 40]
+    metrics = json.loads((run["out"] / "metrics.json").read_text())
+    assert series["eval/auc"][-1][1] == pytest.approx(metrics["auc"], abs=1e-6)
+    assert series["train/loss"][-1][1] == pytest.approx(metrics["train_loss"], abs=1e-6)
+    assert_same_points(run["out"])
+
+
+def test_no_bar_without_a_terminal(run):
+    out = run["proc"].stdout
+    assert "iter 40: eval AUC" in out                      # the plain lines of a log
+    assert "\r" not in out and "\x1b" not in out and " ETA" not in out
+
+
+def test_bar_on_a_terminal(project, tmp_path):
+    """The trainer with its output on a pseudo-terminal draws the bar (and an evaluation bar) in place."""
+    master, slave = pty.openpty()
+    script = project["root"] / "generated" / "movielens" / "train_torch.py"
+    env = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "COLUMNS": "160"}
+    proc = subprocess.Popen([sys.executable, str(script), "--device", "cpu", "--train",
+                             str(project["data"] / "train"), "--eval", str(project["data"] / "valid"),
+                             "--max-iter", "20", "--output-dir", str(tmp_path / "out"), "--no-tensorboard",
+                             *TRAINER_FLAGS[1:]], stdout=slave, stderr=subprocess.PIPE, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 120)
+        if not ready:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:          # the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()[-2000:]
+    text = b"".join(chunks).decode()
+    assert re.search(r"\r\x1b\[Ktrain \[#+\.*\] \d+/20, [\d,]+ samples/s.*ETA", text), text[-1500:]
+    assert re.search(r"\r\x1b\[Keval  \[#+\.*\] \d+/\d+", text), text[-1500:]
+    assert "iter 20: eval AUC" in text
+    assert not (tmp_path / "out" / "tensorboard").exists()     # --no-tensorboard
+    assert [json.loads(line)["step"] for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
+            if '"eval/auc"' in line] == [20]
+
+
+def test_resume_keeps_the_points_up_to_its_checkpoint(project, run, tmp_path):
+    """A run resumed from checkpoint_20.pt (its checkpoint_40.pt lost) records 30 and 40 once, in both files."""
+    out = tmp_path / "run"
+    subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
+    (out / "checkpoint_40.pt").unlink()
+    generated = project["root"] / "generated" / "movielens"
+    proc = train(project, "--resume", "--max-iter", "20", *TRAINER_FLAGS, out=out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"--resume {out / 'checkpoint_20.pt'}" in proc.stderr.splitlines()[0]
+    assert "resumed from" in proc.stdout and "iteration 20" in proc.stdout
+    assert json.loads((out / "metrics.json").read_text())["iterations"] == 40
+    assert [s for s, _ in points(out)["train/loss"]] == [10, 20, 30, 40]
+    assert_same_points(out)
+    assert compare(generated, render_spec(open_spec(project["spec"])).files, "generated/movielens").clean
+
+
+def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
+    proc = train(project, "--resume", out=tmp_path / "empty")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "--resume: no checkpoint_<iteration>.pt" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_two_ranks_on_the_cpu(project, tmp_path):
+    proc = train(project, "--ranks", "2", "--max-iter", "10", "--", "--batch-size", "64", "--display", "10",
+                 "--eval-interval", "10", "--snapshot", "0", "--max-eval-batches", "2", "--eval-batch-size", "256",
+                 out=tmp_path / "run")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "-m torch.distributed.run --standalone --nproc_per_node=2 " in proc.stderr.splitlines()[0]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 10
+    assert [s for s, _ in points(tmp_path / "run")["eval/auc"]] == [10]     # rank 0 alone records
+
+
+def variant(project, name: str, text: str) -> Path:
+    """A spec beside the project's, named ``name`` (its own generated/<name>/), with the same lock."""
+    spec = project["root"] / f"{name}.yaml"
+    spec.write_text(text.replace("name: movielens", f"name: {name}"))
+    (project["root"] / f"{name}.features.lock.json").write_text(
+        (project["root"] / "movielens.features.lock.json").read_text())
+    return spec
+
+
+def test_stale_generated_folder_is_refused_or_regenerated(project, tmp_path):
+    trainer = project["root"] / "generated" / "movielens" / "train_torch.py"
+    original = trainer.read_text()
+    trainer.write_text(original + "# edited\n")
+    try:
+        proc = run_ctrgen("train", str(project["spec"]), "--device", "cpu", "--out", str(tmp_path / "run"),
+                          cwd=project["root"])
+    finally:
+        trainer.write_text(original)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "generated/movielens: out of date with its spec" in proc.stderr
+    assert "fix: run 'ctrgen generate movielens.yaml', or pass --regenerate" in proc.stderr
+    assert not (tmp_path / "run").exists()
+    # --regenerate writes a stale (here: never generated) folder, then goes on (to a refusal of its data here)
+    spec = variant(project, "regen", project["spec"].read_text().replace(str(project["data"] / "train"),
+                                                                         str(tmp_path / "nothing")))
+    proc = run_ctrgen("train", str(spec), "--regenerate", "--device", "cpu", "--out", str(tmp_path / "run"),
+                      cwd=project["root"])
+    assert proc.returncode == 2 and "regenerated" in proc.stderr and "data.train" in proc.stderr, proc.stderr
+    assert compare(project["root"] / "generated" / "regen", render_spec(open_spec(spec)).files, "regen").clean
+
+
+def test_missing_data_is_one_line(project, tmp_path):
+    spec = variant(project, "missing", project["spec"].read_text().replace(str(project["data"] / "train"),
+                                                                           str(tmp_path / "nothing")))
+    assert run_ctrgen("generate", str(spec), cwd=project["root"]).returncode == 0
+    proc = run_ctrgen("train", str(spec), "--device", "cpu", "--out", str(tmp_path / "run"), cwd=project["root"])
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    line = proc.stderr.strip()
+    assert re.match(r".*missing\.yaml:\d+:\d+: data\.train: train data '.*nothing/_file_list\.txt' not found "
+                    r"\(fix: ", line), line
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_etl_output_names_the_etl_command(project, tmp_path):
+    etl = (REPO / "specs" / "movielens.yaml").read_text().split("\netl:", 1)[1]
+    spec = variant(project, "with_etl", project["spec"].read_text() + "etl:" + etl)
+    assert run_ctrgen("generate", str(spec), cwd=project["root"]).returncode == 0
+    proc = run_ctrgen("train", str(spec), "--device", "cpu", "--out", str(tmp_path / "run"), cwd=project["root"])
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert "with_etl.yaml:" in proc.stderr and "etl.output.dir: train data" in proc.stderr
+    assert "fix: run 'ctrgen etl with_etl.yaml' first" in proc.stderr
+
+
+class _Svg(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.charts: list[dict] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg" and "data-x0" in a:
+            self.charts.append({**a, "curves": {}})
+        elif tag == "polyline" and self.charts:
+            self.charts[-1]["curves"][a["data-tag"]] = [tuple(map(float, p.split(","))) for p in a["points"].split()]
+
+
+def test_report_draws_every_point_of_metrics_jsonl(run, tmp_path):
+    proc = run_ctrgen("report", str(run["out"]), "--out", str(tmp_path / "report.html"))
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "report.html").read_text()
+    assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert "https://" not in page and " src=" not in page                  # nothing to fetch: self-contained
+    parser = _Svg()
+    parser.feed(page)
+    series = points(run["out"])
+    drawn = {}
+    for c in parser.charts:
+        x0, x1, y0, y1 = (float(c[k]) for k in ("data-x0", "data-x1", "data-y0", "data-y1"))
+        left, top, w, h = (float(c[k]) for k in ("data-left", "data-top", "data-plot-w", "data-plot-h"))
+        for tag, pts in c["curves"].items():
+            drawn[tag] = [(x0 + (x - left) / w * (x1 - x0), y1 - (y - top) / h * (y1 - y0)) for x, y in pts]
+            tolerance = 0.006 / h * (y1 - y0)     # coordinates are rounded to 0.01 px
+            want = series[tag]
+            assert [round(s) for s, _ in drawn[tag]] == [s for s, _ in want], tag
+            assert [v for _, v in drawn[tag]] == pytest.approx([v for _, v in want], abs=tolerance), tag
+    assert sorted(drawn) == sorted(series)
+    for text in ("movielens: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank"):
+        assert text in page
+    # Deterministic: the same run folder gives the same bytes.
+    assert run_ctrgen("report", str(run["out"]), "--out", str(tmp_path / "again.html")).returncode == 0
+    assert (tmp_path / "again.html").read_bytes() == page.encode()
+
+
+def test_report_of_a_folder_without_a_run_is_one_line(tmp_path):
+    proc = run_ctrgen("report", str(tmp_path))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "run.json: not found" in proc.stderr
+
+
+def test_more_gpus_than_the_machine_has_is_one_line(project, tmp_path):
+    from codegen.train.launch import gpu_count
+
+    found = gpu_count()
+    proc = run_ctrgen("train", str(project["spec"]), "--gpus", str(found + 1), "--out", str(tmp_path / "run"),
+                      cwd=project["root"])
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert f"--gpus: {found + 1} GPU(s) asked, this machine has {found}" in proc.stderr
+    proc = run_ctrgen("train", str(project["spec"]), "--gpus", "1", "--device", "cpu", cwd=project["root"])
+    assert proc.returncode == 2 and "--gpus and --device cpu exclude each other" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_resume_runs_what_is_left_of_the_spec_run(project, tmp_path):
+    """Without --max-iter a resumed run goes on to the spec's training.max_iter (2000): the trainer is told the rest."""
+    from codegen.errors import UserError
+    from codegen.train.launch import plan_launch
+
+    ctx = open_spec(project["spec"])
+    folder = project["root"] / "generated" / "movielens"
+    assert ctx.spec.training.max_iter == 2000
+    for n in (20, 1990):
+        (tmp_path / f"checkpoint_{n}.pt").write_bytes(b"")
+    argv = plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=None, resume=True, extra=(),
+                       continuous=False).argv
+    assert argv[argv.index("--max-iter") + 1] == "10"
+    assert argv[argv.index("--resume") + 1] == str(tmp_path / "checkpoint_1990.pt")
+    argv = plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=5, resume=True, extra=(),
+                       continuous=False).argv
+    assert argv[argv.index("--max-iter") + 1] == "5"
+    (tmp_path / "checkpoint_2000.pt").write_bytes(b"")
+    with pytest.raises(UserError) as exc:
+        plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=None, resume=True, extra=(),
+                    continuous=False)
+    assert "the run is at iteration 2000, the spec's training.max_iter is 2000" in exc.value.format()
