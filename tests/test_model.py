@@ -26,7 +26,7 @@ def _model(name: str):
 def _committed(name: str) -> dict[PurePosixPath, str]:
     folder = REPO / "generated" / name
     return {PurePosixPath(p.relative_to(folder).as_posix()): p.read_text(encoding="utf-8")
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}   # tests' bytecode
 
 
 def test_the_model_holds_the_launch_settings_plans_and_provenance():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zipfile
+import shutil
 from pathlib import PurePosixPath
 
 import pytest
@@ -130,16 +130,19 @@ def test_torch_repository_is_deterministic(tmp_path):
 
 @pytest.fixture
 def inputs(tmp_path):
-    """A stand-in workflow folder (assemble checks workflow.pkl exists; loading it is the server tests' job) and a
-    checkpoint folder shaped like train_torch.py's output (model.pt is a zip archive as torch.save writes)."""
+    """The demo's saved MovieLens workflow (assemble proves workflow.pkl loads), its output schema with the committed
+    lock's cardinalities (what assemble checks against the lock), and a checkpoint folder shaped like train_torch.py's
+    output (model.pt a state dict of tensors, as torch.save writes it)."""
+    import torch
+
+    from demo_data import built_demo
+
     workflow = tmp_path / "workflow"
-    workflow.mkdir()
-    (workflow / "workflow.pkl").write_bytes(b"\x80\x04N.")
-    write_output_schema(workflow, MOVIELENS, label="rating")      # what assemble checks against the lock
+    shutil.copytree(built_demo().paths["movielens"]["workflow"], workflow)
+    write_output_schema(workflow, MOVIELENS, label="rating")
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
-    with zipfile.ZipFile(checkpoint / "model.pt", "w") as z:
-        z.writestr("model/data.pkl", b"")
+    torch.save({"table.weight": torch.zeros(4, 2)}, checkpoint / "model.pt")
     features = json.loads((GENERATED / "movielens" / "features.json").read_text())
     (checkpoint / "features.json").write_text(json.dumps(features, indent=2) + "\n")
     return workflow, checkpoint

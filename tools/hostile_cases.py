@@ -883,7 +883,8 @@ IMPORTS = {
     "unknown_hugectr_version": (script(), ".py", "99"),
 }
 for vname, (source, suffix, version) in IMPORTS.items():
-    add("import", vname, _import(source, suffix, ("--hugectr-version", version)), "refused", area=IMPORT)
+    add("import", vname, _import(source, suffix, ("--hugectr-version", version)), "refused", area=IMPORT,
+        quick=vname in ("deep_notebook", "unknown_hugectr_version"))
 for vname in ("unknown_hugectr_version", "1mb_path_literal"):
     source, suffix, version = IMPORTS[vname]
     add("import", f"{vname}_out_folder", _import(source, suffix, ("--hugectr-version", version), out="specs_out"),

@@ -115,12 +115,12 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
         raise UserError.one(path, "features file not found", field="--checkpoint",
                             fix="train_torch.py writes features.json beside model.pt")
     trained = read_json(path, "features.json")      # a regular file of bounded size and depth
-    check_state_dict(weights, "--checkpoint")
     if trained != json.loads(features_json):
         raise UserError.one(path, "the model was trained on other features than the spec's (columns, slot order or "
                             "cardinalities differ from the generated features.json)", field="--checkpoint",
                             fix="retrain with the generated train_torch.py, or regenerate from the workflow the "
                             "model was trained with ('ctrgen lock', then 'ctrgen generate')")
+    check_state_dict(weights, "--checkpoint")
 
 
 def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: Path, out: Path,
