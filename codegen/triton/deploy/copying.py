@@ -79,8 +79,16 @@ LOAD_WORKFLOW = ("import sys\n"
                  "import_nvtabular().Workflow.load(sys.argv[1])\n")
 
 
+# workflow.pkl files this process saw load: (path, inode, size, mtime) -> proven (a file that changes is checked again)
+_LOADED: set[tuple] = set()
+
+
 def check_workflow_loads(workflow: Path, field: str = "--workflow", timeout: int = 300) -> None:
     """workflow.pkl loads with NVTabular, as the preprocessing model will load it (a process of its own)."""
+    st = os.stat(workflow / "workflow.pkl")
+    key = (str(workflow.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _LOADED:
+        return
     package = Path(__file__).resolve().parents[3]        # the folder holding this ctrgen's codegen/
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(package), os.environ.get("PYTHONPATH", ""))
                                                         if p), "PYTHONWARNINGS": "ignore"}
@@ -94,3 +102,4 @@ def check_workflow_loads(workflow: Path, field: str = "--workflow", timeout: int
         last = next((ln for ln in reversed(proc.stderr.strip().splitlines()) if ln.strip()), "no message")
         raise UserError.one(workflow / "workflow.pkl", f"does not load with NVTabular ({last[:300]})", field=field,
                             fix="pass the folder Workflow.save wrote (workflow.pkl, metadata.json, categories/)")
+    _LOADED.add(key)
