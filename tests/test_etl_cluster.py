@@ -43,6 +43,8 @@ def _etl_module(tmp_path: Path, cluster: dict) -> dict:
 PROBE = """
 import json, runpy, sys
 from pathlib import Path
+
+pytestmark = pytest.mark.slow   # processes and clusters: seconds (make test-fast leaves them out)
 etl = runpy.run_path(sys.argv[1], run_name="ctrgen_etl")
 client = etl["start_client"](etl["CLUSTER"]["workers"], None, False, Path(sys.argv[2]))
 try:

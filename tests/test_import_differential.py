@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,7 @@ def test_seed_corpus_gives_python_values_or_refusals():
 @settings(max_examples=BATCHES, derandomize=os.environ.get("CTRGEN_DIFF_BATCHES") is None, deadline=None,
           phases=[Phase.explicit, Phase.generate],    # a failure prints its program; shrinking 20 at once is slow
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@pytest.mark.slow
 @given(st.lists(programs(), min_size=BATCH, max_size=BATCH))
 def test_generated_programs_give_python_values_or_refusals(sources: list[str]):
     exact, total = _check(sources)

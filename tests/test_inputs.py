@@ -414,6 +414,7 @@ def assemble(workflow: Path, checkpoint: Path, out: Path, *extra: str):
                       "--checkpoint", str(checkpoint), "--out", str(out), *extra)
 
 
+@pytest.mark.slow
 def test_a_corrupt_categories_parquet_is_one_line(workflow_and_checkpoint, tmp_path):
     workflow, checkpoint = workflow_and_checkpoint
     assert assemble(workflow, checkpoint, tmp_path / "repo").returncode == 0      # the intact table passes
@@ -429,6 +430,7 @@ def test_a_corrupt_categories_parquet_is_one_line(workflow_and_checkpoint, tmp_p
              f"{table}: unreadable Parquet file")
 
 
+@pytest.mark.slow
 def test_workflow_pickle_must_be_a_regular_file(workflow_and_checkpoint, tmp_path):
     workflow, checkpoint = workflow_and_checkpoint
     (workflow / "workflow.pkl").unlink()
@@ -436,6 +438,7 @@ def test_workflow_pickle_must_be_a_regular_file(workflow_and_checkpoint, tmp_pat
     one_line(assemble(workflow, checkpoint, tmp_path / "repo"), f"{workflow / 'workflow.pkl'}")
 
 
+@pytest.mark.slow
 def test_assemble_replaces_the_repository_whole_and_cleans_up(workflow_and_checkpoint, tmp_path):
     workflow, checkpoint = workflow_and_checkpoint
     out = tmp_path / "repo"
@@ -640,6 +643,7 @@ def test_assemble_reports_every_missing_trained_file_at_once(tmp_path):
     assert not (tmp_path / "repo").exists()
 
 
+@pytest.mark.slow
 def test_assemble_copies_regular_files_and_inner_links_only(workflow_and_checkpoint, tmp_path):
     """A link inside the workflow folder stays a link in the repository; one pointing outside, a FIFO, a model.pt
     without tensors are one line each, before anything is written (tools/hostile_cases.py has the rest)."""

@@ -600,6 +600,7 @@ def _tuning_job(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_trials_lists_each_trial_and_names_the_best(tmp_path):
     job = _tuning_job(tmp_path)
     proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(job), "--save",

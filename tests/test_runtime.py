@@ -33,6 +33,7 @@ def _python(code: str, path: Path, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_runtime_imports_nothing_of_ctrgen_but_itself(tmp_path):
     """Every runtime module, imported in a fresh interpreter: no other ctrgen module, none of ctrgen's own
     dependencies (pydantic, jinja2, click, ruamel, protobuf) and no nvtabular (nvt_model imports it when a model
@@ -93,6 +94,7 @@ def _train(root: Path, site: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_generated_trainer_runs_on_the_deployed_copy(deployed):
     """The copy alone (first on the path) trains the generated file: codegen resolves to the copy."""
     proc = _python("import codegen.runtime.trainer as t; print(t.__file__)", deployed / "site", deployed)
@@ -102,6 +104,7 @@ def test_a_generated_trainer_runs_on_the_deployed_copy(deployed):
     assert json.loads((deployed / "out" / "metrics.json").read_text())["iterations"] == 5
 
 
+@pytest.mark.slow
 def test_a_runtime_of_another_version_is_one_clear_error(deployed, tmp_path):
     other = tmp_path / "site"
     write_runtime(other)

@@ -83,6 +83,7 @@ def test_count_is_a_positive_integer_or_auto(tmp_path, value, ok, message):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow
 def test_assemble_writes_the_counts_for_the_cores(inputs, tmp_path):  # noqa: F811
     workflow, checkpoint = inputs
     for cores, expected in (("2", (2, 1)), ("12", (8, 6))):

@@ -152,6 +152,7 @@ def assemble(*args):
     return run_ctrgen("assemble", str(REPO / "specs" / "movielens.yaml"), *args)
 
 
+@pytest.mark.slow
 def test_assemble_checkpoint_builds_the_repository(inputs, tmp_path):
     workflow, checkpoint = inputs
     out = tmp_path / "repo"
@@ -176,6 +177,7 @@ def test_assemble_checkpoint_builds_the_repository(inputs, tmp_path):
         in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,expected", [
     ("features", "trained on other features than the spec's"),
     ("missing", "trained model not found"),
