@@ -15,6 +15,8 @@ import pytest
 from conftest import run_ctrgen
 from specfactory import write_spec
 
+pytestmark = pytest.mark.slow   # a Dask cluster and dask-cuda's import: seconds (make test-fast leaves them out)
+
 MODEL = {"version": 1, "name": "clustered", "hugectr_version": "23.06",
          "data": {"format": "parquet", "train": ["/data/train/_file_list.txt"], "eval": "/data/valid/_file_list.txt"},
          "model": {"preset": "mlp", "units": [8]}}
@@ -44,7 +46,6 @@ PROBE = """
 import json, runpy, sys
 from pathlib import Path
 
-pytestmark = pytest.mark.slow   # processes and clusters: seconds (make test-fast leaves them out)
 etl = runpy.run_path(sys.argv[1], run_name="ctrgen_etl")
 client = etl["start_client"](etl["CLUSTER"]["workers"], None, False, Path(sys.argv[2]))
 try:

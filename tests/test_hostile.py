@@ -20,7 +20,7 @@ sys.modules["hostile_cases"] = H
 _spec.loader.exec_module(H)
 import hostile_outcomes as O  # noqa: E402  (beside hostile_cases, which put tools/ on the path)
 
-pytestmark = pytest.mark.slow   # processes and clusters: seconds (make test-fast leaves them out)
+pytestmark = pytest.mark.slow   # a process per case kind: seconds (make test-fast leaves them out)
 
 QUICK = [c for c in H.CASES if c.quick and not c.area]
 KINDS = sorted({c.kind for c in QUICK})
