@@ -132,8 +132,9 @@ def _run_in_process(args: list[str], cwd: Path) -> CliResult:
 # while the other runs the bench scripts, which need no demo; then the other long tests (trainings, Dask, mypy), so
 # that only the many short tests fill the end and the workers finish together.
 FIRST = ("test_triton_torch_serving.py", "test_serving_errors.py", "test_bench_scripts.py", "test_triton_serving.py",
-         "test_serve.py", "test_torch_continuous.py", "test_torch_target.py", "test_demo_serve.py",
-         "test_torch_fast_paths.py", "test_etl_bench.py", "test_etl.py", "test_nvt_import.py", "test_lint.py",
+         "test_serve.py", "test_torch_shard.py", "test_train_command.py", "test_torch_continuous.py",
+         "test_torch_target.py", "test_demo_serve.py", "test_torch_fast_paths.py", "test_etl_bench.py", "test_etl.py",
+         "test_nvt_import.py", "test_runtime.py", "test_lint.py", "test_hostile.py", "test_etl_cluster.py",
          "test_demo_cli.py")
 
 
