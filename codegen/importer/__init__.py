@@ -80,22 +80,27 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise _fail(path, "--args given, but the script reads no command line (no argparse parse_args, no sys.argv)",
                     None, "leave out --args", unit if kind != "script" else None)
     label = path.name if kind == "script" else f"{path.name} {unit.name}"
+    mapper = Mapper(script, hugectr_version, name or default_name(path), label)
     try:
-        imported: Imported = Mapper(script, hugectr_version, name or default_name(path), label).run()
+        imported: Imported = mapper.run()
     except Located as exc:
         fix = exc.fix
         if script.required_args and argv is None:
             # argparse would stop the script here too: say which command-line arguments it needs
             fix = (f"the script requires {', '.join(script.required_args)} on its command line: pass {'it' if len(script.required_args) == 1 else 'them'} with "
                    f"--args, e.g. --args \"{script.required_args[0]} VALUE\"")
-        first = _fail(path, exc.message, exc.line, fix, unit if kind != "script" else None, exc.col)
-        if "cannot be known without running the script" not in exc.message:
+        where = unit if kind != "script" else None
+        first = _fail(path, exc.message, exc.line, fix, where, exc.col)
+        # All problems at once, sorted: every call with no spec field the mapper met before it stopped, and every
+        # argument the reader cannot know, not only the first.
+        others = [u for u in mapper.unmapped if u is not exc]
+        if "cannot be known without running the script" in exc.message:
+            others += unknown_arguments(script)
+        if not others:
             raise first from None
-        # Every argument the reader cannot know, not only the first the mapper met: all problems at once, sorted.
         problems = list(first.problems)
-        for other in unknown_arguments(script):
-            problems += _fail(path, other.message, other.line, other.fix, unit if kind != "script" else None,
-                              other.col).problems
+        for other in others:
+            problems += _fail(path, other.message, other.line, other.fix, where, other.col).problems
         raise UserError(sort_problems(problems)) from None
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     if note := name_note(path, name):

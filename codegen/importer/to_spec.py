@@ -30,6 +30,8 @@ class Mapper(Sections):
         self.assumptions: list[tuple[int | None, str]] = []
         self.before_compile: list[str] = []
         self.ebc = Collector(Refusal, kwargs_of, spec_value, release)
+        # Calls with no spec field: collected so that the import names all of them at once, not only the first.
+        self.unmapped: list[Refusal] = []
 
     def run(self) -> Imported:
         _VERSION[0] = self.release
@@ -140,7 +142,8 @@ class Mapper(Sections):
                 elif layer.func == "GroupDenseLayer":
                     layers.append(self.group_layer(layer))
                 else:
-                    raise Refusal(f"model.add(hugectr.{layer.func}(...)) has no spec field yet", layer.line)
+                    self.unmapped.append(Refusal(f"model.add(hugectr.{layer.func}(...)) has no spec field yet",
+                                                 layer.line))
             elif f == "Model.compile":
                 compiled = True
                 kw = kwargs_of(call)
@@ -241,8 +244,10 @@ class Mapper(Sections):
                 # before fit (loading weights or optimizer states to continue from) or after everything
                 (then if "fit" in after else before_fit).append(entry)
             else:
-                raise Refusal(f"hugectr.{f}(...) has no spec field yet", call.line,
-                              "remove the call, or file what it should become")
+                self.unmapped.append(Refusal(f"hugectr.{f}(...) has no spec field yet", call.line,
+                                             "remove the call, or file what it should become"))
+        if self.unmapped:
+            raise self.unmapped[0]   # the importer reports the others with it
         for needed in ("solver", "reader", "optimizer"):
             if needed not in setup:
                 raise Refusal(f"the model has no {needed} (hugectr.{ {'solver': 'CreateSolver', 'reader': 'DataReaderParams', 'optimizer': 'CreateOptimizer'}[needed]}(...))",
