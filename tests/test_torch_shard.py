@@ -76,18 +76,69 @@ def _tables(m, cards_by_name: dict, **kwargs) -> torch.nn.Module:
     return holder
 
 
-def test_placement_is_largest_first_onto_the_least_loaded_rank():
+def test_whole_tables_are_placed_by_bytes_and_lookups():
     m = load("dlrm")
     with torch.device("meta"):
         holder = _tables(m, {"a": ([100, 50, 50, 30, 20], 4), "b": ([60], 2)})
-    placement = m.place_tables(holder, 2, 0)
-    # bytes (SGD: no row state): a0 1600, a1 800, a2 800, a3 480, b0 480 (equal sizes in model order), a4 320:
-    # a0 -> r0; a1, a2 -> r1; a3 -> r0 (1600 each: the lower rank); b0 -> r1; a4 -> r0 (2080 each)
+    placement = m.place_tables(holder, 2, 0)     # vec 4 and 2: too narrow to split by columns on 2 ranks
+    assert placement.split == {"a": "tables", "b": "tables"}
+    # cost = share of bytes (SGD: no row state; a0 1600, a1 800, a2 800, a3 480, b0 480, a4 320 of 4480) + share of
+    # lookups (1/6 each): a0 .524 -> r0; a1 .345 -> r1; a2 -> r1 (.345 < .524); a3 .274 -> r0; b0 -> r1; a4 -> r0
     assert placement.owners == {"a": [0, 1, 1, 0, 0], "b": [1]}
-    assert placement.load == [1600 + 480 + 320, 800 + 800 + 480]
+    assert placement.load == [1600 + 480 + 320, 800 + 800 + 480] and placement.lookups == [3, 3]
     again = m.place_tables(holder, 2, 1)
     assert again.owners == placement.owners and again.load == placement.load    # every rank agrees
-    assert m.place_tables(holder, 3, 0).owners == {"a": [0, 1, 2, 1, 1], "b": [2]}
+    three = m.place_tables(holder, 3, 0)
+    assert three.owners == {"a": [0, 1, 2, 1, 0], "b": [2]} and three.lookups == [2, 2, 2]
+
+
+def test_small_tables_do_not_all_land_on_one_rank():
+    # By bytes alone the six small slots would all follow the 900-row one (one rank: 7 lookups a sample, the other 1).
+    m = load("dlrm")
+    with torch.device("meta"):
+        holder = _tables(m, {"a": ([1000, 900] + [10] * 6, 2)})
+    placement = m.place_tables(holder, 2, 0)
+    assert placement.owners == {"a": [0, 1, 1, 0, 1, 0, 1, 0]} and placement.lookups == [4, 4]
+    assert "4 lookups per sample" in m.describe_placement(placement)[0]
+
+
+def test_a_table_the_ranks_divide_is_split_by_columns():
+    m = load("dlrm")
+    cards = {"a": ([100, 50, 7], 8)}
+    with torch.device("meta"):
+        placement = m.place_tables(_tables(m, cards), 2, 1)
+    assert placement.split == {"a": "columns"} and placement.load == [157 * 8 * 4 // 2] * 2
+    assert placement.lookups == [3, 3] and all(t["rank"] == "all" for t in placement.tables)
+    assert "every slot, columns 4-7" in m.describe_placement(placement)[1]
+    assert m.place_tables(_tables(m, cards), 2, 1, split="tables").split == {"a": "tables"}
+    torch.manual_seed(7)
+    whole = _tables(m, cards).a
+    torch.manual_seed(7)
+    part = _tables(m, cards, placement=placement).a
+    assert part.weight.shape == (158, 4) and part.shard.columns == (4, 8)
+    assert torch.equal(part.weight.detach(), whole.weight.detach()[:, 4:])    # the same start as the whole table
+    assert torch.equal(part.shard.own(whole.weight.detach()), part.weight.detach())
+    part.load_state_dict(whole.state_dict())
+    assert torch.equal(part.weight.detach(), whole.weight.detach()[:, 4:])
+
+
+def test_a_long_slot_starts_the_same_whole_or_split():
+    # rows past INIT_ROWS come from a generator per chunk, drawn whole and then cut to the rank's columns
+    m = load("dlrm")
+    layers = sys.modules[m.SparseEmbedding.__module__]
+    cards = {"a": ([5, 23], 8)}
+    old, layers.INIT_ROWS = layers.INIT_ROWS, 10
+    try:
+        with torch.device("meta"):
+            placement = m.place_tables(_tables(m, cards), 2, 0)
+        torch.manual_seed(3)
+        whole = _tables(m, cards).a
+        torch.manual_seed(3)
+        part = _tables(m, cards, placement=placement).a
+    finally:
+        layers.INIT_ROWS = old
+    assert torch.equal(part.weight.detach(), whole.weight.detach()[:, :4])
+    assert not torch.equal(whole.weight[5:15], whole.weight[15:25])    # chunks of a slot differ
 
 
 def test_dlrm_placement_is_balanced():
@@ -132,19 +183,22 @@ from trainer_view import view
 m = view(sys.argv[1], "train_torch")
 dist.init_process_group("gloo")
 rank, size = dist.get_rank(), dist.get_world_size()
-vec, lr = 8, 0.05
+vec, lr = 4 * size, 0.05     # 8 on 2 ranks, 12 on 3: each rank 4 columns when split by columns
 hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
           "Adam": {"betas": (0.9, 0.999), "eps": 1e-7}}
 checked = 0
-cases = [(cards, kind, nnz, combiner) for cards in ([7, 40, 300, 5], [6])    # [6]: rank 1 owns no slot
-         for kind in hypers for nnz, combiner in ((1, "sum"), (3, "sum"), (3, "mean"))]
-for cards, kind, nnz, combiner in cases:
+cases = [(cards, kind, nnz, combiner, split) for cards in ([7, 40, 300, 5], [6])    # [6]: rank 1 owns no slot
+         for kind in hypers for nnz, combiner in ((1, "sum"), (3, "sum"), (3, "mean"))
+         for split in ("tables", "columns")]
+for cards, kind, nnz, combiner, split in cases:
     hyper = hypers[kind]
     holder = torch.nn.Module()
     with torch.device("meta"):
         holder.t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t")
-    placement = m.place_tables(holder, size, rank)
-    assert placement.owners["t"] == ([1, 1, 0, 1] if len(cards) == 4 else [0])   # 300 -> 0, 40, 7, 5 -> 1
+    placement = m.place_tables(holder, size, rank, split=split)
+    assert placement.split["t"] == split
+    if split == "tables" and size == 2:
+        assert placement.owners["t"] == ([1, 1, 0, 1] if len(cards) == 4 else [0])   # 300 -> 0, 40, 7, 5 -> 1
     tables = []
     for p in (placement, None):
         torch.manual_seed(3)
@@ -174,15 +228,46 @@ for cards, kind, nnz, combiner in cases:
             (key, value, whole_opt.state[0][key]) for key, value in part_opt.state[0].items()]:
         gathered = m.full_rows(part, local)
         if rank == 0:
-            assert torch.allclose(gathered, full, atol=1e-6, rtol=1e-5), (kind, nnz, combiner, name,
+            assert torch.allclose(gathered, full, atol=1e-6, rtol=1e-5), (split, kind, nnz, combiner, name,
                                                                           (gathered - full).abs().max())
     # evaluation: ranks with different batch sizes (rank 1 has 5 rows)
     with torch.no_grad():
         ids = batches[rank][:16 if rank == 0 else 5]
-        placement.sizes = [16, 5]
+        placement.sizes = [16] + [5] * (size - 1)
         got = part(ids)
         placement.sizes = None
-        assert torch.allclose(got, whole(ids), atol=1e-6), (kind, nnz, combiner, "eval")
+        assert torch.allclose(got, whole(ids), atol=1e-6), (split, kind, nnz, combiner, "eval")
+    checked += 1
+# The whole DLRM: the ranks (tables split by columns, and whole; dense layers averaged by GradientSync) against one
+# process with the global batch, three SGD steps.
+import json
+features = json.loads(open(sys.argv[3]).read())
+for split in ("columns", "tables"):
+    with torch.device("meta"):
+        placement = m.place_tables(m.Model(features), size, rank, split=split)
+    models = []
+    for p in (placement, None):
+        torch.manual_seed(5)
+        model = m.Model(features, p)
+        models.append((model, m.make_optimizer(model, 0.5, row_updates=True)))
+    (part, part_opt), (whole, whole_opt) = models
+    sync = m.GradientSync(list(part.parameters()))
+    gen = torch.Generator().manual_seed(2)
+    cards = [c["cardinality"] for c in features["sparse"][0]["columns"]]
+    for step in range(3):
+        dense = torch.rand(8 * size, 13, generator=gen)
+        ids = torch.stack([torch.randint(0, c, (8 * size, 1), generator=gen) for c in cards], dim=1)
+        label = (torch.rand(8 * size, 1, generator=gen) < 0.5).float()
+        for model, opt, rows in ((whole, whole_opt, slice(None)), (part, part_opt, slice(8 * rank, 8 * rank + 8))):
+            opt.zero_grad()
+            torch.nn.functional.binary_cross_entropy_with_logits(model(dense[rows], ids[rows]), label[rows]).backward()
+            if model is part:
+                sync()
+            opt.step()
+    theirs = whole.state_dict()
+    for key, value in m.model_state(part).items():
+        if rank == 0:
+            assert torch.allclose(value, theirs[key], atol=1e-5), (split, key, (value - theirs[key]).abs().max())
     checked += 1
 print(f"rank {rank}: {checked} cases equal", flush=True)
 dist.barrier()
@@ -190,41 +275,55 @@ dist.destroy_process_group()
 '''
 
 
-def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path):
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
     worker = tmp_path / "shard_worker.py"
     worker.write_text(WORKER)
-    proc = torchrun(worker, str(DLRM), str(REPO / "tests"), cwd=tmp_path)
+    proc = torchrun(worker, str(DLRM), str(REPO / "tests"), str(DLRM.with_name("features.json")), cwd=tmp_path,
+                    ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert "rank 0: 18 cases equal" in proc.stdout and "rank 1: 18 cases equal" in proc.stdout
+    for rank in range(ranks):
+        assert f"rank {rank}: 38 cases equal" in proc.stdout, proc.stdout[-2000:]
 
 
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
 
 def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     sharded = train(data, tmp_path / "sharded", "--snapshot", "20")
+    by_tables = train(data, tmp_path / "tables", "--table-split", "tables", "--snapshot", "0")
     dense = train(data, tmp_path / "dense", "--shard-tables", "off", "--embedding-update", "dense",
                   "--snapshot", "0")
     one = train(data, tmp_path / "one", "--lr", "16", "--snapshot", "0", ranks=1, batch=2 * BATCH)
     assert sharded["shard_tables"] is True and sharded["embedding_update"] == "rows"
     assert dense["shard_tables"] is False and dense["embedding_update"] == "dense"
     assert "tables sharded over 2 ranks" in sharded["stdout"] and "rank 1: " in sharded["stdout"]
-    # each rank allocated only its slots (+ its padding row)
     cards = [c["cardinality"] for c in json.loads(DLRM.with_name("features.json").read_text())["sparse"][0]["columns"]]
-    owned = [sum(c for c, t in zip(cards, sharded["sharding"]["tables"]) if t["rank"] == r) + 1 for r in (0, 1)]
-    assert [rows[0] for rows in sharded["sharding"]["local_rows_per_rank"]] == owned
+    # split by columns (vec 128, auto): every rank holds every row, 64 columns of it
+    assert sharded["sharding"]["split"] == {"sparse_embedding1": "columns"}
+    assert sharded["sharding"]["local_shape_per_rank"] == [[[sum(cards) + 1, 64]]] * 2
+    assert "every slot, columns 64-127" in sharded["stdout"]
+    # split by tables: each rank allocated only its slots (+ its padding row)
+    assert by_tables["sharding"]["split"] == {"sparse_embedding1": "tables"}
+    owned = [sum(c for c, t in zip(cards, by_tables["sharding"]["tables"]) if t["rank"] == r) + 1 for r in (0, 1)]
+    assert [shape[0] for shape in by_tables["sharding"]["local_shape_per_rank"]] == [[rows, 128] for rows in owned]
     assert min(owned) > 1 and sum(owned) == sum(cards) + 2
+    lookups = by_tables["sharding"]["lookups_per_sample_per_rank"]
+    assert sum(lookups) == len(cards) and max(lookups) - min(lookups) <= 1    # not most lookups on one rank
     assert len(sharded["peak_memory_bytes_per_rank"]) == 2
-    # the same weights as DDP with dense tables (whole tables in model.pt)
-    a, b = torch.load(tmp_path / "sharded" / "model.pt"), torch.load(tmp_path / "dense" / "model.pt")
-    assert a.keys() == b.keys() and a["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
-    for key in a:
-        assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), (key, (a[key] - b[key]).abs().max())
+    # the same weights as data parallel ranks with dense tables (whole tables in model.pt)
+    b = torch.load(tmp_path / "dense" / "model.pt")
+    for run in ("sharded", "tables"):
+        a = torch.load(tmp_path / run / "model.pt")
+        assert a.keys() == b.keys() and a["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
+        for key in a:
+            assert torch.allclose(a[key], b[key], atol=1e-5, rtol=1e-4), (run, key, (a[key] - b[key]).abs().max())
+    a = torch.load(tmp_path / "sharded" / "model.pt")
     assert abs(sharded["train_loss"] - dense["train_loss"]) < 1e-4
     print(f"AUC sharded {sharded['auc']}, DDP dense {dense['auc']}, one rank {one['auc']}; largest weight difference "
           f"sharded vs dense {max((a[k] - b[k]).abs().max().item() for k in a):.2e}")
     # the planted signal, as one rank with the doubled batch (other batches: not the same weights)
     assert sharded["auc"] > 0.6, sharded["auc"]
-    assert abs(sharded["auc"] - dense["auc"]) < 1e-4
+    assert abs(sharded["auc"] - dense["auc"]) < 1e-4 and abs(by_tables["auc"] - dense["auc"]) < 1e-4
     assert abs(sharded["auc"] - one["auc"]) < 0.02, (sharded["auc"], one["auc"])
     # the exported model loads into Model as it is (serving needs no sharding)
     m = load("dlrm")

@@ -62,10 +62,15 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
                          "exactly, on one rank or with sharded tables; "
                          f"{'rows' if job.optimizer.rows else 'dense'} for this spec)")
     ap.add_argument("--shard-tables", choices=("auto", "on", "off"), default="auto",
-                    help="under torchrun: each embedding table (slot) lives on one rank, which looks up and "
-                         "updates its rows for every rank (a model larger than one GPU trains on several); off: "
-                         "every rank holds every table, DDP reduces their gradients (auto: on where the tables "
-                         f"update row by row; {'on' if job.optimizer.rows else 'off'} for this spec on several ranks)")
+                    help="under torchrun: the embedding tables are split across the ranks, each looking up and "
+                         "updating its part for every rank (a model larger than one GPU trains on several); off: "
+                         "every rank holds every table, their gradients are averaged over the ranks (auto: on where "
+                         f"the tables update row by row; {'on' if job.optimizer.rows else 'off'} for this spec on "
+                         "several ranks)")
+    ap.add_argument("--table-split", choices=("auto", "columns", "tables"), default="auto",
+                    help="how sharded tables are split: columns (every rank holds its vec_size/ranks columns of "
+                         "every row: the same memory and lookups on every rank), tables (each slot whole on one "
+                         "rank, placed by bytes and lookups); auto: columns where the ranks divide vec_size")
     ap.add_argument("--data-on", choices=("auto", "gpu", "device", "host", "stream"), default="auto",
                     help="where the training rows live: gpu memory, pinned host memory, or stream (row groups "
                          "read ahead from the files on a thread); auto: gpu when they fit in half the free GPU "

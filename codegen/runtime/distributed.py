@@ -87,6 +87,37 @@ def p2p(fn, tensor: torch.Tensor, peer: int) -> None:
     EXCHANGE_WORK.append(work)   # one chunk of a table: kept as an exchange is (see all_to_all)
 
 
+class GradientSync:
+    """Data parallelism of every parameter that has a gradient (the dense layers; a table updated whole, which
+    every rank then holds whole: replicated). Rank 0's values at the start, and after each backward every gradient
+    averaged over the ranks: the small ones in one all_reduce of a flat buffer, a large one in place. Unlike DDP's
+    hooks this runs inside the step, so a CUDA graph captures it with the rest (NCCL collectives are capturable)."""
+
+    FLAT_BYTES = 32 << 20     # gradients up to this size travel together
+
+    def __init__(self, params: list):
+        self.params = [p for p in params if p.requires_grad]
+        self.size = dist.get_world_size()
+        with torch.no_grad():
+            for p in self.params:
+                collective(dist.broadcast, p.data, 0)
+
+    def __call__(self) -> None:
+        grads = [p.grad for p in self.params if p.grad is not None]
+        small = [g for g in grads if g.numel() * g.element_size() <= self.FLAT_BYTES]
+        for g in grads:
+            if g.numel() * g.element_size() > self.FLAT_BYTES:
+                collective(dist.all_reduce, g)
+                g.div_(self.size)
+        for dtype in sorted({g.dtype for g in small}, key=str):
+            group = [g for g in small if g.dtype == dtype]
+            flat = torch.cat([g.reshape(-1) for g in group])
+            collective(dist.all_reduce, flat)
+            flat.div_(self.size)
+            parts = flat.split([g.numel() for g in group])
+            torch._foreach_copy_(group, [part.view_as(g) for part, g in zip(parts, group)])
+
+
 def peak_memory(device: torch.device) -> int:
     """Peak bytes of this rank: allocated GPU memory, or the process's resident set on the CPU."""
     if device.type == "cuda":

@@ -12,7 +12,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .kernels import GatherRows, RowKernels
-from .shards import Placement, TableShard
+from .shards import ColumnShard, Placement, make_shard
+
+# A slot's initial rows come from generators of their own, one per INIT_ROWS rows: a table split by columns draws
+# its rows' every column and keeps its own, chunk by chunk (a whole Criteo slot is never drawn at once).
+INIT_ROWS = 1 << 20
 
 
 class SparseEmbedding(nn.Module):
@@ -26,30 +30,41 @@ class SparseEmbedding(nn.Module):
         starts = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64)
         self.register_buffer("slot_offsets", torch.from_numpy(starts), persistent=False)
         self.name, self.cardinalities = name, [int(c) for c in cardinalities]
-        # With a placement (--shard-tables) this rank holds only the slots it owns (TableShard).
-        self.shard = TableShard(placement, name, self.cardinalities) if placement is not None else None
+        # With a placement (--shard-tables) this rank holds only the slots it owns (TableShard) or its columns of
+        # every slot (ColumnShard).
+        self.shard = make_shard(placement, name, self.cardinalities, vec_size) if placement is not None else None
         self.padding_row = int(sum(cardinalities)) if self.shard is None else self.shard.rows
+        self.vec_size = vec_size
         self.combiner = combiner
         self.row_updates = False           # set by the trainer: RowSparseOptimizer updates the looked-up rows
         self.lookup: tuple[torch.Tensor, torch.Tensor] | None = None   # (rows, looked-up vectors) of the last
         # training forward, for RowSparseOptimizer
         self.kernels = False               # set by the trainer (compiled GPU runs): RowKernels look up (and update)
-        self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size))
+        self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size if self.shard is None else self.shard.width))
         self._init_rows()
 
     @torch.no_grad()
     def _init_rows(self) -> None:
-        """Uniform(-0.05, 0.05) rows, each slot from a generator of its own (seeded by torch's seed, the table's
-        name and the slot), so a slot starts the same whichever rank holds it; the padding row is zero."""
+        """Uniform(-0.05, 0.05) rows, each INIT_ROWS rows of a slot from a generator of their own (seeded by torch's
+        seed, the table's name, the slot and the chunk), so a slot starts the same whichever rank holds it or its
+        columns; the padding row is zero."""
         if self.weight.is_meta:
             return
         seed, start = torch.initial_seed(), 0
+        columns = self.shard.columns if isinstance(self.shard, ColumnShard) else None
         for s in (self.shard.slots if self.shard is not None else range(len(self.cardinalities))):
             rows = self.cardinalities[s]
-            generator = torch.Generator(device=self.weight.device)
-            generator.manual_seed(int(np.random.SeedSequence([seed, zlib.crc32(self.name.encode()), s])
-                                      .generate_state(1, np.uint64)[0] >> np.uint64(1)))
-            self.weight[start:start + rows].uniform_(-0.05, 0.05, generator=generator)
+            for a in range(0, rows, INIT_ROWS):
+                b = min(rows, a + INIT_ROWS)
+                key = [seed, zlib.crc32(self.name.encode()), s] + ([a // INIT_ROWS] if a else [])
+                generator = torch.Generator(device=self.weight.device)
+                generator.manual_seed(int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> np.uint64(1)))
+                if columns is None:
+                    self.weight[start + a:start + b].uniform_(-0.05, 0.05, generator=generator)
+                else:
+                    drawn = torch.empty(b - a, self.vec_size, device=self.weight.device)
+                    self.weight[start + a:start + b] = drawn.uniform_(-0.05, 0.05, generator=generator)[
+                        :, columns[0]:columns[1]]
             start += rows
         self.weight[self.padding_row].zero_()
 
@@ -62,6 +77,10 @@ class SparseEmbedding(nn.Module):
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if self.shard is not None:
             return self.shard.lookup(self, ids)
+        return self.local_lookup(ids)
+
+    def local_lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        """(batch, slots, width) of the rows this rank holds: the whole table, or a ColumnShard's columns of it."""
         batch, slots, nnz = ids.shape
         if self.row_updates and torch.is_grad_enabled():
             # The looked-up rows become a leaf whose gradient RowSparseOptimizer applies row by row: the table

@@ -52,8 +52,10 @@ class LossScaler:
         self.found_inf = torch.zeros((), device=device)
         self.reduce = False
 
-    def step(self, loss: torch.Tensor, grads, optimizer) -> None:
+    def step(self, loss: torch.Tensor, grads, optimizer, sync=None) -> None:
         (loss * self.scale).backward()
+        if sync is not None:      # the ranks' dense gradients averaged (distributed.GradientSync)
+            sync()
         found = self.found_inf.zero_()
         torch._amp_foreach_non_finite_check_and_unscale_([g for g in grads() if g is not None], found,
                                                           self.scale.double().reciprocal().float())

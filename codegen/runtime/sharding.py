@@ -12,36 +12,61 @@ from .errors import DataError
 from .job import Optimizer
 from .layers import SparseEmbedding
 from .row_optim import RowSparseOptimizer
-from .shards import Placement
+from .shards import ColumnShard, Placement
 
-# A table is one slot of a SparseEmbedding: the rows of one categorical column (HugeCTR's slot_size_array entry).
-# Each is owned by one rank, which alone holds its rows and their optimizer state. Every forward sends each rank's
-# ids of a table to its owner, the owner looks up (and pools) the rows of every rank's batch and sends each rank its
-# own; backward sends the gradients of those rows back to the owner, which updates the rows (RowSparseOptimizer).
-# The dense layers stay data parallel (DDP, without the tables).
+# How a SparseEmbedding is split and how its ids and rows travel: shards.py. The dense layers stay data parallel
+# (GradientSync, without the tables).
 ROW_STATE = {"SGD": 0, "AdaGrad": 1, "Adam": 2}   # per-element state tensors of a row (RowSparseOptimizer)
 
 
 CHUNK_BYTES = 64 << 20                              # rows sent to rank 0 at a time when a checkpoint gathers a table
 
 
-def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None) -> Placement:
-    """Largest table first (rows x vec x 4 bytes, times 1 + its optimizer's state tensors) onto the least loaded
-    rank, ties to the lower rank: deterministic, every rank computes the same placement."""
+MIN_COLUMNS = 4      # a column split gives every rank at least this many columns (16 bytes of a float32 row)
+
+
+def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None, split: str = "auto") -> Placement:
+    """Where each table lives; deterministic, every rank computes the same placement.
+
+    ``split`` auto: a SparseEmbedding whose vec_size the ranks divide (at least MIN_COLUMNS columns each) is split
+    by columns, so every rank holds the same bytes and looks up the same ids whatever the tables' sizes; the others
+    (and all with ``split`` tables) are placed whole, slot by slot, largest cost first onto the rank of least cost,
+    ties to the lower rank. A table's cost is its share of the bytes (rows x vec x 4, times 1 + its optimizer's state
+    tensors) plus its share of the lookups per sample (its hotness), so no rank does most of the lookups."""
     per_row = 4 * (1 + ROW_STATE.get(row_update or "", 0))
-    tables, owners = [], {}
+    tables, owners, kinds = [], {}, {}
     for name, module in model.named_modules():
         if isinstance(module, SparseEmbedding):
+            vec = module.vec_size
+            columns = split != "tables" and vec % size == 0 and vec // size >= MIN_COLUMNS
+            kinds[name] = "columns" if columns else "tables"
             owners[name] = [0] * len(module.cardinalities)
-            tables += [{"embedding": name, "slot": s, "rows": rows, "bytes": rows * module.weight.shape[1] * per_row}
-                       for s, rows in enumerate(module.cardinalities)]
-    load = [0] * size
-    for table in sorted(tables, key=lambda t: -t["bytes"]):      # stable: equal sizes in model and slot order
-        owner = min(range(size), key=lambda r: (load[r], r))
+            tables += [{"embedding": name, "slot": s, "rows": rows, "bytes": rows * vec * per_row, "vec": vec,
+                        "lookups": 1} for s, rows in enumerate(module.cardinalities)]   # one bag per sample
+    load, lookups = [0] * size, [0.0] * size
+    whole = [t for t in tables if kinds[t["embedding"]] == "tables"]
+    for table in tables:
+        if kinds[table["embedding"]] == "columns":
+            width = table["vec"] // size
+            table["rank"], table["columns"] = "all", [[r * width, (r + 1) * width] for r in range(size)]
+            for r in range(size):
+                load[r] += table["bytes"] // size
+                lookups[r] += table["lookups"]
+    total_bytes = max(1, sum(t["bytes"] for t in whole))
+    total_lookups = max(1, sum(t["lookups"] for t in whole))
+    cost = [0.0] * size
+
+    def share(t: dict) -> float:
+        return t["bytes"] / total_bytes + t["lookups"] / total_lookups
+
+    for table in sorted(whole, key=lambda t: -share(t)):      # stable: equal costs in model and slot order
+        owner = min(range(size), key=lambda r: (cost[r], r))
         table["rank"] = owner
         owners[table["embedding"]][table["slot"]] = owner
         load[owner] += table["bytes"]
-    return Placement(owners, rank, size, tables, load)
+        lookups[owner] += table["lookups"]
+        cost[owner] += share(table)
+    return Placement(owners, rank, size, tables, load, kinds, lookups)
 
 
 def sharded_tables(model: nn.Module) -> list:
@@ -53,6 +78,8 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
     (None elsewhere): slot by slot, each owner sends its rows in chunks of CHUNK_BYTES. Every rank calls it."""
     shard = table.shard
     assert shard is not None, "full_rows: a sharded table"
+    if isinstance(shard, ColumnShard):
+        return full_columns(shard, local)
     rank = shard.placement.rank
     width = local.shape[1:]
     full = torch.empty((sum(shard.cardinalities) + 1, *width), dtype=local.dtype) if rank == 0 else None
@@ -75,6 +102,26 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
                 full[start + a:start + b] = buffer.cpu()  # type: ignore[index]
     if full is not None:
         full[-1] = local[-1].cpu()      # the padding row (every rank's is the same)
+    return full
+
+
+def full_columns(shard: ColumnShard, local: torch.Tensor) -> torch.Tensor | None:
+    """The whole table of a column-split tensor (weight or row state), on rank 0 in host memory (None elsewhere):
+    rows in chunks of CHUNK_BYTES, each rank sending its columns of them."""
+    rank, size, width = shard.placement.rank, shard.placement.size, shard.width
+    full = torch.empty((local.shape[0], width * size), dtype=local.dtype) if rank == 0 else None
+    chunk = max(1, CHUNK_BYTES // max(1, local[:1].numel() * local.element_size()))
+    for a in range(0, local.shape[0], chunk):
+        b = min(a + chunk, local.shape[0])
+        if rank == 0:
+            full[a:b, :width] = local[a:b].cpu()  # type: ignore[index]
+            for peer in range(1, size):
+                buffer = torch.empty((b - a, width), dtype=local.dtype, device="cpu" if host_only() else local.device)
+                p2p(dist.irecv, buffer, peer)
+                full[a:b, peer * width:(peer + 1) * width] = buffer.cpu()  # type: ignore[index]
+        else:
+            part = local[a:b]
+            p2p(dist.isend, part.cpu() if host_only() else part.contiguous(), 0)
     return full
 
 

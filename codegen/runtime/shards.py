@@ -1,11 +1,17 @@
-"""Embedding tables sharded across ranks (--shard-tables): which rank owns each table, and how one SparseEmbedding's
+"""Embedding tables sharded across ranks (--shard-tables): where each table lives, and how one SparseEmbedding's
 ids and rows travel between ranks.
 
 A table is one slot of a SparseEmbedding: the rows of one categorical column (HugeCTR's slot_size_array entry).
-Each is owned by one rank, which alone holds its rows and their optimizer state. Every forward sends each rank's
-ids of a table to its owner, the owner looks up (and pools) the rows of every rank's batch and sends each rank its
-own; backward sends the gradients of those rows back to the owner, which updates the rows (RowSparseOptimizer).
-The dense layers stay data parallel (DDP, without the tables)."""
+A SparseEmbedding is split one of two ways (Placement.split):
+- by columns (ColumnShard): every rank holds every row of every slot, its own vec_size / ranks columns of them
+  and their optimizer state. Every forward sends each rank's ids to every rank, each looks up its columns of every
+  rank's rows and sends each rank its own; backward sends the gradients of those columns back. Lookups, memory and
+  bytes exchanged are the same on every rank whatever the tables' sizes.
+- by tables (TableShard): each slot is owned by one rank, which alone holds its rows; ids go to the owner, rows
+  come back. For a vec_size the ranks do not divide.
+In training every exchange has a size known before the step (each rank's batch x slots x hotness ids, each rank's
+batch x slots rows): one all_to_all_single each way, which a CUDA graph captures with the rest of the step. The
+owner updates the rows it looked up (RowSparseOptimizer); the dense layers are data parallel (GradientSync)."""
 
 from __future__ import annotations
 
@@ -18,19 +24,33 @@ class Placement:
     """Which rank owns each table: owners[embedding name][slot] -> rank. `sizes`: every rank's batch size of the next
     forward (None: the same as this rank's, as in training; evaluation sets it, its last batches differ)."""
 
-    def __init__(self, owners: dict, rank: int, size: int, tables: list, load: list):
+    def __init__(self, owners: dict, rank: int, size: int, tables: list, load: list, split: dict | None = None,
+                 lookups: list | None = None):
         self.owners, self.rank, self.size, self.tables, self.load = owners, rank, size, tables, load
+        self.split = split or {name: "tables" for name in owners}    # embedding name -> "columns" | "tables"
+        self.lookups = lookups or [0.0] * size          # per rank: ids looked up per sample of the global batch
         self.sizes = None
+
+
+def make_shard(placement: Placement, name: str, cardinalities: list[int], vec_size: int):
+    if placement.split.get(name) == "columns":
+        return ColumnShard(placement, cardinalities, vec_size)
+    return TableShard(placement, name, cardinalities, vec_size)
 
 
 def describe_placement(placement: Placement) -> list[str]:
     lines = []
     for r in range(placement.size):
-        mine = [t for t in placement.tables if t["rank"] == r]
-        names = ", ".join(f"{t['embedding']}[{t['slot']}]" for t in mine) or "none"
+        mine = [t for t in placement.tables if t["rank"] in (r, "all")]
+        names = ", ".join(f"{t['embedding']}[{t['slot']}]" for t in mine if t["rank"] == r)
+        split = sorted({t["embedding"] for t in mine if t["rank"] == "all"})
+        names = "; ".join(([names] if names else []) + [f"{e}: every slot, columns {t['columns'][r][0]}-"
+                                                        f"{t['columns'][r][1] - 1}" for e in split
+                                                        for t in [next(t for t in mine if t["embedding"] == e)]])
         size = placement.load[r]
         size_text = f"{size / 2 ** 30:.2f} GiB" if size >= 2 ** 30 else f"{size / 2 ** 20:.1f} MiB"
-        lines.append(f"rank {r}: {len(mine)} table(s), {size_text} with optimizer state: {names}")
+        lines.append(f"rank {r}: {len(mine)} table(s), {size_text} with optimizer state, "
+                     f"{placement.lookups[r]:g} lookups per sample: {names or 'none'}")
     return lines
 
 
@@ -38,8 +58,8 @@ class TableShard:
     """A SparseEmbedding's part on this rank: the slots it owns, stacked in slot order (then the padding row), and
     how ids and rows travel between ranks."""
 
-    def __init__(self, placement: Placement, name: str, cardinalities: list[int]):
-        self.placement = placement
+    def __init__(self, placement: Placement, name: str, cardinalities: list[int], vec_size: int):
+        self.placement, self.width, self.vec_size = placement, vec_size, vec_size
         owners = placement.owners[name]
         self.by_rank = [[s for s, o in enumerate(owners) if o == r] for r in range(placement.size)]
         self.slots = self.by_rank[placement.rank]
@@ -104,6 +124,42 @@ class TableShard:
         # 3. each rank gets its rows back (its gradient goes to the owner, averaged over ranks as DDP averages)
         back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], 1.0 / size)
         return back.reshape(slots, batch, -1).index_select(0, inverse).transpose(0, 1)
+
+
+class ColumnShard:
+    """A SparseEmbedding split by columns: this rank holds every row of every slot (then the padding row), columns
+    [rank * width, (rank + 1) * width) of them."""
+
+    def __init__(self, placement: Placement, cardinalities: list[int], vec_size: int):
+        self.placement, self.vec_size = placement, vec_size
+        self.width = vec_size // placement.size
+        self.columns = (placement.rank * self.width, (placement.rank + 1) * self.width)
+        self.cardinalities = cardinalities
+        self.slots = list(range(len(cardinalities)))
+        self.rows = sum(cardinalities)
+
+    def own(self, full: torch.Tensor) -> torch.Tensor:
+        """This rank's columns of a tensor shaped like the whole table (a checkpoint's weight or row state)."""
+        if full.shape[1] == self.width:
+            return full
+        return full[:, self.columns[0]:self.columns[1]].contiguous()
+
+    def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:   # a layers.SparseEmbedding
+        """(batch, slots, vec) for this rank's ids: every rank looks up its columns of every rank's ids."""
+        batch, slots, nnz = ids.shape
+        size = self.placement.size
+        sizes = tuple(self.placement.sizes or [batch] * size)
+        # 1. every rank's ids to every rank
+        send = ids.reshape(1, -1).expand(size, -1).reshape(-1)
+        received = ids.new_empty(sum(sizes) * slots * nnz)
+        all_to_all(received, send, [b * slots * nnz for b in sizes], [batch * slots * nnz] * size)
+        # 2. this rank's columns of every rank's rows, pooled (as one rank with the whole table; in training the
+        # looked-up rows are the leaf RowSparseOptimizer updates)
+        local = table.local_lookup(received.reshape(sum(sizes), slots, nnz))
+        # 3. each rank gets its rows' columns from every rank (gradients go back, averaged over ranks as DDP does)
+        back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
+                                  1.0 / size)
+        return back.reshape(size, batch, slots, self.width).permute(1, 2, 0, 3).reshape(batch, slots, -1)
 
 
 class ExchangeRows(torch.autograd.Function):

@@ -12,14 +12,13 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
 import torch.nn.functional as F
 
 from .checkpoint import resume, rng_state, save
 from .cli import parse_args
 from .contract import FEATURES_FILE
 from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
-from .distributed import all_reduce, collective, epoch_seed, peak_memory, world
+from .distributed import GradientSync, all_reduce, collective, epoch_seed, host_only, peak_memory, world
 from .errors import DataError
 from .evaluation import evaluate
 from .job import Job, learning_rate
@@ -47,8 +46,8 @@ class Step:
     autocast for bf16 / fp16; fp16 scales the loss (LossScaler) and is not captured (a step may be skipped)."""
 
     def __init__(self, model, optimizer, columns, batch_size: int, graph: bool, precision: str,
-                 scaler: LossScaler | None = None):
-        self.model, self.optimizer, self.columns = model, optimizer, columns
+                 scaler: LossScaler | None = None, sync: GradientSync | None = None):
+        self.model, self.optimizer, self.columns, self.sync = model, optimizer, columns, sync
         self.precision, self.scaler = precision, scaler
         self.loss_sum = torch.zeros((), device=columns.device)
         self.graph = None
@@ -63,9 +62,11 @@ class Step:
         if self.scaler is not None:
             self.scaler.step(loss, self.optimizer.grads if hasattr(self.optimizer, "grads") else
                              (lambda: [p.grad for g in self.optimizer.param_groups for p in g["params"]]),
-                             self.optimizer)
+                             self.optimizer, self.sync)
         else:
             loss.backward()
+            if self.sync is not None:
+                self.sync()
             self.optimizer.step()
         self.loss_sum += loss.detach()
 
@@ -191,8 +192,9 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     placement = None
     if sharded:     # placed from a model on the meta device (no memory), before the seed is set
         with torch.device("meta"):
-            placement = place_tables(model_class(features), size, rank, rows_kind)
-        log(f"tables sharded over {size} ranks (largest first onto the least loaded rank):")
+            placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split)
+        log(f"tables sharded over {size} ranks (split by columns where the ranks divide vec_size, else whole tables "
+            "by bytes and lookups):")
         for line in describe_placement(placement):
             log("  " + line)
 
@@ -215,10 +217,13 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     startup["data_load_s"] = round(time.perf_counter() - mark, 3)
     mark = time.perf_counter()
     lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
-    if sharded and args.cuda_graph == "on":
-        raise DataError("--cuda-graph on: sharded tables exchange ids and rows between ranks every step, which runs "
-                        "eagerly (fix: --cuda-graph off, or --shard-tables off)")
-    graph_ok = args.cuda_graph == "on" or (args.cuda_graph == "auto" and size == 1)
+    # Several ranks: every exchange of the step has a fixed size and the dense gradients are averaged inside the
+    # step (GradientSync), so NCCL ranks capture the step as one rank does; gloo goes through host memory.
+    shared_host = size > 1 and host_only()
+    if shared_host and args.cuda_graph == "on":
+        raise DataError("--cuda-graph on: the gloo backend exchanges through host memory, which a CUDA graph cannot "
+                        "capture (fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)")
+    graph_ok = args.cuda_graph == "on" or (args.cuda_graph == "auto" and not shared_host)
     graph_ok = graph_ok and device.type == "cuda" and job.optimizer.graph_safe and precision != "fp16"
     lr_value = torch.tensor(lr, device=device) if graph_ok else lr
     optimizer = make_optimizer(job.optimizer, model, lr_value, row_updates=row_updates, continuous=continuous)
@@ -228,12 +233,9 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     startup["optimizer_s"] = round(time.perf_counter() - mark, 3)
     net = model
     long_run = args.max_iter is None or args.max_iter >= 1000
-    compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and size == 1 and long_run)
-    if size > 1:
-        # Sharded tables differ per rank: DDP neither broadcasts nor reduces them (the dense layers only).
-        nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
-            model, [f"{name}.weight" for name, _ in sharded_tables(model)])
-        net = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and long_run)
+    # Data parallel: every parameter with a gradient (sharded tables have none: their owners update their rows).
+    sync = GradientSync(list(model.parameters())) if size > 1 else None
     if compiled:
         for table in model.modules():
             if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
@@ -254,11 +256,12 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded}
     if placement is not None:
-        local = torch.tensor([m.weight.shape[0] for _, m in sharded_tables(model)], device=device)
+        local = torch.tensor([list(m.weight.shape) for _, m in sharded_tables(model)], device=device)
         every = [torch.zeros_like(local) for _ in range(size)]
         collective(dist.all_gather, every, local)
-        metrics["sharding"] = {"tables": placement.tables, "bytes_per_rank": placement.load,
-                               "local_rows_per_rank": [e.tolist() for e in every]}
+        metrics["sharding"] = {"tables": placement.tables, "split": placement.split, "bytes_per_rank": placement.load,
+                               "lookups_per_sample_per_rank": placement.lookups,
+                               "local_shape_per_rank": [e.tolist() for e in every]}
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
     for data_pass, sources, eval_source in args.plan:
         train_cols, valid_cols = first_data or load_data(args, sources, eval_source, features, device)
@@ -270,7 +273,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         try:
             it, seconds = train_pass(args, job, clock, net, model, optimizer, train_cols, valid_cols, features,
                                      device, lr, graph, it, data_pass, sources, metrics, precision, scaler, startup,
-                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder)
+                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder, sync=sync)
         finally:
             train_cols.stop()
             bar.clear()
@@ -316,7 +319,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                features: dict, device: torch.device, lr: float, graph: bool, it: int, data_pass: int | None, sources: list[str],
                metrics: dict, precision: str = "fp32", scaler: LossScaler | None = None,
                startup: dict | None = None, resumed: int = 0, bar: Bar | None = None,
-               recorder: Recorder | Silent | None = None) -> tuple[int, float]:
+               recorder: Recorder | Silent | None = None, sync: GradientSync | None = None) -> tuple[int, float]:
     """Train --max-iter iterations or --epochs epochs on one data set from global iteration ``it`` (the learning-rate
     schedule counts on across passes); returns the new iteration and the seconds spent. ``bar``: rank 0's terminal
     (a progress bar when it is one); ``recorder``: where every scalar point goes."""
@@ -324,7 +327,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
     bar = bar or Bar(active=False)
     recorder = recorder or Silent()
     log = bar.log if rank == 0 else (lambda *a, **k: None)
-    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler)
+    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler, sync)
     local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
     steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
     if steps_per_epoch == 0:
@@ -393,6 +396,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                                        ("train/samples_per_second", rate)):
                         recorder.scalar(tag, it, float(value))
                     metrics["train_loss"] = round(loss.item(), 6)
+                    metrics.setdefault("train_losses", []).append(round(loss.item(), 6))
                     metrics.setdefault("interval_samples_per_second", []).append(round(rate, 1))
                     step.loss_sum.zero_()
                     shown_at, shown_time = it, train_seconds
