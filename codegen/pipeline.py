@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import Located
 from .graph.ir import TrainingJob
 from .lock import load_features
 from .model.build import build_model
@@ -50,8 +49,4 @@ class Rendered:
 def render_spec(ctx: SpecContext, *, workflow_override: Path | None = None) -> Rendered:
     features, lock_text = load_features(ctx, workflow_override=workflow_override)
     model = build_model(ctx, features, lock_text)
-    try:
-        files = render_model(model)
-    except Located as exc:       # the PyTorch target's refusals name their spec field
-        raise ctx.loaded.error(exc.loc, exc.message, fix=exc.fix) from None
-    return Rendered(files=files, model=model)
+    return Rendered(files=render_model(model), model=model)

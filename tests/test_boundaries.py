@@ -745,7 +745,7 @@ def test_continuous_training_rule_on_both_sides(tmp_path, base, ok, bad, field, 
     refused(lambda: step(tmp_path / "bad", bad), field, fragment)
 
 
-# ---- the torch target (codegen/render/torch_model.py): what train_torch.py cannot translate -------------------------
+# ---- the torch target (codegen/model/torch_rules.py): what train_torch.py cannot translate --------------------------
 
 def _render(folder: Path, spec: dict, lock: dict | None = None):
     """A fresh render with the torch target, without the Triton repositories (not what these rules are about)."""

@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "codegen.tfmd", "codegen.nvt_import", "codegen.template_files", "codegen.hugectr", "codegen.triton.pb",
         "codegen.etl", "codegen.triton.plan",     # (empty package files of mixed packages)
         "codegen.runtime",      # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
+        "codegen.torch_target",  # what the PyTorch target translates (the builder's rules and its renderer read it)
         "codegen.triton.layout")),   # where generated/<name>/ keeps each repository's files (render, deploy, lint)
     ("front ends: the spec, features locks and workflows", (
         "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.stale", "codegen.lock",
@@ -142,6 +143,14 @@ def test_renderers_do_not_read_the_spec():
     """Every renderer takes the model (codegen.model.types.Model or a part of it), never the spec."""
     bad = [f"{name} imports {target}" for name, imported in sorted(package_graph().items()) if _layer(name) == 3
            for target in sorted(imported) if _reaches(target, ("codegen.spec",))]
+    assert bad == [], "\n".join(bad)
+
+
+def test_renderers_refuse_nothing():
+    """Every spec rule runs in the model builder with its spec line (the PyTorch target's too): no module of the
+    renderer layer imports codegen.errors, where UserError and Located are."""
+    bad = [f"{name} imports {target}" for name, imported in sorted(package_graph().items()) if _layer(name) == 3
+           for target in sorted(imported) if _reaches(target, ("codegen.errors",))]
     assert bad == [], "\n".join(bad)
 
 

@@ -15,7 +15,8 @@ from ..spec.context import SpecContext
 from ..template_files import templates_digest
 from ..triton.plan.repository import ModelStep, RepositoryPlan, TorchStep, plan_repository
 from .launch import cluster_launch, vertex_launch
-from .spec_rules import check_spec_rules
+from .spec_rules import check_spec_rules, report
+from .torch_rules import torch_problems
 from .types import Model, Provenance
 
 
@@ -59,6 +60,8 @@ def build_model(ctx: SpecContext, features: Features, lock_text: str) -> Model:
             if on:
                 raise loaded.error((field,), f"a model with {what_only}", fix="triton: {enabled: false}; targets: "
                                    "[hugectr]" if field == "triton" else "targets: [hugectr]")
+    if "torch" in targets:
+        report(loaded, torch_problems(job))      # what train_torch.py cannot translate, every problem at once
     vertex = vertex_launch(loaded, job) if "vertex" in targets else None
     cluster = cluster_launch(loaded) if "cluster" in targets else None
     triton = triton_torch = None

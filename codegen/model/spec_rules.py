@@ -18,8 +18,13 @@ from ..spec.load import LoadedSpec
 
 def check_spec_rules(loaded: LoadedSpec, features: Features) -> None:
     """Raise one UserError with every problem these rules find in ``loaded``'s spec read with ``features``."""
+    report(loaded, [*_sparse_columns(loaded, features), *_name(loaded), *_vvgpu(loaded)])
+
+
+def report(loaded: LoadedSpec, found: list[tuple[tuple, str, str]]) -> None:
+    """Raise one UserError with every (spec location, message, fix) of ``found``, each on its spec line, sorted."""
     problems = Problems()
-    for loc, message, fix in (*_sparse_columns(loaded, features), *_name(loaded), *_vvgpu(loaded)):
+    for loc, message, fix in found:
         line, col = loaded.where(*loc)
         problems.items.append(Problem(str(loaded.path), message, field_path(loc), line, col, fix))
     if problems:

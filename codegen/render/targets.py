@@ -1,7 +1,7 @@
 """The model -> every file of its output folder: each target's renderer in turn, then MANIFEST.json.
 
-``render_model`` is pure: {path relative to the output folder: text}. The PyTorch target's own refusals (what it cannot
-translate) come out of its renderer as a Located carrying the spec location."""
+``render_model`` is pure: {path relative to the output folder: text}. It reads a model the builder checked: every
+spec rule (the PyTorch target's too) refused a bad spec before anything is rendered."""
 
 from __future__ import annotations
 

@@ -6,6 +6,9 @@ before them), then every dense layer of ``graph.layers`` in model.py's order, ea
 as in HugeCTR. Tensors keep HugeCTR's memory layout (batch * rows, *dims), so Reshape is a plain ``reshape`` and the
 rows a Reshape moves into the batch dimension (DeepFM) need no special case. Automatic Slices of graph_analysis()
 are not needed: a Python variable can feed several layers.
+
+The model it reads is valid for the target: the builder's rules (model/torch_rules.py) refused, on their spec lines,
+what it cannot translate, from the same facts (``codegen.torch_target``) this module translates with.
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ import re
 from dataclasses import dataclass, field
 
 from .. import __version__
-from ..errors import Located
 from ..features import Features
 from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..runtime.contract import FEATURES_FORMAT, layout_of
+from ..torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
 from .literals import py, py_str
 
@@ -35,22 +38,7 @@ MODULE_ATTRS = frozenset({
     "ipu", "xpu", "mtia", "to_empty", "register_module", "compile",
 })
 
-# HugeCTR optimizer -> (torch class, keyword arguments from the effective HugeCTR values, CUDA-graph capturable).
-OPTIMIZERS = {
-    "Adam": ("Adam", lambda v: [("betas", (v["beta1"], v["beta2"])), ("eps", v["epsilon"])], True),
-    "SGD": ("SGD", lambda v: [], True),
-    "MomentumSGD": ("SGD", lambda v: [("momentum", v["momentum_factor"])], True),
-    "Nesterov": ("SGD", lambda v: [("momentum", v["momentum_factor"]), ("nesterov", True)], True),
-    "AdaGrad": ("Adagrad", lambda v: [("initial_accumulator_value", v["initial_accu_value"]),
-                                      ("eps", v["epsilon"])], False),
-    "RMSProp": ("RMSprop", lambda v: [("alpha", v["beta"] or 0.9), ("eps", v["epsilon"])], False),
-}
 DEFAULT_LR = 0.001  # CreateSolver's lr default
-# Continuous training: the embedding tables train with sparse gradients and an optimizer that updates only the rows
-# a batch looks up (HugeCTR's embedding cache holds only a pass's keyset, so rows outside it stay as they were).
-# Adam's sparse form is torch's SparseAdam (lazy Adam: moments of absent rows are neither read nor decayed); the
-# trainer takes these steps itself (PassOptimizer), without torch.optim.
-SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
 # The table updates train_torch.py's RowSparseOptimizer reproduces exactly (rows without gradient stay as they are):
 # SGD and AdaGrad under every update_type; Adam only where HugeCTR updates just the looked-up rows (Global Adam moves
 # every row with moment state, so its tables keep the dense step).
@@ -101,11 +89,6 @@ def _identifier(tensor: str) -> str:
     return name
 
 
-def TorchTargetError(origin: tuple, message: str, fix: str = "") -> Located:  # noqa: N802
-    """The graph uses something the PyTorch target cannot translate; ``origin`` is the spec location."""
-    return Located(message, fix=fix, loc=origin)
-
-
 @dataclass
 class _Names:
     """Python names for HugeCTR tensor names: kept when safe, otherwise prefixed (and always unique)."""
@@ -151,7 +134,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     outs = [n.var(x) for x in layer.tops]
     top = layer.tops[0]
     shape = ", ".join(str(d) for d in layer.out_shapes[0].dims) if layer.out_shapes else ""
-    comment = f"  # {fmt_shape(layer.out_shapes[0])}" if t not in ("BinaryCrossEntropyLoss",) else ""
+    comment = f"  # {fmt_shape(layer.out_shapes[0])}" if t != LOSS else ""
 
     def module(expr: str) -> str:
         attr = n.attr(top)
@@ -223,12 +206,10 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     elif t in ("ReduceSum", "ReduceMean"):
         fn = "sum" if t == "ReduceSum" else "mean"
         m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(p.get('axis', 1))}, keepdim=True){comment}")
-    elif t == "BinaryCrossEntropyLoss":
+    elif t == LOSS:
         m.output = ins[0]
-    else:
-        raise TorchTargetError(layer.origin or ("model",), f"layer {top!r}: the torch target has no translation for "
-                               f"layer type {t!r}", fix="use the layer types of the presets, or drop 'torch' from "
-                                                        "targets")
+    else:   # the model builder refuses a layer type outside LAYER_TYPES (model/torch_rules.py)
+        raise AssertionError(f"layer {top!r}: type {t!r} has no branch here (LAYER_TYPES has it: {t in LAYER_TYPES})")
 
 
 def _sparse_layout(job: TrainingJob, features: Features) -> list[dict]:
@@ -303,26 +284,8 @@ def _lr_schedule(job: TrainingJob) -> dict:
             "decay_power": float(solver.get("decay_power", 2.0)), "end_lr": float(solver.get("end_lr", 0.0))}
 
 
-def check_torch_target(job: TrainingJob) -> None:
-    """Raise a Located (TorchTargetError) for what the target cannot translate (before anything is rendered)."""
-    build_model(job)
-    if job.optimizer.type not in OPTIMIZERS:
-        raise TorchTargetError(("optimizer", "type"), f"the torch target has no {job.optimizer.type} optimizer",
-                               fix="use one of " + ", ".join(sorted(OPTIMIZERS)) + ", or drop 'torch' from targets")
-    if len(job.graph.label_names) != 1:
-        raise TorchTargetError(("features", "label"), "the torch target trains a single label",
-                               fix="use one label, or drop 'torch' from targets")
-    if job.graph.label_dims != (1,):
-        raise TorchTargetError(("input", "label_dim"), "the torch target trains a label of dimension 1",
-                               fix="remove input.label_dim, or drop 'torch' from targets")
-    if job.continuous is not None and job.optimizer.type not in SPARSE_OPTIMIZERS:
-        raise TorchTargetError(("optimizer", "type"), f"continuous training with the torch target updates only the "
-                               f"embedding rows of each pass, which needs a sparse {job.optimizer.type} (torch has none)",
-                               fix="use one of " + ", ".join(sorted(SPARSE_OPTIMIZERS)) +
-                                   ", or drop 'torch' from targets")
-
-
-def build_model(job: TrainingJob) -> _Model:
+def translate_graph(job: TrainingJob) -> _Model:
+    """The graph as Model.__init__ and forward() lines (the builder checked that every layer translates)."""
     g = job.graph
     n, m = _Names(), _Model()
     for e in g.embeddings:
@@ -333,16 +296,13 @@ def build_model(job: TrainingJob) -> _Model:
         m.forward.append(f"{n.var(e.name)} = self.{n.attr(e.name)}({n.var(e.bottom)})  # {fmt_shape(e.shape)}")
     for layer in g.layers:
         _layer(m, n, layer)
-    if not m.output:
-        raise TorchTargetError(("model",), "the graph ends without a BinaryCrossEntropyLoss",
-                               fix="end it with BinaryCrossEntropyLoss, or drop 'torch' from targets")
+    assert m.output, f"the graph ends without a {LOSS}: the model builder refuses it (model/torch_rules.py)"
     m.forward_args = [n.var(g.dense_name)] + [n.var(s.name) for s in g.sparse]  # type: ignore[attr-defined]
     return m
 
 
 def render_train_torch(job: TrainingJob, features: Features, header: str) -> str:
-    check_torch_target(job)
-    m = build_model(job)
+    m = translate_graph(job)
     doc = features_json(job, features)
     opt_class, opt_kwargs, graph_safe = OPTIMIZERS[job.optimizer.type]
     passes = None

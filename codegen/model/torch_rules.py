@@ -1,0 +1,36 @@
+"""The PyTorch target's rules: what train_torch.py cannot translate, found on the built HugeCTR job (presets expanded,
+each layer with its spec location) and run by the model builder when the spec's targets include torch. The facts
+(optimizers, layer types) are ``codegen.torch_target``'s, the same the renderer translates with."""
+
+from __future__ import annotations
+
+from ..graph.ir import TrainingJob
+from ..torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
+
+DROP = "drop 'torch' from targets"
+
+
+def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
+    """(spec location, message, fix) of everything in ``job`` the torch target cannot translate."""
+    g = job.graph
+    out: list[tuple[tuple, str, str]] = []
+    for layer in g.layers:
+        if layer.type not in LAYER_TYPES:
+            out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target has no translation "
+                        f"for layer type {layer.type!r}", f"use the layer types of the presets, or {DROP}"))
+    if not out and not any(layer.type == LOSS for layer in g.layers):
+        out.append((("model",), f"the graph ends without a {LOSS}", f"end it with {LOSS}, or {DROP}"))
+    kind = job.optimizer.type
+    if kind not in OPTIMIZERS:
+        out.append((("optimizer", "type"), f"the torch target has no {kind} optimizer",
+                    "use one of " + ", ".join(sorted(OPTIMIZERS)) + f", or {DROP}"))
+    elif job.continuous is not None and kind not in SPARSE_OPTIMIZERS:
+        out.append((("optimizer", "type"), "continuous training with the torch target updates only the embedding "
+                    f"rows of each pass, which needs a sparse {kind} (torch has none)",
+                    "use one of " + ", ".join(sorted(SPARSE_OPTIMIZERS)) + f", or {DROP}"))
+    if len(g.label_names) != 1:
+        out.append((("features", "label"), "the torch target trains a single label", f"use one label, or {DROP}"))
+    elif g.label_dims != (1,):
+        out.append((("input", "label_dim"), "the torch target trains a label of dimension 1",
+                    f"remove input.label_dim, or {DROP}"))
+    return out
