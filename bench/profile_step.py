@@ -2,6 +2,9 @@
 
     python bench/profile_step.py --model movielens --batch 65536 --precision fp32
     python bench/profile_step.py --model dlrm --batch 65536 --precision bf16 --top 40 --compile-mode max-autotune
+    torchrun --nproc_per_node 2 bench/profile_step.py --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16
+
+Under torchrun every rank trains (its own copy of the synthetic rows) and rank 0 prints.
 
 Writes synthetic rows (bench/train_throughput.py's planted signal) for generated/<model>/features.json, runs the
 committed train_torch.py in this process (--compile on, the path bench/train_throughput.py measures) under
@@ -38,13 +41,18 @@ def main() -> int:
     ap.add_argument("--by-op", action="store_true",
                     help="group GPU time by the operator that launched it and its input shapes (add -- --cuda-graph "
                          "off: a replayed graph has no operators)")
+    ap.add_argument("--scale", choices=("demo", "criteo-kaggle"), default="demo",
+                    help="criteo-kaggle: DLRM's tables at the Criteo-Kaggle cardinalities")
     ap.add_argument("extra", nargs="*", help="more train_torch.py arguments (after --)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
         return 2
     sys.path.insert(0, str(REPO / "bench"))
-    from train_throughput import load_trainer, run_generated, synthesize
+    import os
+
+    from train_throughput import criteo_kaggle, load_trainer, run_generated, synthesize
+    quiet = int(os.environ.get("RANK", "0")) != 0
 
     if args.compile_mode:
         torch.compile = functools.partial(torch.compile, mode=args.compile_mode)
@@ -58,6 +66,10 @@ def main() -> int:
     features = json.loads(features_path.read_text())
     with tempfile.TemporaryDirectory(prefix="ctrgen-profile-") as tmp_name:
         tmp = Path(tmp_name)
+        if args.scale == "criteo-kaggle":
+            features = criteo_kaggle(features)
+            features_path = tmp / "features.json"
+            features_path.write_text(json.dumps(features))
         synthesize(features, args.rows, tmp / "data" / "train", files=4, seed=1)
         synthesize(features, 200_000, tmp / "data" / "valid", files=1, seed=1)
         run = functools.partial(run_generated, module, features_path, tmp / "data", args.batch, args.iters, True,
@@ -70,6 +82,8 @@ def main() -> int:
                 activities.append(torch.profiler.ProfilerActivity.CPU)
             with torch.profiler.profile(activities=activities, record_shapes=args.by_op) as prof:
                 metrics = run()
+    if quiet:
+        return 0
     rate = metrics["interval_samples_per_second"][-1]
     print(f"{args.model} batch {args.batch} {args.precision} mode {args.compile_mode or 'default'}: "
           f"{rate / 1e6:.2f} M samples/s = {args.batch / rate * 1e3:.3f} ms a step (last display interval), "

@@ -115,7 +115,8 @@ def run_generated(module, features_path: Path, data: Path, batch: int, iters: in
     torch.cuda.reset_peak_memory_stats()
     try:
         assert module.main(argv) == 0
-        metrics = json.loads((out / "metrics.json").read_text())
+        # under torchrun only rank 0 writes metrics.json
+        metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else {}
     finally:
         shutil.rmtree(out, ignore_errors=True)
     metrics["peak_gib"] = torch.cuda.max_memory_allocated() / 2 ** 30
