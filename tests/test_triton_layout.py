@@ -70,7 +70,9 @@ def test_validate_checks_the_shared_files_where_they_lie(tmp_path):
     graph = model / "movielens.json"
     graph.write_text(graph.read_text().replace('"slot_num": 2', '"slot_num": 3', 1))
     result = run_ctrgen("validate", str(model / "triton"))
-    assert result.returncode == 1 and f"{graph}: error: nnz_per_slot" in result.stdout, result.stdout
+    # the shared graph reader names the field by its path and line in the file
+    assert result.returncode == 1 and f"{graph}:15:27: error: layers[0].sparse[0].nnz_per_slot: data1: 2 values for " \
+        "slot_num 3" in result.stdout, result.stdout
 
 
 def test_a_manifest_path_outside_the_model_folder_is_not_followed(tmp_path):

@@ -257,10 +257,11 @@ MALFORMED = {
                            {(PS, "deployed_device_list")}),
     "ps_top_level_list": (lambda r: (r / "ps.json").write_text("[]"), {(PS, "syntax")}),
     "graph_without_layers": (lambda r: (r / GRAPH).write_text('{"model_name": "x"}'), {(GRAPH, "layers")}),
+    # the graph's own fields are named by their path in the file (the reader ctrgen import shares)
     "graph_bottom_unknown": (lambda r: edit_graph(r, lambda g: g["layers"][1].update(bottom="data9")),
-                             {(GRAPH, "bottom")}),
+                             {(GRAPH, "layers[1].bottom")}),
     "graph_nnz_list_too_short": (lambda r: edit_graph(r, lambda g: g["layers"][0]["sparse"][0].update(
-        nnz_per_slot=[1])), {(GRAPH, "nnz_per_slot")}),
+        nnz_per_slot=[1])), {(GRAPH, "layers[0].sparse[0].nnz_per_slot")}),
     "no_inputs": (lambda r: edit_config(r, lambda c: c.ClearField("input")), {(CFG, "input")}),
 }
 

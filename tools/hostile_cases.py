@@ -665,6 +665,8 @@ REPOS: dict[str, Callable[[Path], None]] = {
     "graph_json_dev_zero": lambda r: to_dev_zero(r.parent / "movielens.json"),
     "graph_json_huge": lambda r: big_sparse(r.parent / "movielens.json", 3 << 30),
     "graph_json_deep": lambda r: (r.parent / "movielens.json").write_text(deep_json()),
+    "graph_json_5000_digits": lambda r: (r.parent / "movielens.json").write_text(re.sub(
+        r'"dense_dim":\s*\d+', '"dense_dim": ' + "9" * 5000, (r.parent / "movielens.json").read_text())),
     "param_gpucacheper_nan": _param("gpucacheper", "nan"),
     "param_gpucacheper_inf": _param("gpucacheper", "inf"),
     "param_hit_rate_1e400": _param("hit_rate_threshold", "1e400"),
@@ -873,6 +875,7 @@ def notebook(source: str) -> str:
 IMPORTS = {
     "deep_notebook": ('{"cells": ' + deep_json() + "}", ".ipynb", "23.06"),
     "deep_graph_json": (deep_json(), ".json", "23.06"),
+    "5000_digit_graph_json": ('{"layers": [' + "9" * 5000 + "]}", ".json", "23.06"),
     "100k_terms": (script(lr="+".join(["0.00001"] * 100_000)), ".py", "23.06"),
     "3000_deep_parens": (script(lr="(" * 3000 + "0.001" + ")" * 3000), ".py", "23.06"),
     "square_40_times": (script(lr="0.001").replace("X = 0.001\n", "X = 3\n" + "X = X * X\n" * 40), ".py",

@@ -1,13 +1,15 @@
 """Field readers of a graph JSON (hugectr.md §2): the value types graph_to_json writes, and the two ways a
-field can fail: not graph_to_json's at all (:func:`Bad`), or not one release's (:class:`Misfit`)."""
+field can fail: not graph_to_json's at all (:func:`Bad`, the shared reader's GraphError), or not one release's
+(:class:`Misfit`). The value readers (read_int, read_str, read_bool, show) are codegen/hugectr/graph_reader.py's, the
+one reader of a graph JSON that ``ctrgen validate`` uses too; what is here is graph_to_json's exact shape."""
 
 from __future__ import annotations
 
-import json
 import math
 
-from ..errors import Located
 from ..hugectr import versions as V
+from ..hugectr.graph_reader import GraphError as Bad
+from ..hugectr.graph_reader import show as _show
 from ..render.graph_json import f32
 
 EMBEDDING_TYPES = tuple(V.EMBEDDINGS)
@@ -25,12 +27,6 @@ INITS = ("Uniform", "XavierNorm", "XavierUniform", "Zero")
 # DenseLayer arguments written into the spec even when they equal HugeCTR's default (the samples write them).
 ALWAYS_WRITTEN = {"num_output", "leading_dim", "num_layers", "out_dim", "weight_dims", "ranges", "selected_slots",
                   "indices", "num_outputs", "dropout_rate"}
-_MISSING = object()
-
-
-def Bad(field: str, message: str, fix: str = "") -> Located:  # noqa: N802 - raised like the class it replaced
-    """The JSON is not what graph_to_json writes (any release): refused at once."""
-    return Located(message, fix=fix, field=field)
 
 
 class Misfit(Exception):
@@ -41,29 +37,7 @@ class Misfit(Exception):
         self.field, self.message, self.stage = field, message, stage
 
 
-# ---- reading the document (release-independent) ----------------------------------------------------------------
-
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _int(v: object, where: str, minimum: int = 0) -> int:
-    if not _is_int(v) or v < minimum:
-        raise Bad(where, f"expected an integer >= {minimum}, got {_show(v)}")
-    return v
-
-
-def _str(v: object, where: str) -> str:
-    if not isinstance(v, str) or not v:
-        raise Bad(where, f"expected a non-empty string, got {_show(v)}")
-    return v
-
-
-def _bool(v: object, where: str) -> bool:
-    if not isinstance(v, bool):
-        raise Bad(where, f"expected true or false, got {_show(v)}")
-    return v
-
+# ---- exact shapes (what graph_to_json writes, beyond what the shared reader takes) -----------------------------
 
 def _names(v: object, where: str) -> str | list[str]:
     """A layer's bottom / top: a string for one name, an array for several (hugectr.md §2.6)."""
@@ -72,13 +46,6 @@ def _names(v: object, where: str) -> str | list[str]:
     if isinstance(v, list) and len(v) > 1 and all(isinstance(x, str) and x for x in v):
         return list(v)
     raise Bad(where, f"expected a tensor name or an array of several, got {_show(v)}")
-
-
-def _show(v: object, limit: int = 60) -> str:
-    if v is _MISSING:
-        return "nothing"
-    text = json.dumps(v, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def decimal_of_f32(v: object, where: str) -> float:

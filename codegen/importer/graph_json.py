@@ -24,9 +24,9 @@ from pathlib import Path
 from ..errors import Located, Problem, UserError
 from ..features import Column, Features
 from ..hugectr import versions as V
-from ..inputs import check_json_depth
+from ..hugectr.graph_reader import MISSING as _MISSING, parse_graph_text, position, show as _show
 from .result import _NAME, ImportResult, _finish, default_name
-from .graph_fields import _MISSING, Bad, Misfit, _show, decimal_of_f32  # noqa: F401 (decimal_of_f32 re-exported)
+from .graph_fields import Bad, Misfit, decimal_of_f32  # noqa: F401 (decimal_of_f32 re-exported)
 from .graph_layers import _bottoms, undo_auto_slices
 from .graph_read import Reading, read_document
 from .to_spec import Imported
@@ -38,7 +38,7 @@ def _prechecks(r: Reading, p: V.Profile) -> None:
     if r.model_name is not None and not p.has("model_name"):
         raise Misfit("model_name", f"HugeCTR {rel} writes no model_name ({V.BEHAVIOUR['model_name'].describe()} "
                                    "does)")
-    typed = r.sparse[0]["typed"]
+    typed = "type" in r.sparse[0].json
     if typed != p.has("sparse_type_key"):
         span = V.BEHAVIOUR["sparse_type_key"].describe()
         raise Misfit("layers[0].sparse[0].type", f"HugeCTR {rel} writes a sparse input's \"type\"; {span} writes it"
@@ -115,21 +115,21 @@ class Attempt:
 def _spec_for(r: Reading, p: V.Profile, name: str, layers: list[dict], gpus: int, label: str) -> Imported:
     notes: list[str] = []
     spec: dict = {"version": 1, "name": name, "hugectr_version": p.name}
-    total = sum(s["slot_num"] for s in r.sparse)
+    total = r.graph.slots
     cols = [f"C{i + 1}" for i in range(total)]
     start = {}
     pos = 0
     for s in r.sparse:
-        start[s["name"]] = pos
-        pos += s["slot_num"]
+        start[s.top] = pos
+        pos += s.slot_num
     cards: list[int | None] = [None] * total
     for e in r.embeddings:
         if e["sizes"] is None or e["input"] not in start:
             continue
-        s = next(s for s in r.sparse if s["name"] == e["input"])
+        s = next(s for s in r.sparse if s.top == e["input"])
         w = f"layers[{e['index']}].sparse_embedding_hparam.slot_size_array"
-        if len(e["sizes"]) != s["slot_num"]:
-            raise Bad(w, f"{len(e['sizes'])} entries for the {s['slot_num']} slots of {e['input']!r}")
+        if len(e["sizes"]) != s.slot_num:
+            raise Bad(w, f"{len(e['sizes'])} entries for the {s.slot_num} slots of {e['input']!r}")
         a = start[e["input"]]
         for k, size in enumerate(e["sizes"]):
             if cards[a + k] is not None and cards[a + k] != size:
@@ -165,10 +165,10 @@ def _spec_for(r: Reading, p: V.Profile, name: str, layers: list[dict], gpus: int
     inp["dense_name"] = r.dense_name
     sparse = []
     for s in r.sparse:
-        nnz = s["nnz"][0] if len(set(s["nnz"])) == 1 else list(s["nnz"])
-        entry: dict = {"name": s["name"], "nnz_per_slot": nnz, "is_fixed_length": s["fixed"]}
+        nnz = s.nnz_per_slot[0] if len(set(s.nnz_per_slot)) == 1 else list(s.nnz_per_slot)
+        entry: dict = {"name": s.top, "nnz_per_slot": nnz, "is_fixed_length": s.is_fixed_length}
         if len(r.sparse) > 1:
-            entry["columns"] = cols[start[s["name"]]:start[s["name"]] + s["slot_num"]]
+            entry["columns"] = cols[start[s.top]:start[s.top] + s.slot_num]
         sparse.append(entry)
     inp["sparse"] = sparse
     spec["input"] = inp
@@ -189,9 +189,9 @@ def _spec_for(r: Reading, p: V.Profile, name: str, layers: list[dict], gpus: int
     dtype = "int64" if fmt == "parquet" else "int32"
     categorical = []
     for s in r.sparse:
-        for k in range(s["slot_num"]):
-            i = start[s["name"]] + k
-            width = s["nnz"][k]
+        for k in range(s.slot_num):
+            i = start[s.top] + k
+            width = s.nnz_per_slot[k]
             categorical.append(Column(cols[i], dtype, cardinality=cards[i], multi_hot=width > 1,
                                       max_len=width if width > 1 else None))
     features = Features(categorical=tuple(categorical),
@@ -295,24 +295,23 @@ def _attempt(r: Reading, release: str, name: str, raw: bytes, doc: object, path:
 
 
 def import_graph_json(path: Path, text: str, hugectr_version: str | None, name: str | None) -> ImportResult:
-    check_json_depth(text, path, "graph JSON")      # before json.loads, whose recursion a deep document exhausts
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError([Problem(str(path), f"not valid JSON: {exc.msg}", "", exc.lineno, exc.colno,
-                                 "give the file model.graph_to_json wrote")]) from None
+        doc = parse_graph_text(text, path)      # the shared reader's loading: nesting checked before parsing
+    except Located as exc:                      # invalid JSON, with its position
+        raise UserError([Problem(str(path), "not valid JSON: " + exc.message.removeprefix("invalid JSON: "), "",
+                                 exc.line, exc.col, "give the file model.graph_to_json wrote")]) from None
     try:
-        reading = read_document(doc)
+        reading = read_document(doc, path)
     except Located as exc:
-        raise UserError.one(path, exc.message, field=exc.field, fix=exc.fix) from None
+        raise refusal(path, text, exc.message, exc.field, exc.fix) from None
     if reading.model_name is not None:
         if not _NAME.match(reading.model_name):
-            raise UserError.one(path, f"model_name {reading.model_name!r} is not a valid identifier; ctrgen writes the "
-                                      "spec name as model_name", field="model_name")
+            raise refusal(path, text, f"model_name {reading.model_name!r} is not a valid identifier; ctrgen writes the "
+                                      "spec name as model_name", "model_name")
         if name is not None and name != reading.model_name:
-            raise UserError.one(path, f"--name {name!r} differs from the JSON's model_name {reading.model_name!r}, "
-                                      "which ctrgen writes as the spec name", field="model_name",
-                                fix=f"omit --name, or pass --name {reading.model_name}")
+            raise refusal(path, text, f"--name {name!r} differs from the JSON's model_name {reading.model_name!r}, "
+                                      "which ctrgen writes as the spec name", "model_name",
+                          f"omit --name, or pass --name {reading.model_name}")
     name = name or reading.model_name or default_name(path)
     raw = path.read_bytes()
     label = path.name
@@ -320,22 +319,22 @@ def import_graph_json(path: Path, text: str, hugectr_version: str | None, name: 
         if hugectr_version not in V.SUPPORTED:
             raise UserError.one(path, f"unsupported HugeCTR release {hugectr_version!r}", field="--hugectr-version",
                                 fix="use one of " + ", ".join(V.SUPPORTED) + ", or omit it")
-        att = _run(reading, hugectr_version, name, raw, doc, path, label)
+        att = _run(reading, hugectr_version, name, raw, doc, path, label, text)
         if att.result is None:
             assert att.misfit is not None
             fits = [v for v in V.SUPPORTED if v != hugectr_version
-                    and _run(reading, v, name, raw, doc, path, label).result is not None]
+                    and _run(reading, v, name, raw, doc, path, label, text).result is not None]
             fix = f"omit --hugectr-version (the JSON fits HugeCTR {_ranges(fits)})" if fits else ""
-            raise UserError.one(path, f"--hugectr-version {hugectr_version}: {att.misfit.message}",
-                                field=att.misfit.field, fix=fix)
+            raise refusal(path, text, f"--hugectr-version {hugectr_version}: {att.misfit.message}",
+                          att.misfit.field, fix)
         return att.result
-    attempts = [_run(reading, v, name, raw, doc, path, label) for v in V.SUPPORTED]
+    attempts = [_run(reading, v, name, raw, doc, path, label, text) for v in V.SUPPORTED]
     fits = [a for a in attempts if a.result is not None]
     if not fits:
         closest = max(reversed(attempts), key=lambda a: a.misfit.stage if a.misfit else 0)
         assert closest.misfit is not None
-        raise UserError.one(path, f"no supported HugeCTR release ({', '.join(V.SUPPORTED)}) writes this JSON; "
-                                  f"closest {closest.release}: {closest.misfit.message}", field=closest.misfit.field)
+        raise refusal(path, text, f"no supported HugeCTR release ({', '.join(V.SUPPORTED)}) writes this JSON; "
+                                  f"closest {closest.release}: {closest.misfit.message}", closest.misfit.field)
     chosen = fits[-1]
     assert chosen.result is not None
     if len(fits) > 1:
@@ -357,9 +356,17 @@ def _ranges(releases: list[str]) -> str:
     return ", ".join(run[0] if len(run) == 1 else f"{run[0]}–{run[-1]}" for run in runs)
 
 
-def _run(reading: Reading, release: str, name: str, raw: bytes, doc: object, path: Path, label: str) -> Attempt:
+def _run(reading: Reading, release: str, name: str, raw: bytes, doc: object, path: Path, label: str,
+         text: str) -> Attempt:
     try:
         return _attempt(reading, release, name, raw, doc, path, label)
     except Located as exc:
-        raise UserError.one(path, exc.message, field=exc.field, fix=exc.fix) from None
+        raise refusal(path, text, exc.message, exc.field, exc.fix) from None
+
+
+def refusal(path: Path, text: str, message: str, field: str, fix: str = "") -> UserError:
+    """The one line of a refused import: the file, the line of ``field`` in it (where the JSON has that field, else
+    its nearest enclosing one), the field, the message."""
+    line, col = position(text, field)
+    return UserError.one(path, message, field=field, line=line, col=col, fix=fix)
 

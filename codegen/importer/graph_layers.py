@@ -5,8 +5,8 @@ from __future__ import annotations
 
 
 from ..hugectr import versions as V
-from .graph_fields import (ALWAYS_WRITTEN, INITS, Bad, _bool, _int, _is_int, _keys, _names, _show,
-                           decimal_of_f32)
+from ..hugectr.graph_reader import is_int as _is_int, read_bool as _bool, read_int as _int, show as _show
+from .graph_fields import ALWAYS_WRITTEN, INITS, Bad, _keys, _names, decimal_of_f32
 
 
 def _init(block: dict, key: str, where: str) -> str | None:

@@ -1,14 +1,20 @@
 """A graph JSON read into what it says before a release is chosen (:class:`Reading`): the Data layer, the
-embeddings, their optimizer block and the dense layers (hugectr.md §2)."""
+embeddings, their optimizer block and the dense layers (hugectr.md §2).
+
+The document is read once, by codegen/hugectr/graph_reader.py (the reader ``ctrgen validate`` uses too, lenient as
+a hand-written repository needs); what this module adds is graph_to_json's exact shape on top of that reading: no key
+it does not write, none missing, the Data layer first and alone, the embeddings before the dense layers, every value
+of the type the writer gives it. What fails is refused with its field (the caller adds the line)."""
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..hugectr import versions as V
-from .graph_fields import (EMBEDDING_TYPES, HPARAM_BLOCKS, OPTIMIZER_DEFAULTS, Bad, _bool, _int, _keys, _show, _str,
-                           decimal_of_f32)
+from ..hugectr.graph_reader import Graph, SparseInput, Table, read_graph
+from ..hugectr.graph_reader import read_bool as _bool, read_int as _int, read_str as _str, show as _show
+from .graph_fields import EMBEDDING_TYPES, HPARAM_BLOCKS, OPTIMIZER_DEFAULTS, Bad, _keys, decimal_of_f32
 from .graph_layers import _read_dense
 
 
@@ -16,13 +22,12 @@ from .graph_layers import _read_dense
 class Reading:
     """What the JSON says, before a release is chosen."""
 
+    graph: Graph                  # the shared reading: Data layer inputs, embedding tables
     model_name: str | None
     labels: list[str]
     label_dims: list[int]
     label_arrays: bool
     dense_name: str
-    dense_dim: int
-    sparse: list[dict]            # {name, nnz: list, fixed, slot_num, typed}
     embeddings: list[dict]        # {name, input, type, vec, combiner, ws, vocab, sizes, index}
     optimizer: dict               # the OptimizerSpec fields
     optimizer_type: str
@@ -30,8 +35,16 @@ class Reading:
     layers: list[dict]            # {type, bottom, top, params, index, json}
     first_dense: int              # index of the first dense layer in "layers"
 
+    @property
+    def sparse(self) -> tuple[SparseInput, ...]:
+        return self.graph.sparse
 
-def read_document(doc: object) -> Reading:
+    @property
+    def dense_dim(self) -> int:
+        return self.graph.dense_dim
+
+
+def read_document(doc: object, path: Path) -> Reading:
     if isinstance(doc, dict) and ({"solver", "optimizer", "inference"} & set(doc)):
         raise Bad("", "a hand-written HugeCTR JSON config (solver/optimizer blocks), not what model.graph_to_json "
                       "writes", "import the script that trains the model, or the JSON its graph_to_json writes")
@@ -62,11 +75,13 @@ def read_document(doc: object) -> Reading:
     if data_at != [0]:
         raise Bad(f"layers[{data_at[-1] if data_at[0] == 0 else data_at[0]}]",
                   "the Data layer must be the first layer and the only one")
-    r = _read_data(layers[0])
+    graph = read_graph(doc, path)
+    r = _read_data(graph)
+    tables = {t.layer: t for t in graph.tables}
     i = 1
     embeddings = []
     while i < len(layers) and layers[i]["type"] in EMBEDDING_TYPES:
-        embeddings.append(_read_embedding(layers[i], i))
+        embeddings.append(_read_embedding(layers[i], i, tables.get(i)))
         i += 1
     if not embeddings:
         raise Bad(f"layers[{i}]" if i < len(layers) else "layers",
@@ -84,55 +99,49 @@ def read_document(doc: object) -> Reading:
     if not dense:
         raise Bad("layers", "no dense layers: a HugeCTR model ends with a loss layer")
     opt, opt_type, update = _read_optimizers(layers, embeddings)
-    return Reading(model_name=model_name, optimizer=opt, optimizer_type=opt_type, update_type=update,
+    return Reading(graph=graph, model_name=model_name, optimizer=opt, optimizer_type=opt_type, update_type=update,
                    embeddings=embeddings, layers=dense, first_dense=first_dense, **r)
 
 
-def _read_data(layer: dict) -> dict:
+def _read_data(graph: Graph) -> dict:
+    """The Data layer as graph_to_json writes it, on top of the shared reading of its inputs."""
     w = "layers[0]"
-    _keys(layer, w, {"type", "label", "dense", "sparse"}, set(), "the Data layer")
+    layer = _keys(graph.data, w, {"type", "label", "dense", "sparse"}, set(), "the Data layer")
     label = _keys(layer["label"], f"{w}.label", {"label_dim", "top"}, set(), "label")
     if isinstance(label["top"], list):
         labels = [_str(x, f"{w}.label.top") for x in label["top"]]
-        dims = label["label_dim"]
-        if not isinstance(dims, list) or len(dims) != len(labels) or len(labels) < 2:
+        if not graph.label_array or len(graph.label_dims) != len(labels) or len(labels) < 2:
             raise Bad(f"{w}.label", "label arrays must name two or more labels with one label_dim each")
-        dims = [_int(d, f"{w}.label.label_dim", 1) for d in dims]
         arrays = True
     else:
         labels = [_str(label["top"], f"{w}.label.top")]
-        dims = [_int(label["label_dim"], f"{w}.label.label_dim", 1)]
+        if graph.label_array:
+            raise Bad(f"{w}.label", "label arrays must name two or more labels with one label_dim each")
         arrays = False
-    for n, d in zip(labels, dims):
+    for n, d in zip(labels, graph.label_dims):
         if d != 1:
             raise Bad(f"{w}.label.label_dim", f"label {n!r} has dimension {d}; only labels of dimension 1 have a spec "
                                               "field")
     dense = _keys(layer["dense"], f"{w}.dense", {"dense_dim", "top"}, set(), "dense")
-    sparse = layer["sparse"]
-    if not isinstance(sparse, list) or not sparse:
+    if not graph.sparse:
         raise Bad(f"{w}.sparse", "expected a non-empty array of sparse inputs")
-    out = []
-    for k, s in enumerate(sparse):
-        ws = f"{w}.sparse[{k}]"
-        _keys(s, ws, {"is_fixed_length", "nnz_per_slot", "slot_num", "top"}, {"type"}, "a sparse input")
-        if "type" in s and s["type"] != "DistributedSlot":
-            raise Bad(f"{ws}.type", f"graph_to_json writes \"DistributedSlot\" here, not {_show(s['type'])}")
-        slot_num = _int(s["slot_num"], f"{ws}.slot_num", 1)
-        nnz = s["nnz_per_slot"]
-        if not isinstance(nnz, list) or len(nnz) != slot_num:
-            raise Bad(f"{ws}.nnz_per_slot", f"graph_to_json writes one value per slot ({slot_num}), got {_show(nnz)}")
-        out.append({"name": _str(s["top"], f"{ws}.top"), "nnz": [_int(x, f"{ws}.nnz_per_slot", 1) for x in nnz],
-                    "fixed": _bool(s["is_fixed_length"], f"{ws}.is_fixed_length"), "slot_num": slot_num,
-                    "typed": "type" in s})
-    if len({s["typed"] for s in out}) > 1:
+    for s in graph.sparse:
+        ws = f"{w}.sparse[{s.index}]"
+        _keys(s.json, ws, {"is_fixed_length", "nnz_per_slot", "slot_num", "top"}, {"type"}, "a sparse input")
+        if "type" in s.json and s.json["type"] != "DistributedSlot":
+            raise Bad(f"{ws}.type", f"graph_to_json writes \"DistributedSlot\" here, not {_show(s.json['type'])}")
+        if not isinstance(s.json["nnz_per_slot"], list):
+            raise Bad(f"{ws}.nnz_per_slot", f"graph_to_json writes one value per slot ({s.slot_num}), got "
+                                            f"{_show(s.json['nnz_per_slot'])}")
+        _bool(s.json["is_fixed_length"], f"{ws}.is_fixed_length")
+    if len({"type" in s.json for s in graph.sparse}) > 1:
         raise Bad(f"{w}.sparse", "some sparse inputs have a \"type\" and some do not; every release writes it on all "
                                  "or none")
-    return {"labels": labels, "label_dims": dims, "label_arrays": arrays,
-            "dense_name": _str(dense["top"], f"{w}.dense.top"),
-            "dense_dim": _int(dense["dense_dim"], f"{w}.dense.dense_dim"), "sparse": out}
+    return {"labels": labels, "label_dims": list(graph.label_dims), "label_arrays": arrays,
+            "dense_name": _str(dense["top"], f"{w}.dense.top")}
 
 
-def _read_embedding(layer: dict, i: int) -> dict:
+def _read_embedding(layer: dict, i: int, table: Table | None) -> dict:
     w = f"layers[{i}]"
     _keys(layer, w, {"type", "bottom", "top", "sparse_embedding_hparam", "optimizer"}, set(), layer["type"])
     if layer["type"] == "HybridSparseEmbedding":
@@ -140,20 +149,17 @@ def _read_embedding(layer: dict, i: int) -> dict:
     h = _keys(layer["sparse_embedding_hparam"], f"{w}.sparse_embedding_hparam",
               {"combiner", "embedding_vec_size", "max_vocabulary_size_global", "workspace_size_per_gpu_in_mb"},
               {"slot_size_array"}, "an embedding")
+    assert table is not None        # an object sparse_embedding_hparam: the shared reader's table of this layer
     wh = f"{w}.sparse_embedding_hparam"
     if h["combiner"] not in ("sum", "mean"):
         raise Bad(f"{wh}.combiner", f"expected \"sum\" or \"mean\", got {_show(h['combiner'])}")
-    sizes = None
-    if "slot_size_array" in h:
-        sizes = h["slot_size_array"]
-        if not isinstance(sizes, list) or not sizes:
-            raise Bad(f"{wh}.slot_size_array", f"expected a non-empty array, got {_show(sizes)}")
-        sizes = [_int(x, f"{wh}.slot_size_array", 1) for x in sizes]
-    return {"name": _str(layer["top"], f"{w}.top"), "input": _str(layer["bottom"], f"{w}.bottom"),
-            "type": layer["type"], "vec": _int(h["embedding_vec_size"], f"{wh}.embedding_vec_size", 1),
+    if "slot_size_array" in h and not table.slot_size_array:      # the shared reader takes null and [] too
+        raise Bad(f"{wh}.slot_size_array", f"expected a non-empty array, got {_show(h['slot_size_array'])}")
+    return {"name": table.top, "input": table.bottom, "type": table.type, "vec": table.vec_size,
             "combiner": h["combiner"],
             "ws": _int(h["workspace_size_per_gpu_in_mb"], f"{wh}.workspace_size_per_gpu_in_mb"),
-            "vocab": _int(h["max_vocabulary_size_global"], f"{wh}.max_vocabulary_size_global"), "sizes": sizes,
+            "vocab": _int(h["max_vocabulary_size_global"], f"{wh}.max_vocabulary_size_global"),
+            "sizes": None if table.slot_size_array is None else list(table.slot_size_array),
             "index": i, "optimizer": layer["optimizer"]}
 
 

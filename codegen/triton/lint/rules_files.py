@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .context import Context
 from .findings import WARNING
-from .graphjson import Graph
+from ...hugectr.graph_reader import Graph
 from .modelconfig import ConfigFile
 from .psentry import PsEntry
 from .psjson import show

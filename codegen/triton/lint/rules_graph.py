@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ...features import Features
 from .context import Context
-from .graphjson import Graph
+from ...hugectr.graph_reader import Graph
 from .psjson import brief
 
 REGENERATE = "regenerate the model from the spec and the features lock ('ctrgen generate'); never hand-type slot sizes"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ...hugectr.backend import KEY_DTYPE
 from .context import Context
 from .findings import WARNING
-from .graphjson import Graph
+from ...hugectr.graph_reader import Graph
 from .modelconfig import ConfigFile
 from .params import Params
 from .psentry import PsEntry

@@ -12,7 +12,7 @@ import json
 from ...errors import UserError
 from ...inputs import parse_json
 from .context import Context
-from .graphjson import Graph
+from ...hugectr.graph_reader import Graph
 from .modelconfig import ConfigFile
 
 NVT_OUTPUT_MODEL = "hugectr"

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from ...errors import Located
 from .findings import ERROR, WARNING
-from .graphjson import Graph, Table
+from ...hugectr.graph_reader import Graph, Table
 from .psentry import PsEntry
 from .psjson import as_float, as_int, as_list, brief, show
 from .rules_keys import KeyEvidence

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ...errors import Located, UserError
-from ...inputs import MAX_META_BYTES, check_json_depth, read_text
 from .context import Context
 from .findings import ERROR, WARNING
-from .graphjson import Graph, load_graph
+from ...hugectr.graph_reader import Graph, load_graph
 from .modelconfig import ConfigFile
 from .params import Params
 from .psentry import PsEntry
@@ -52,17 +51,15 @@ def locate_graph(ctx: Context, cfg: ConfigFile, params: Params, ps: PsEntry | No
         return None
     path = found[0][1]
     try:
-        # The file as every input is read (regular, bounded, UTF-8, nesting checked) before the graph parser sees it.
-        check_json_depth(read_text(path, "graph JSON", MAX_META_BYTES), path, "graph JSON")
-    except UserError as exc:
-        ctx.add(path, "config", exc.problems[0].message, exc.problems[0].fix, line=exc.problems[0].line,
-                col=exc.problems[0].col)
-        return None
-    try:
+        # The shared reader (ctrgen import's too), lenient as hand-written graphs need: read as every input is
+        # (regular, bounded, UTF-8, nesting checked) before it is parsed.
         return load_graph(path)
-    except Located as exc:
+    except Located as exc:      # what the graph says: its field and line
         ctx.add(path, exc.field, exc.message, "regenerate it with Model.graph_to_json (hugectr.md §2)",
                 line=exc.line, col=exc.col)
+    except UserError as exc:    # a file that cannot be read as a graph JSON (a FIFO, too large, too deep)
+        ctx.add(path, "config", exc.problems[0].message, exc.problems[0].fix, line=exc.problems[0].line,
+                col=exc.problems[0].col)
     except OSError as exc:
         ctx.add(path, "config", f"cannot read the graph JSON: {exc.strerror}")
     return None

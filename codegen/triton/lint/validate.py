@@ -20,7 +20,7 @@ from ...features import Features, read_lock
 from ..layout import generated_repository
 from .context import Context
 from .findings import WARNING
-from .graphjson import Graph
+from ...hugectr.graph_reader import Graph
 from .modelconfig import ConfigFile, load_config
 from .paths import PathResolver
 from .psentry import PsEntry
