@@ -144,7 +144,7 @@ def home_statement(draw, i: str, k: int) -> str:
                                      f"h = os.path.join(os.path.expanduser('~'), {seg})",
                                      f"h = os.environ.get('CTRGEN_DIFF_UNSET', h) + {seg}",
                                      f"h = os.path.expanduser({seg}) + {seg2}"]))
-    return draw(st.sampled_from([f"h = f\"{{h}}{{{i}}}/\"", f"h = f\"{{h}}\"", f"h = f\"{{h}}-{{t}}\"",
+    return draw(st.sampled_from([f"h = f\"{{h}}{{{i}}}/\"", 'h = f"{h}"', 'h = f"{h}-{t}"',
                                  "h = os.path.expanduser('~')", f"h = os.path.expanduser('~') + {seg}",
                                  f"h = {seg} + h", "h = h.rstrip('/')", "h = h[:-1]", f"{i} = len(h)",
                                  f"h = os.path.join({seg}, h)", "h = os.path.expanduser('~ctrgen/x')"]))
