@@ -150,8 +150,9 @@ def _reader_path(key: str, value: object) -> object:
 
 def home_paths(job: TrainingJob) -> list[str]:
     """The spec paths under the home folder that model.py writes as os.path.expanduser(...) (it then imports os)."""
-    reader = dict(job.reader)
-    paths = [*reader.get("source", []), reader.get("eval_source", "")]
+    reader: dict[str, object] = dict(job.reader)
+    source = reader.get("source", [])
+    paths = [*(source if isinstance(source, list) else [source]), reader.get("eval_source", "")]
     if "graph_to_json" in (*job.before_compile, *job.after_compile):
         paths.append(job.graph_json)
     if job.offline_inference is not None:
