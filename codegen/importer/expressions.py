@@ -23,9 +23,8 @@ _DICT_METHODS = {"get": (False, False), "keys": (False, False), "values": (False
                  "setdefault": (True, False), "update": (True, False), "pop": (True, False), "copy": (False, False),
                  "clear": (True, False)}
 _SET_METHODS = {"add": (True, True), "update": (True, True), "discard": (True, True), "remove": (True, True),
-                "union": (False, True), "intersection": (False, True), "difference": (False, True),
-                "issubset": (False, True), "issuperset": (False, True), "copy": (False, False),
-                "clear": (True, False)}
+                "union": (False, True), "intersection": (False, True), "difference": (False, True), "clear": (True, False),
+                "issubset": (False, True), "issuperset": (False, True), "copy": (False, False)}
 _STR_METHODS = frozenset({"join", "replace", "strip", "lower", "upper", "split", "rstrip", "lstrip", "startswith",
                           "endswith", "capitalize", "title", "zfill", "rsplit", "find", "count", "isdigit",
                           "splitlines", "partition", "rpartition", "center", "ljust", "rjust", "format"})
@@ -261,7 +260,7 @@ class Expressions:
 
     def e_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> object:
         parts: list[Any] = []
-        home = None
+        home = None        # f"{home}...": text appended to a path under the home folder (kept, as home + "...")
         for i, v in enumerate(node.values):
             if isinstance(v, ast.Constant):
                 parts.append(str(v.value))
@@ -270,15 +269,13 @@ class Expressions:
             x: Any = self.eval(v.value, frame)
             spec: Any = self.eval(v.format_spec, frame) if v.format_spec is not None else ""
             if i == 0 and isinstance(x, HomePath) and v.conversion in (-1, 115) and spec == "":
-                home = x       # f"{home}..." appends to the path under the home folder: kept, as home + "..."
+                home = x
                 continue
             B.need_text(x, spec)
             conv: Any = {-1: lambda y: y, 115: str, 114: repr, 97: ascii}[v.conversion]
             parts.append(self.expr(node, lambda: format(conv(x), spec)))  # noqa: B023
         text = "".join(parts)
-        if home is None:
-            return text
-        return self.expr(node, lambda: B.binop(ast.Add, home, text)) if text else home
+        return text if home is None else self.expr(node, lambda: B.binop(ast.Add, home, text)) if text else home
 
     def e_Subscript(self, node: ast.Subscript, frame: Frame) -> object:
         base = self.eval(node.value, frame)
