@@ -3,12 +3,18 @@
 :func:`programs` is a hypothesis strategy; :func:`run_cpython` runs programs in one fresh CPython subprocess (each in
 its own namespace), :func:`run_reader` through the evaluator. Each program ends with ``r = ...``; the test compares
 ``repr(r)``: equal, or the evaluator refuses (an unknown, or a one-line refusal) — never a different value.
+
+``h`` is a path under the home folder (``os.path.expanduser("~/h")``): the evaluator keeps it as a symbolic
+:class:`~codegen.importer.values.HomePath`, which :func:`run_reader` expands with the same ``HOME`` the CPython
+subprocess runs with (:data:`HOMES`: a trailing ``/``, the root folder, an empty HOME).
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import os
+import posixpath
 import subprocess
 import sys
 
@@ -16,13 +22,15 @@ from hypothesis import strategies as st
 
 from codegen.errors import Located
 from codegen.importer.calls import Reader
-from codegen.importer.values import known, plain
+from codegen.importer.values import HomePath, known, plain
 
 INTS = ("a", "b", "c")
 LISTS = ("L", "M")
-PRELUDE = ("import argparse\na, b, c = 3, 5, 7\nL = [1, 2]\nM = L\nS = {4, 1}\nT = {'x', 'y'}\nD = {'k': 1}\n"
-           "t = 'z'\n")
-RESULT = "r = (a, b, c, L, M, sorted(S), len(T), D, t, S)\n"
+PRELUDE = ("import argparse\nimport os\na, b, c = 3, 5, 7\nL = [1, 2]\nM = L\nS = {4, 1}\nT = {'x', 'y'}\n"
+           "D = {'k': 1}\nt = 'z'\nh = os.path.expanduser('~/h')\n")
+RESULT = "r = (a, b, c, L, M, sorted(S), len(T), D, t, S, h)\n"
+HOMES = ("/home/ctrgen", "/home/ctrgen/", "/", "")
+HOME = HOMES[0]
 
 small = st.integers(min_value=-3, max_value=9)
 name_i = st.sampled_from(INTS)
@@ -63,7 +71,7 @@ def cond(draw, depth: int = 0) -> str:
 
 @st.composite
 def statement(draw, depth: int = 0) -> list[str]:
-    k = draw(st.integers(0, 19 if depth < 2 else 9))
+    k = draw(st.integers(0, 22 if depth < 2 else 9))
     i, e = draw(name_i), draw(iexpr())
     if k == 0:
         return [f"{i} = {e}"]
@@ -87,6 +95,8 @@ def statement(draw, depth: int = 0) -> list[str]:
         return [f"t = f\"{{{i}}}-{{{draw(name_l)}}}:{{{i}:>{draw(st.integers(1, 6))}}}\""]
     if k == 9:
         return [f"{draw(name_l)} = [x * {draw(small)} for x in range({draw(st.integers(0, 6))}) if x % 2]"]
+    if k >= 20:
+        return [draw(home_statement(i, k))]
     body = draw(statement(depth + 1))
     if k == 10:
         return [f"for i in range({draw(st.integers(0, 5))}):", *("    " + s for s in body),
@@ -120,6 +130,26 @@ def statement(draw, depth: int = 0) -> list[str]:
     return [f"S = S | {{{draw(small)}, {e}}}"]
 
 
+SEGMENTS = st.sampled_from(["", "d", "d/", "/d", "a/b", "x.txt", "/"])
+
+
+@st.composite
+def home_statement(draw, i: str, k: int) -> str:
+    """``h`` built on: appended to, joined, formatted (exact), or used another way (refused)."""
+    seg, seg2 = json.dumps(draw(SEGMENTS)), json.dumps(draw(SEGMENTS))
+    if k == 20:
+        return draw(st.sampled_from([f"h = h + {seg}", f"h += {seg}", f"h = h + {seg} + {seg2}"]))
+    if k == 21:
+        return draw(st.sampled_from([f"h = os.path.join(h, {seg})", f"h = os.path.join(h, {seg}, {seg2})",
+                                     f"h = os.path.join(os.path.expanduser('~'), {seg})",
+                                     f"h = os.environ.get('CTRGEN_DIFF_UNSET', h) + {seg}",
+                                     f"h = os.path.expanduser({seg}) + {seg2}"]))
+    return draw(st.sampled_from([f"h = f\"{{h}}{{{i}}}/\"", 'h = f"{h}"', 'h = f"{h}-{t}"',
+                                 "h = os.path.expanduser('~')", f"h = os.path.expanduser('~') + {seg}",
+                                 f"h = {seg} + h", "h = h.rstrip('/')", "h = h[:-1]", f"{i} = len(h)",
+                                 f"h = os.path.join({seg}, h)", "h = os.path.expanduser('~ctrgen/x')"]))
+
+
 @st.composite
 def programs(draw) -> str:
     lines = [s for _ in range(draw(st.integers(1, 6))) for s in draw(statement())]
@@ -146,20 +176,41 @@ json.dump(out, sys.stdout)
 """
 
 
-def run_cpython(sources: list[str]) -> list[str]:
-    """``repr(r)`` (or ``!ExceptionName``) of each program, run by a fresh CPython with the default hash seed."""
+def run_cpython(sources: list[str], home: str = HOME) -> list[str]:
+    """``repr(r)`` (or ``!ExceptionName``) of each program, run by a fresh CPython with the default hash seed and
+    ``HOME`` set to ``home``."""
+    env = {k: v for k, v in os.environ.items() if k != "CTRGEN_DIFF_UNSET"}
     done = subprocess.run([sys.executable, "-I", "-c", _RUNNER], input=json.dumps(sources), capture_output=True,
-                          text=True, timeout=600, check=True)
+                          text=True, timeout=600, check=True, env={**env, "HOME": home})
     return json.loads(done.stdout)
 
 
-def run_reader(source: str) -> str | None:
-    """``repr(r)`` as the evaluator computes it, or None where it refuses (an unknown or a one-line refusal)."""
+def expand(v: object, home: str) -> object:
+    """``v`` with each path under the home folder replaced by ``os.path.expanduser`` of its spec form, as a process
+    whose ``HOME`` is ``home`` computes it (CPython's own function, with HOME set for the call)."""
+    if isinstance(v, HomePath):
+        old = os.environ.get("HOME")
+        os.environ["HOME"] = home
+        try:
+            return posixpath.expanduser(v.spec)
+        finally:
+            if old is None:
+                del os.environ["HOME"]
+            else:
+                os.environ["HOME"] = old
+    if type(v) in (tuple, list):
+        return type(v)(expand(x, home) for x in v)  # type: ignore[call-arg]
+    return v
+
+
+def run_reader(source: str, home: str = HOME) -> str | None:
+    """``repr(r)`` as the evaluator computes it (paths under the home folder expanded with ``home``), or None where
+    it refuses (an unknown or a one-line refusal)."""
     try:
         frame = Reader("<program>", source).run_module(ast.parse(source))
     except Located:
         return None
-    r = frame.globals.get("r")
+    r = expand(frame.globals.get("r"), home)
     if not known(r) or not plain(r):
         return None
     items = r if isinstance(r, tuple) else (r,)

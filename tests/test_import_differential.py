@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from differential_programs import programs, run_cpython, run_reader
+from differential_programs import HOME, HOMES, programs, run_cpython, run_reader
 
 CORPUS = Path(__file__).parent / "data" / "evaluator_corpus.json"
 BATCHES = int(os.environ.get("CTRGEN_DIFF_BATCHES", "15"))
@@ -28,13 +28,13 @@ _seen: list[str] = []
 _counts = [0, 0]     # programs with CPython's value, programs run (printed by the long run)
 
 
-def _check(sources: list[str]) -> tuple[int, int]:
-    expected = run_cpython(sources)
+def _check(sources: list[str], home: str = HOME) -> tuple[int, int]:
+    expected = run_cpython(sources, home)
     exact = 0
     for src, want in zip(sources, expected):
-        got = run_reader(src)
+        got = run_reader(src, home)
         if got is not None:
-            assert got == want, f"the evaluator gives {got}, CPython {want}, for:\n{src}"
+            assert got == want, f"the evaluator gives {got}, CPython {want}, with HOME={home!r}, for:\n{src}"
             exact += 1
     return exact, len(sources)
 
@@ -44,15 +44,21 @@ def test_seed_corpus_gives_python_values_or_refusals():
     exact, total = _check(sources)
     assert total >= 200
     assert exact >= total * 0.7       # mostly exact: a refusal is allowed, not the rule
+    # The programs with a path under the home folder, with every other HOME too.
+    home = [s for s in sources if "expanduser" in s]
+    assert len(home) >= 100
+    for other in HOMES[1:]:
+        exact_home, _ = _check(home, other)
+        assert exact_home >= len(home) * 0.5
 
 
 @settings(max_examples=BATCHES, derandomize=os.environ.get("CTRGEN_DIFF_BATCHES") is None, deadline=None,
           phases=[Phase.explicit, Phase.generate],    # a failure prints its program; shrinking 20 at once is slow
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @pytest.mark.slow
-@given(st.lists(programs(), min_size=BATCH, max_size=BATCH))
-def test_generated_programs_give_python_values_or_refusals(sources: list[str]):
-    exact, total = _check(sources)
+@given(st.lists(programs(), min_size=BATCH, max_size=BATCH), st.sampled_from(HOMES))
+def test_generated_programs_give_python_values_or_refusals(sources: list[str], home: str):
+    exact, total = _check(sources, home)
     _counts[0] += exact
     _counts[1] += total
     if os.environ.get("CTRGEN_DIFF_BATCHES"):

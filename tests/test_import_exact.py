@@ -135,3 +135,126 @@ def test_a_break_or_continue_on_an_unknown_makes_the_loop_uncertain(body: str, v
     src = "import os\nU = os.environ['U']\n" + body
     r = Reader("m.py", src).run_module(__import__("ast").parse(src)).globals["r"]
     assert isinstance(r, Unknown) if value is None else r == value
+
+
+# ---- a path under the home folder: kept as os.path.expanduser("~/..."), exactly, or refused --------------------------
+
+# Each expression P is read to a HomePath (or a literal) whose spec form, expanded with the same HOME, must be the
+# string CPython computes for P; HOME values cover a trailing "/", the root folder and an empty HOME.
+HOME_EXACT = {
+    "append": 'os.path.expanduser("~/nvt/data/") + "train/_file_list.txt"',
+    "append-twice": 'os.path.expanduser("~/d") + "/a" + "/b.txt"',
+    "augmented": None,
+    "join-bare-home": 'os.path.join(os.path.expanduser("~"), "data", "x.txt")',
+    "join": 'os.path.join(os.path.expanduser("~/d/"), "a", "", "b")',
+    "join-then-append": 'os.path.join(os.path.expanduser("~/d"), "model/") + "1/m.json"',
+    "join-absolute-part": 'os.path.join(os.path.expanduser("~/d"), "/abs", "x")',
+    "fstring-appends": 'f"{os.path.expanduser(\'~/d/\')}x/{3}.txt"',
+    "fstring-alone": 'f"{os.path.expanduser(\'~\')}"',
+    "bare-home": 'os.path.expanduser("~")',
+    "double-slash": 'os.path.expanduser("~//d") + "x"',
+    "no-tilde": 'os.path.expanduser("/workspace/d/") + "x"',
+    "environment-default": 'os.environ.get("CTRGEN_TEST_UNSET_DIR", os.path.expanduser("~/d/")) + "x"',
+}
+HOMES = ["/home/u", "/home/u/", "/", "//", ""]
+
+
+def _read_home(expr: str | None):
+    import ast
+
+    from codegen.importer.calls import Reader
+
+    src = ("import os\np = os.path.expanduser('~/d')\np += '/x.txt'\n" if expr is None
+           else f"import os\np = {expr}\n")
+    return src, Reader("m.py", src).run_module(ast.parse(src)).globals["p"]
+
+
+@pytest.mark.parametrize("name", sorted(HOME_EXACT))
+def test_a_home_path_is_the_value_python_computes(name: str, monkeypatch):
+    import posixpath
+
+    from codegen.importer.values import HomePath, Unknown
+
+    monkeypatch.delenv("CTRGEN_TEST_UNSET_DIR", raising=False)
+    src, value = _read_home(HOME_EXACT[name])
+    assert not isinstance(value, Unknown) or isinstance(value, HomePath), value
+    for home in HOMES:
+        monkeypatch.setenv("HOME", home)
+        scope: dict = {}
+        exec(compile(src, "m.py", "exec"), scope)
+        ours = posixpath.expanduser(value.spec) if isinstance(value, HomePath) else value
+        assert ours == scope["p"], (home, value)
+    if name in ("join-absolute-part", "no-tilde"):
+        assert not isinstance(value, HomePath)
+
+
+# Each expression feeds DataReaderParams(source=[...]): an inexact use of a path under the home folder is refused
+# with the file, line and column of the expression and the argument.
+HOME_REFUSED = {
+    "left-concatenation": '"/x/" + os.path.expanduser("~/d")',
+    "bare-home-plus-text": 'os.path.expanduser("~") + "data"',
+    "another-users-home": 'os.path.expanduser("~ml/data")',
+    "str-method": 'os.path.expanduser("~/d/").rstrip("/") + "/x"',
+    "slice": 'os.path.expanduser("~/d/")[:-1]',
+    "later-join-argument": 'os.path.join("/a", os.path.expanduser("~/d"))',
+    "prefix-fstring": 'f"x{os.path.expanduser(\'~/d\')}"',
+    "repr-fstring": 'f"{os.path.expanduser(\'~/d\')!r}"',
+    "format-spec": 'f"{os.path.expanduser(\'~/d\'):>30}"',
+    "dirname": 'os.path.dirname(os.path.expanduser("~/d/x"))',
+    "repeat": 'os.path.expanduser("~/d") * 2',
+    "unmodelled-call": 'str(os.path.expanduser("~/d"))',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOME_REFUSED))
+def test_an_inexact_use_of_a_home_path_is_refused(name: str, tmp_path: Path):
+    expr = HOME_REFUSED[name]
+    text = NORM_DCN.replace('source=["./data/file_list.txt"]', f"source=[{expr}]").replace(
+        "import hugectr", "import os\nimport hugectr", 1)
+    src = tmp_path / "m.py"
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError) as err:
+        import_source(src, "23.06", "m")
+    line = err.value.format()
+    lineno = 1 + next(i for i, ln in enumerate(text.splitlines()) if expr in ln)
+    col = 1 + text.splitlines()[lineno - 1].index(expr)
+    assert line.startswith(f"{src}:{lineno}:{col}:"), line
+    assert "DataReaderParams(source=...)" in line and "only known where the script runs" in line, line
+
+
+def test_a_home_path_is_refused_where_its_spec_field_does_not_keep_it(tmp_path: Path):
+    """fit(snapshot_prefix=...) becomes training.snapshot_prefix, which is passed on as it is: refused."""
+    text = NORM_DCN.replace("import hugectr", "import os\nimport hugectr", 1).replace(
+        'snapshot_prefix="dcn"', "snapshot_prefix=os.path.expanduser('~/snap/dcn')", 1)
+    src = tmp_path / "m.py"
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError, match=r"fit\(snapshot_prefix=\.\.\.\).*only known where the script runs"):
+        import_source(src, "23.06", "m")
+
+
+def test_a_home_path_round_trips_as_the_same_expression(tmp_path: Path):
+    """A reader source, eval_source and graph JSON under the home folder become ~/ spec paths, and the generated
+    model.py makes the same calls with the same os.path.expanduser(...) expressions."""
+    from codegen.importer.write import write_import
+    from codegen.importer.compare import compare_texts
+    from codegen.pipeline import open_spec, render_spec
+
+    text = NORM_DCN.replace("import hugectr", "import os\nimport hugectr\nDATA = os.environ.get('DATA', "
+                            "os.path.expanduser('~/criteo/'))", 1)
+    text = text.replace('source=["./data/file_list.txt"], eval_source="./data/file_list_test.txt"',
+                        'source=[DATA + "file_list.txt"], eval_source=os.path.join(DATA, "test", "list.txt")')
+    text = text.replace('graph_config_file="dcn.json"', 'graph_config_file=f"{DATA}graphs/dcn.json"')
+    src = tmp_path / "dcn.py"
+    src.write_text(text, encoding="utf-8")
+    result = import_source(src, "23.06", "dcn")
+    assert 'train: ["~/criteo/file_list.txt"]' in result.spec_text
+    assert 'eval: "~/criteo/test/list.txt"' in result.spec_text
+    assert 'graph_json: "~/criteo/graphs/dcn.json"' in result.spec_text
+    write_import(result, tmp_path / "specs")
+    rendered = render_spec(open_spec(tmp_path / "specs" / "dcn.yaml"))
+    model_py = next(v for k, v in rendered.files.items() if str(k) == "model.py")
+    assert 'source=[os.path.expanduser("~/criteo/file_list.txt")]' in model_py
+    assert compare_texts(text, model_py, release="23.06") == []
+    # The comparison sees a home path replaced by a literal one.
+    literal = model_py.replace('os.path.expanduser("~/criteo/file_list.txt")', '"/root/criteo/file_list.txt"')
+    assert any("under the home folder" in d for d in compare_texts(text, literal, release="23.06"))

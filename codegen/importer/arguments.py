@@ -10,7 +10,7 @@ from ..features import Features
 from ..graph.ir import Enum
 from .calls import Call, Obj, Script, Unknown, value_repr
 from .signatures import param_names
-from .values import first_unknown
+from .values import HomePath, first_unknown
 
 SOLVER_TYPED = ("seed", "vvgpu", "batchsize", "batchsize_eval", "max_eval_batches", "lr", "warmup_steps",
                 "decay_start", "decay_steps", "decay_power", "end_lr", "repeat_dataset", "use_mixed_precision",
@@ -24,6 +24,11 @@ FIT_TYPED = ("num_epochs", "max_iter", "display", "eval_interval", "snapshot", "
 # Calls of HugeCTR 3.0/3.1 scripts and what replaced them in 3.2 (the first release ctrgen reads).
 PRE_3_2_API = {"solver_parser_helper": "hugectr.CreateSolver and hugectr.DataReaderParams",
                "optimizer.CreateOptimizer": "hugectr.CreateOptimizer"}
+
+# The path arguments whose spec field keeps a path under the home folder ("~/...": data.train, data.eval,
+# training.graph_json), which model.py writes as os.path.expanduser("~/...") again.
+HOME_ARGS = frozenset({("DataReaderParams", "source"), ("DataReaderParams", "eval_source"),
+                       ("Model.graph_to_json", "graph_config_file")})
 
 _VERSION = [None]   # the release being imported (positional names depend on it)
 
@@ -64,6 +69,8 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
 
 def spec_value(v: object, call: Call, name: str) -> object:
     """A call's argument value -> the spec's YAML value (enums as "Type.Member")."""
+    if isinstance(v, HomePath) and (call.func, name) in HOME_ARGS:
+        return v.spec
     if isinstance(v, Unknown):
         raise unknown_refusal(v, call, name)
     if isinstance(v, Enum):
@@ -100,7 +107,7 @@ def unknown_arguments(script: Script) -> list[Located]:
     for call in script.all_calls:
         names = param_names(call.func, _VERSION[0]) or ()
         for name, v in [*zip(names, call.args), *call.kwargs]:
-            u = first_unknown(v)
+            u = first_unknown(v, home=(call.func, name) in HOME_ARGS)
             if u is not None and call.func.split(".")[-1] not in DATA_CALLS:
                 out.append(unknown_refusal(u, call, name))
     return out

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..graph.ir import Enum
 from .scopes import Unk
-from .values import Namespace, Unknown, comparable, known, ordered, plain, printable
+from .values import HomePath, Namespace, Unknown, comparable, known, ordered, plain, printable
 
 MAX_ITEMS = 1_000_000       # longest sequence the evaluator builds or walks
 
@@ -119,6 +119,13 @@ _INPLACE: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.iadd, ast.S
 
 
 def binop(op: type, left: object, right: object, inplace: bool = False) -> object:
+    if isinstance(left, HomePath) and op is ast.Add:
+        out = left.plus(right)
+        if out is None:
+            raise Unk("os.path.expanduser('~') + text is only known where the script runs and is not kept: it is "
+                      "'/' + text where HOME is '/' (os.path.join is kept)" if isinstance(right, str) and not left.rest
+                      else left.why)
+        return out
     need(left, right)
     structural = (op is ast.Add and type(left) is type(right) and type(left) in (list, tuple)) or \
         (op is ast.Mult and type(left) in (list, tuple) and type(right) is int) or \

@@ -12,6 +12,7 @@ import math
 from ..graph.ir import Enum
 from .calls import Call, Obj, Script, Unknown, extract
 from .signatures import param_names
+from .values import HomePath
 
 _E = Enum
 # HugeCTR's defaults of the arguments a generated script may pass that a source may leave out (hugectr.md §1).
@@ -31,7 +32,8 @@ DEFAULTS: dict[str, dict[str, object]] = {
     "Model.fit": {"num_epochs": 0, "max_iter": 2000, "display": 200, "eval_interval": 1000, "snapshot": 10000,
                   "snapshot_prefix": ""},
 }
-# Arguments whose value is a file path: compared by presence only ("file paths may differ").
+# Arguments whose value is a file path: compared by presence only ("file paths may differ"), except that a path under
+# the home folder (os.path.expanduser("~/...")) must be the same one on both sides.
 PATHS = {("DataReaderParams", "source"), ("DataReaderParams", "eval_source"), ("DataReaderParams", "keyset"),
          ("Model.graph_to_json", "graph_config_file"), ("Model.fit", "snapshot_prefix")}
 
@@ -41,6 +43,8 @@ def normalize(v: object) -> object:
         return (f"<{v.func}>", tuple(sorted((k, normalize(x)) for k, x in named(v).items())))
     if isinstance(v, Obj):
         return f"<{v.type} object>"
+    if isinstance(v, HomePath):
+        return f"os.path.expanduser({v.spec!r})"
     if isinstance(v, Unknown):
         return f"<unknown {v.text}>"
     if isinstance(v, (list, tuple)):
@@ -103,6 +107,9 @@ def compare_call(src: Call, gen: Call, where: str) -> list[str]:
     out = []
     for k in sorted(set(a) | set(b)):
         if (src.func, k) in PATHS and k in a and k in b:
+            if _homes(a[k]) != _homes(b[k]):
+                out.append(f"{where}: {_name(src)}({k}=...) under the home folder: source {_homes(a[k])}, "
+                           f"generated {_homes(b[k])}")
             continue
         if k in a and k in b:
             va, vb = a[k], b[k]
@@ -123,6 +130,15 @@ def compare_call(src: Call, gen: Call, where: str) -> list[str]:
                 continue
             out.append(f"{where}: {_name(src)}: argument {k!r} only in the {side} ({normalize(value)!r})")
     return out
+
+
+def _homes(v: object) -> list[str]:
+    """The paths under the home folder in a path argument, as the spec writes them ("~/...")."""
+    if isinstance(v, HomePath):
+        return [v.spec]
+    if isinstance(v, (list, tuple)):
+        return [h for x in v for h in _homes(x)]
+    return []
 
 
 def _name(c: Call) -> str:

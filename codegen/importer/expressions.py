@@ -10,7 +10,7 @@ from ..errors import Located
 from . import builtins as B
 from .scopes import (MAX_DEPTH, BoundMethod, Class, Frame, Function, Instance, Raised, Return, Unk,
                      bind_parameters, col_of, stored_names)
-from .values import ModuleConstants, Namespace, Unknown, comparable
+from .values import HomePath, ModuleConstants, Namespace, Unknown, comparable
 
 # Exceptions CPython's own operations raise on the values the evaluator hands them: the script raises them too.
 _PYTHON_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, AssertionError)
@@ -23,9 +23,8 @@ _DICT_METHODS = {"get": (False, False), "keys": (False, False), "values": (False
                  "setdefault": (True, False), "update": (True, False), "pop": (True, False), "copy": (False, False),
                  "clear": (True, False)}
 _SET_METHODS = {"add": (True, True), "update": (True, True), "discard": (True, True), "remove": (True, True),
-                "union": (False, True), "intersection": (False, True), "difference": (False, True),
-                "issubset": (False, True), "issuperset": (False, True), "copy": (False, False),
-                "clear": (True, False)}
+                "union": (False, True), "intersection": (False, True), "difference": (False, True), "clear": (True, False),
+                "issubset": (False, True), "issuperset": (False, True), "copy": (False, False)}
 _STR_METHODS = frozenset({"join", "replace", "strip", "lower", "upper", "split", "rstrip", "lstrip", "startswith",
                           "endswith", "capitalize", "title", "zfill", "rsplit", "find", "count", "isdigit",
                           "splitlines", "partition", "rpartition", "center", "ljust", "rjust", "format"})
@@ -261,17 +260,22 @@ class Expressions:
 
     def e_JoinedStr(self, node: ast.JoinedStr, frame: Frame) -> object:
         parts: list[Any] = []
-        for v in node.values:
+        home = None        # f"{home}...": text appended to a path under the home folder (kept, as home + "...")
+        for i, v in enumerate(node.values):
             if isinstance(v, ast.Constant):
                 parts.append(str(v.value))
                 continue
             assert isinstance(v, ast.FormattedValue)
             x: Any = self.eval(v.value, frame)
             spec: Any = self.eval(v.format_spec, frame) if v.format_spec is not None else ""
+            if i == 0 and isinstance(x, HomePath) and v.conversion in (-1, 115) and spec == "":
+                home = x
+                continue
             B.need_text(x, spec)
             conv: Any = {-1: lambda y: y, 115: str, 114: repr, 97: ascii}[v.conversion]
             parts.append(self.expr(node, lambda: format(conv(x), spec)))  # noqa: B023
-        return "".join(parts)
+        text = "".join(parts)
+        return text if home is None else self.expr(node, lambda: B.binop(ast.Add, home, text)) if text else home
 
     def e_Subscript(self, node: ast.Subscript, frame: Frame) -> object:
         base = self.eval(node.value, frame)

@@ -1,9 +1,10 @@
 """The standard library as a script read statically sees it: argparse (through the real argparse), the parts of
 ``os``/``os.path``/``math``/``sys`` whose value is the same wherever the script runs, and MPI's one-process world.
 
-A value that exists only where the script runs (``os.path.expanduser``, ``os.getcwd()``, files, an environment
-variable without a default) is an unknown that says so: it is refused if it reaches a hugectr argument, never
-replaced by a different literal.
+A value that exists only where the script runs (``os.getcwd()``, files, an environment variable without a default)
+is an unknown that says so: it is refused if it reaches a hugectr argument, never replaced by a different literal.
+``os.path.expanduser`` of a path under the home folder (``~`` or ``~/...``) is kept as that expression
+(:class:`.values.HomePath`): appending text after it and ``os.path.join`` give it exactly, anything else refuses it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Callable
 from . import argv as cmdline
 from . import builtins as B
 from .scopes import Unk
-from .values import Namespace, Unknown, known
+from .values import HomePath, Namespace, Unknown, known
 
 AT_RUN_TIME = "only known where the script runs"
 
@@ -63,16 +64,24 @@ class Parser:
 def call(reader: Any, node: ast.Call, func: Module, args: list, kwargs: dict) -> object:
     """A call of a modelled standard-library function."""
     name = func.name
+    if name in ("os.path.expanduser", "posixpath.expanduser"):
+        return _expanduser(reader, node, args, kwargs)
+    if name in ("os.path.join", "posixpath.join") and args and isinstance(args[0], HomePath) and not kwargs:
+        joined = args[0].joined(args[1:])
+        if joined is None:
+            raise Unk(f"{args[0].why}: os.path.join of it with a value that is not a string is not kept")
+        return joined
     if name in _PURE:
         B.need_plain(*args, *kwargs.values())
         if name in ("os.path.join", "posixpath.join") and not all(isinstance(a, str) for a in args):
             raise Unk("os.path.join of a value that is not a string")
         return reader.expr(node, lambda: _PURE[name](*args, **kwargs))
     if name in ("os.environ.get", "os.getenv"):
-        B.need_plain(*args)
+        B.need_plain(*args[:1], *(a for a in args[1:] if not isinstance(a, HomePath)))
         if len(args) == 2:
             reader.script.notes.append((node.lineno, f"environment variable {args[0]!r} is not known statically; "
-                                                     f"used its default {args[1]!r}"))
+                                                     f"used its default "
+                                                     f"{args[1].text if isinstance(args[1], HomePath) else repr(args[1])}"))
             return args[1]
         raise Unk(f"environment variable {args[0] if args else '?'!r} is {AT_RUN_TIME}")
     if name == "argparse.ArgumentParser":
@@ -80,6 +89,24 @@ def call(reader: Any, node: ast.Call, func: Module, args: list, kwargs: dict) ->
     if name.startswith(("os.", "sys.")):
         raise Unk(f"{name}(...) is {AT_RUN_TIME}")
     raise Unk(f"{name}(...) is not modelled")
+
+
+def _expanduser(reader, node: ast.Call, args: list, kwargs: dict) -> object:
+    """``os.path.expanduser(path)``: ``path`` itself when it does not start with ``~``; the home folder where the
+    script runs for ``~`` and ``~/...`` (kept as the expression); ``~name`` forms are refused."""
+    if kwargs or len(args) != 1:
+        raise Unk("os.path.expanduser with other than one argument is not modelled")
+    path = args[0]
+    B.need_plain(path)
+    if type(path) is not str:
+        raise Unk("os.path.expanduser of a value that is not a string is not modelled")
+    if not path.startswith("~"):
+        return path
+    if path != "~" and not path.startswith("~/"):
+        raise Unk(f"os.path.expanduser({path!r}) is {AT_RUN_TIME} (another user's home folder)")
+    return HomePath(reader.text(node), node.lineno, node.col_offset + 1,
+                    f"os.path.expanduser(...) is {AT_RUN_TIME} (kept as written only where it is a reader source or "
+                    "graph_config_file, with text appended or os.path.join)", path[1:])
 
 
 def parser_method(reader, node: ast.Call, parser: Parser, args: list, kwargs: dict) -> object:

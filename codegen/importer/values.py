@@ -10,7 +10,8 @@ that exists only when the script runs (an environment lookup, a file, a call the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import posixpath
+from dataclasses import dataclass, field, replace
 
 from ..graph.ir import Enum
 
@@ -26,6 +27,42 @@ class Unknown:
 
     def __repr__(self) -> str:
         return f"<unknown {self.text!r} at line {self.line}>"
+
+
+@dataclass(frozen=True, repr=False)
+class HomePath(Unknown):
+    """``os.path.expanduser("~" + rest)`` where the script runs, kept as that expression: the home folder there
+    (``HOME`` without its trailing ``/``) followed by ``rest``, which is ``""`` (``expanduser("~")`` alone: ``"/"``
+    when ``HOME`` is ``"/"``) or starts with ``/``. An :class:`Unknown` to everything but the operations whose result
+    is again of this form (:meth:`plus`, :meth:`joined`, an f-string that only appends) and the hugectr path arguments
+    that keep it (``spec``: ``"~" + rest``, which model.py writes as ``os.path.expanduser(...)`` again)."""
+
+    rest: str = ""
+
+    @property
+    def spec(self) -> str:
+        return "~" + self.rest
+
+    def plus(self, text: object) -> HomePath | None:
+        """``self + text``, or None where that is not of this form: ``text`` not a str, or ``rest`` empty
+        (``expanduser("~") + "a"`` is ``"/a"`` when HOME is ``/``; ``"~a"`` in a spec would name user a's home)."""
+        if type(text) is not str or not self.rest:
+            return None
+        return replace(self, rest=self.rest + text)
+
+    def joined(self, parts: list) -> object | None:
+        """``os.path.join(self, *parts)``: ``posixpath.join`` of ``rest`` (``"/"`` for the bare home folder, which
+        joins the same: ``H + "/" + part``); a part that starts with ``/`` discards the home folder, as it does in
+        ``join``, and the result is that literal path."""
+        if not all(type(p) is str for p in parts):
+            return None
+        if not parts:
+            return self
+        joined = posixpath.join(self.rest or "/", *parts)
+        return joined if any(p.startswith("/") for p in parts) else replace(self, rest=joined)
+
+    def __repr__(self) -> str:
+        return f"<home path {self.spec!r} at line {self.line}>"
 
 
 @dataclass(frozen=True)
@@ -157,16 +194,17 @@ def known(v: object) -> bool:
     return True
 
 
-def first_unknown(v: object) -> Unknown | None:
+def first_unknown(v: object, home: bool = False) -> Unknown | None:
+    """The first unknown in ``v``; with ``home``, a :class:`HomePath` (a path argument that keeps it) is not one."""
     if isinstance(v, Unknown):
-        return v
+        return None if home and isinstance(v, HomePath) else v
     if type(v) in (list, tuple, set, frozenset):
         for x in v:  # type: ignore[attr-defined]
-            if (u := first_unknown(x)) is not None:
+            if (u := first_unknown(x, home)) is not None:
                 return u
     if type(v) is dict:
         for x in v.values():  # type: ignore[attr-defined]
-            if (u := first_unknown(x)) is not None:
+            if (u := first_unknown(x, home)) is not None:
                 return u
     return None
 

@@ -14,6 +14,7 @@ from ..lock import load_features, select_columns
 from ..spec.context import SpecContext
 from ..template_files import templates_digest
 from ..triton.plan.repository import ModelStep, RepositoryPlan, TorchStep, plan_repository
+from .home_paths import check_home_paths
 from .launch import cluster_launch, vertex_launch
 from .spec_rules import check_spec_rules, report
 from .torch_rules import torch_problems
@@ -30,6 +31,7 @@ def inputs_digest(spec_text: str, lock_text: str) -> str:
 
 def build_job(ctx: SpecContext, features: Features) -> TrainingJob:
     """The HugeCTR job alone (what ``ctrgen summary``, ``graph``, ``port`` and ``keysets`` need)."""
+    check_home_paths(ctx.loaded)
     check_spec_rules(ctx.loaded, features)
     return build_graph_job(ctx.loaded, features, ctx.lock_display)
 

@@ -10,6 +10,7 @@ import math
 import re
 
 from ..graph.ir import CallValue, Enum
+from ..runtime.contract import under_home
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -27,6 +28,12 @@ def py_str(s: str) -> str:
         # repr() used single quotes and escaped nothing quote-related: the same body is valid between double quotes.
         r = '"' + r[1:-1] + '"'
     return r
+
+
+def path_py(path: str) -> Code:
+    """A spec path as Python: one under the home folder (``~`` or ``~/...``) as ``os.path.expanduser("~/...")``,
+    evaluated where the script runs, as the spec means it (HugeCTR does not expand ``~``); any other as a literal."""
+    return Code(f"os.path.expanduser({py_str(path)})" if under_home(path) else py_str(path))
 
 
 def ident(name: str) -> str:

@@ -7,10 +7,11 @@ from dataclasses import replace
 
 from ..graph.ir import Enum, TrainingJob
 from ..graph.shapes import fmt_shape
+from ..runtime.contract import under_home
 from .continuous import cache_context, continuous_context
 from .embedding_collection import collection_context
 from .env import render
-from .literals import ident, kwargs, py, py_str
+from .literals import ident, kwargs, path_py, py, py_str
 
 
 def _layer_comment(layer) -> str:
@@ -104,8 +105,8 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
     for step in job.before_compile:
         if step == "graph_to_json":
             if folder_of(job.graph_json):
-                pre_compile.append(f"os.makedirs({py_str(folder_of(job.graph_json))}, exist_ok=True)")
-            pre_compile.append(f"model.graph_to_json(graph_config_file={py_str(job.graph_json)})")
+                pre_compile.append(f"os.makedirs({path_py(folder_of(job.graph_json))}, exist_ok=True)")
+            pre_compile.append(f"model.graph_to_json(graph_config_file={path_py(job.graph_json)})")
         else:
             pre_compile.append("model.summary()")
     return dict(
@@ -119,7 +120,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         optimizer=kwargs(optimizer_args),
         optimizer_inline="optimizer = hugectr.CreateOptimizer("
                          + ", ".join(f"{k}={v}" for k, v in kwargs(optimizer_args)) + ")",
-        reader=kwargs([(k, bind.reader(k, v)) for k, v in job.reader]),
+        reader=kwargs([(k, bind.reader(k, _reader_path(k, v))) for k, v in job.reader]),
         setup_order=job.setup_order,
         model_class=job.model_class,
         compile_args=kwargs(job.compile_args),
@@ -133,6 +134,30 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
             "reader": job.reader_check.reader, "batches": job.reader_check.batches,
             "calls": [(of, method, kwargs(args)) for of, method, args in job.reader_check.calls]},
     )
+
+
+# DataReaderParams arguments that are the spec's data paths (data.train, data.eval): "~/..." is expanded where the
+# script runs.
+READER_PATHS = ("source", "eval_source")
+
+
+def _reader_path(key: str, value: object) -> object:
+    if key not in READER_PATHS:
+        return value
+    return [path_py(p) for p in value] if isinstance(value, list) else path_py(value) \
+        if isinstance(value, str) else value
+
+
+def home_paths(job: TrainingJob) -> list[str]:
+    """The spec paths under the home folder that model.py writes as os.path.expanduser(...) (it then imports os)."""
+    reader: dict[str, object] = dict(job.reader)
+    source = reader.get("source", [])
+    paths = [*(source if isinstance(source, list) else [source]), reader.get("eval_source", "")]
+    if "graph_to_json" in (*job.before_compile, *job.after_compile):
+        paths.append(job.graph_json)
+    if job.offline_inference is not None:
+        paths.append(job.offline_inference.graph_json)
+    return [p for p in paths if isinstance(p, str) and under_home(p)]
 
 
 def folder_of(path: str) -> str:
@@ -158,18 +183,18 @@ def render_model_py(job: TrainingJob, header: str) -> str:
         header=header,
         nodes=job.nodes,
         final_save=final_save,
-        graph_folder=py_str(graph_folder) if graph_folder else None,
-        needs_os=bool(graph_folder or (final_save and final_save["folder"])),
+        graph_folder=path_py(graph_folder) if graph_folder else None,
+        needs_os=bool(graph_folder or (final_save and final_save["folder"]) or home_paths(job)),
         version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
         **build_context(job),
         fit=kwargs(job.fit),
-        graph_json=py_str(job.graph_json),
+        graph_json=path_py(job.graph_json),
         after_compile=job.after_compile,
         then=[(method, kwargs(args)) for method, args in job.then],
         before_fit=[(method, kwargs(args)) for method, args in job.before_fit],
         inference=None if job.offline_inference is None else {
             "api": job.offline_inference.api,
-            "graph_json": py_str(job.offline_inference.graph_json),
+            "graph_json": path_py(job.offline_inference.graph_json),
             "params": kwargs(job.offline_inference.params),
             "predict": kwargs(job.offline_inference.predict),
             "compare_with": py_str(job.offline_inference.compare_with) if job.offline_inference.compare_with else None,

@@ -14,3 +14,16 @@ def layout_of(features: dict) -> dict:
     return {"labels": [c["name"] for c in features["labels"]],
             "continuous": [c["name"] for c in features["continuous"]],
             "sparse": [[s["input"], s["nnz"], [c["name"] for c in s["columns"]]] for s in features["sparse"]]}
+
+
+def under_home(path: str) -> bool:
+    """A spec path under the home folder of the machine that runs the job: ``~`` or ``~/...``, which means what
+    ``os.path.expanduser`` gives there (HugeCTR itself does not expand ``~``). ``~name`` forms are not one."""
+    return path == "~" or path.startswith("~/")
+
+
+def local_path(path: str) -> str:
+    """``path`` as the process that reads it must open it: a path under the home folder expanded here."""
+    import os.path
+
+    return os.path.expanduser(path) if under_home(path) else path

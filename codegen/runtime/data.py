@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from .contract import FEATURES_FORMAT, layout_of
+from .contract import FEATURES_FORMAT, layout_of, local_path
 from .errors import DataError
 from .kernels import RowKernels
 
@@ -38,8 +38,9 @@ def load_features(path: Path, layout: dict) -> dict:
 
 
 def data_files(source: str) -> list[Path]:
-    """The Parquet files of a to_parquet output folder, a HugeCTR _file_list.txt, or a single .parquet file."""
-    path = Path(source)
+    """The Parquet files of a to_parquet output folder, a HugeCTR _file_list.txt, or a single .parquet file (``~/...``:
+    under this machine's home folder, as the spec's paths mean)."""
+    path = Path(local_path(source))
     if path.is_dir():
         if (path / "_file_list.txt").is_file():
             return data_files(str(path / "_file_list.txt"))

@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 
 from ..errors import UserError
 from ..etl.plan import output_dir
+from ..runtime.contract import local_path
 from ..spec.context import SpecContext
 
 TRAINER = PurePosixPath("train_torch.py")
@@ -31,12 +32,13 @@ class Launch:
 
 def spec_data(ctx: SpecContext) -> tuple[dict[str, list[str]], str]:
     """The data the spec names, by trainer flag, and the spec field it comes from: ``etl.output.dir``'s train/ and
-    valid/ when the spec has an etl: section (what ``ctrgen etl`` writes), else ``data.train`` / ``data.eval``."""
+    valid/ when the spec has an etl: section (what ``ctrgen etl`` writes), else ``data.train`` / ``data.eval`` (a
+    ``~/...`` path under this machine's home folder, where the trainer runs)."""
     spec = ctx.spec
     if spec.etl is not None:
         root = output_dir(ctx.loaded.path, spec.etl)
         return {"--train": [str(root / "train")], "--eval": [str(root / "valid")]}, "etl.output.dir"
-    return {"--train": list(spec.data.train), "--eval": [spec.data.eval]}, "data"
+    return {"--train": [local_path(p) for p in spec.data.train], "--eval": [local_path(spec.data.eval)]}, "data"
 
 
 def check_data(ctx: SpecContext, data: dict[str, list[str]], source: str) -> None:
