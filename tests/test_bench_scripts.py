@@ -32,7 +32,17 @@ def test_two_ranks_reach_the_auc_of_one_rank():
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert len(rows) == 2 and all("| 512 | 40 |" in r for r in rows), rows   # same global batch and iterations
-    assert ": agree" in proc.stdout
+    assert "every run learned; AUCs within 0.01" in proc.stdout
+    assert "| 1.00× |" in rows[0] and rows[1].split("|")[7].strip().endswith("×")   # the speed-up, same run
+
+
+def test_a_run_that_does_not_learn_is_flagged():
+    # lr 0: the loss does not go down and the AUC stays where it started; the AUCs agree, which is not enough
+    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "20000", "--iters", "8", "--batch",
+                 "256", "--lr", "0", "--tolerance", "1")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "1 rank(s), tables -: did not learn" in proc.stdout and "2 rank(s), tables off: did not learn" in proc.stdout
+    assert "every run learned" not in proc.stdout
 
 
 def test_continuous_passes_move_their_rows_and_resume_exactly():

@@ -235,7 +235,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     long_run = args.max_iter is None or args.max_iter >= 1000
     compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and long_run)
     # Data parallel: every parameter with a gradient (sharded tables have none: their owners update their rows).
-    sync = GradientSync(list(model.parameters())) if size > 1 else None
+    grad_sync = GradientSync(list(model.parameters())) if size > 1 else None
     if compiled:
         for table in model.modules():
             if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
@@ -273,7 +273,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         try:
             it, seconds = train_pass(args, job, clock, net, model, optimizer, train_cols, valid_cols, features,
                                      device, lr, graph, it, data_pass, sources, metrics, precision, scaler, startup,
-                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder, sync=sync)
+                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder, grad_sync=grad_sync)
         finally:
             train_cols.stop()
             bar.clear()
@@ -319,7 +319,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                features: dict, device: torch.device, lr: float, graph: bool, it: int, data_pass: int | None, sources: list[str],
                metrics: dict, precision: str = "fp32", scaler: LossScaler | None = None,
                startup: dict | None = None, resumed: int = 0, bar: Bar | None = None,
-               recorder: Recorder | Silent | None = None, sync: GradientSync | None = None) -> tuple[int, float]:
+               recorder: Recorder | Silent | None = None, grad_sync: GradientSync | None = None) -> tuple[int, float]:
     """Train --max-iter iterations or --epochs epochs on one data set from global iteration ``it`` (the learning-rate
     schedule counts on across passes); returns the new iteration and the seconds spent. ``bar``: rank 0's terminal
     (a progress bar when it is one); ``recorder``: where every scalar point goes."""
@@ -327,7 +327,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
     bar = bar or Bar(active=False)
     recorder = recorder or Silent()
     log = bar.log if rank == 0 else (lambda *a, **k: None)
-    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler, sync)
+    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler, grad_sync)
     local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
     steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
     if steps_per_epoch == 0:
