@@ -1,11 +1,13 @@
 """Embedding tables sharded across ranks in the generated PyTorch trainer (--shard-tables), on the CPU over gloo.
 
-Placement is deterministic and balanced and a rank allocates only the tables (slots) it owns; a sharded lookup and
-row update over two real processes equals one process holding the whole table (SGD, AdaGrad, Adam; one-hot and
-multi-hot bags, sum and mean, padding; ranks with different batch sizes); the committed DLRM trainer on two ranks
-with sharded tables trains the same weights as two DDP ranks with dense tables, reaches the AUC of one rank with
-the doubled batch on planted data, writes whole tables, and resumes from its checkpoint to the same weights; bad
-combinations are one line, exit status 2.
+Placement is deterministic and balanced (whole tables by bytes and lookups; split by columns where the ranks divide
+vec_size) and a rank allocates only its part; a sharded lookup and row update over two and three real processes
+equals one process holding the whole table (SGD, AdaGrad, Adam; one-hot and multi-hot bags, sum and mean, padding;
+ranks with different batch sizes; split by columns and by tables), and the whole DLRM on N ranks (GradientSync for
+the dense layers) equals one process with the global batch; the committed DLRM trainer on two ranks with sharded
+tables trains the same weights as two ranks with dense tables, reaches the AUC of one rank with the doubled batch on
+planted data, writes whole tables, and resumes from its checkpoint to the same weights; bad combinations are one
+line, exit status 2.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ CONTINUOUS_TORCH = "tests/test_torch_continuous.py"
 NVT_ARRAYS = "tests/test_nvt_arrays.py"
 IMPORT_EXACT = "tests/test_import_exact.py"
 IMPORT_DIFF = "tests/test_import_differential.py"
+SHARD = "tests/test_torch_shard.py"
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,18 @@ MUTANTS = (
            "row_update", files=(FAST_PATHS,)),
     Mutant("resume-optimizer", "a resumed run restores the optimizer's state", "codegen/runtime/checkpoint.py",
            '    optimizer.load_state_dict(state["optimizer"])\n', "", "resumes", files=(CONTINUOUS_TORCH,)),
+    # -- several ranks (issue 27) --
+    Mutant("shard-grad-average", "a split table's row gradients are averaged over the ranks",
+           "codegen/runtime/shards.py",
+           "back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
+           "                                  1.0 / size)",
+           "back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
+           "                                  1.0)", "equal_one_whole", files=(SHARD,)),
+    Mutant("dense-grad-average", "the dense gradients are averaged over the ranks, not summed",
+           "codegen/runtime/distributed.py", "            flat.div_(self.size)\n", "", "equal_one_whole",
+           files=(SHARD,)),
+    Mutant("column-order", "rank r holds columns r*width to (r+1)*width", "codegen/runtime/shards.py",
+           ".permute(1, 2, 0, 3)", ".permute(1, 2, 3, 0)", "equal_one_whole", files=(SHARD,)),
     Mutant("nvt-logop", "LogOp is log(x + 1)", "codegen/runtime/nvt_arrays.py",
            "return np.log(x.astype(op.output_dtype) + 1)", "return np.log(x.astype(op.output_dtype) + 2)",
            "demo_workflows or stacked", files=(NVT_ARRAYS,)),
