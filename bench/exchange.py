@@ -1,6 +1,6 @@
-"""How fast the sharded tables' exchange moves rows between GPUs: the runtime's all_to_all (sends and receives of the
-other ranks' blocks, the own block a device copy) against torch's all_to_all_single, eagerly and replayed from a
-CUDA graph, at the sizes of a sharded step.
+"""How fast the sharded tables' exchange moves rows between GPUs: torch's all_to_all_single (what the runtime uses)
+against a group of sends and receives of the other ranks' blocks with a device copy of the own one, eagerly and
+replayed from a CUDA graph, at the sizes of a sharded step.
 
     torchrun --nproc_per_node 2 bench/exchange.py                      # DLRM at Criteo scale: 32768 x 26 x 64 bf16
     NCCL_MAX_P2P_NCHANNELS=32 torchrun --nproc_per_node 2 bench/exchange.py --rows 32768 --width 64
@@ -15,13 +15,23 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from codegen.runtime.distributed import all_to_all  # noqa: E402  (this checkout's runtime, installed or not)
+
+
+def sends_and_receives(out: torch.Tensor, tensor: torch.Tensor, splits: list) -> None:
+    """The other ranks' blocks as one group of sends and receives; the own block a device copy."""
+    rank, ops = dist.get_rank(), []
+    for peer, at in enumerate(range(0, len(tensor), splits[0])):
+        block = slice(at, at + splits[peer])
+        if peer == rank:
+            out[block].copy_(tensor[block])
+        else:
+            ops += [dist.P2POp(dist.isend, tensor[block], peer), dist.P2POp(dist.irecv, out[block], peer)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
 
 
 def timed(fn, iters: int, graph: bool) -> float:
@@ -67,8 +77,8 @@ def main() -> int:
     out = torch.empty_like(send)
     splits = [block] * size
     crossing = (size - 1) * block * args.width * send.element_size()
-    methods = {"runtime all_to_all (sends/receives + own copy)": lambda: all_to_all(out, send, splits, splits),
-               "torch all_to_all_single": lambda: dist.all_to_all_single(out, send, splits, splits)}
+    methods = {"all_to_all_single (the runtime's)": lambda: dist.all_to_all_single(out, send, splits, splits),
+               "sends/receives + own copy": lambda: sends_and_receives(out, send, splits)}
     lines = []
     for name, fn in methods.items():
         for graph in (False, True):
@@ -77,7 +87,7 @@ def main() -> int:
                          f"{crossing / ms / 1e6:7.1f} GB/s crossing per rank")
     expected = torch.cat([torch.full((block, args.width), float(r)) for r in range(size)])
     mine = torch.cat([torch.full((block, args.width), float(rank)) for _ in range(size)]).to(dtype).cuda()
-    all_to_all(out, mine, splits, splits)
+    dist.all_to_all_single(out, mine, splits, splits)
     assert torch.equal(out.float().cpu(), expected), "the exchange delivered the wrong blocks"
     if rank == 0:
         env = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("NCCL_") and "NVLS" not in k)
