@@ -83,29 +83,9 @@ class SparseEmbedding(nn.Module):
         """(batch, slots, width) of the rows this rank holds: the whole table, or a ColumnShard's columns of it."""
         batch, slots, nnz = ids.shape
         if self.row_updates and torch.is_grad_enabled():
-            # The looked-up rows become a leaf whose gradient RowSparseOptimizer applies row by row: the table
-            # itself gets no (dense) gradient.
-            if nnz == 1:
-                rows = (ids[..., 0] + self.slot_offsets).reshape(-1)
-                # Under bf16 autocast one-hot vectors are looked up in bf16 (what the layers reading them cast to;
-                # HugeCTR's mixed precision also emits half-precision embeddings), their gradient too.
-                kind = ids.device.type
-                low = torch.is_autocast_enabled(kind) and torch.get_autocast_dtype(kind) == torch.bfloat16
-                if self.kernels:
-                    vectors = RowKernels.gather(self.weight, rows, torch.bfloat16 if low else self.weight.dtype)
-                else:
-                    vectors = self.weight.detach().index_select(0, rows)
-                    vectors = vectors.to(torch.bfloat16) if low else vectors
-                self.lookup = (rows, vectors.requires_grad_())
-                return vectors.reshape(batch, slots, -1)
-            rows = torch.where(ids >= 0, ids + self.slot_offsets[:, None], self.padding_row).reshape(-1)
-            vectors = self.weight.detach().index_select(0, rows).requires_grad_()
-            self.lookup = (rows, vectors)
-            valid = (ids >= 0).reshape(batch * slots, nnz, 1)
-            bags = (vectors.reshape(batch * slots, nnz, -1) * valid).sum(dim=1)
-            if self.combiner == "mean":
-                bags = bags / valid.sum(dim=1).clamp(min=1)
-            return bags.reshape(batch, slots, -1)
+            rows = ((ids[..., 0] + self.slot_offsets).reshape(-1) if nnz == 1 else
+                    torch.where(ids >= 0, ids + self.slot_offsets[:, None], self.padding_row).reshape(-1))
+            return self.rows_lookup(rows, nnz).reshape(batch, slots, -1)
         if nnz == 1:   # one id per slot: a gather; its backward is one index_add (no sort, unlike F.embedding)
             rows = (ids[..., 0] + self.slot_offsets).reshape(-1)
             if self.kernels:
@@ -115,6 +95,28 @@ class SparseEmbedding(nn.Module):
         bags = F.embedding_bag(keys.reshape(batch * slots, nnz), self.weight, mode=self.combiner,
                                padding_idx=self.padding_row)
         return bags.reshape(batch, slots, -1)
+
+
+    def rows_lookup(self, rows: torch.Tensor, nnz: int) -> torch.Tensor:
+        """(rows.numel() / nnz, width): this rank's `rows` (offset; the padding row where an id is -1) looked up and,
+        with nnz > 1, pooled by the combiner. With gradients on, the looked-up rows become a leaf whose gradient
+        RowSparseOptimizer applies row by row: the table itself gets no (dense) gradient."""
+        kind = rows.device.type
+        # Under bf16 autocast one-hot vectors are looked up in bf16 (what the layers reading them cast to; HugeCTR's
+        # mixed precision also emits half-precision embeddings), their gradient too.
+        low = nnz == 1 and torch.is_autocast_enabled(kind) and torch.get_autocast_dtype(kind) == torch.bfloat16
+        if self.kernels and nnz == 1 and rows.numel():   # (a rank may own no slot of a table split by tables)
+            vectors = RowKernels.gather(self.weight, rows, torch.bfloat16 if low else self.weight.dtype)
+        else:
+            vectors = self.weight.detach().index_select(0, rows)
+            vectors = vectors.to(torch.bfloat16) if low else vectors
+        if torch.is_grad_enabled():
+            self.lookup = (rows, vectors.requires_grad_())
+        if nnz == 1:
+            return vectors
+        valid = (rows != self.padding_row).reshape(-1, nnz, 1)
+        bags = (vectors.reshape(-1, nnz, vectors.shape[-1]) * valid).sum(dim=1)
+        return bags / valid.sum(dim=1).clamp(min=1) if self.combiner == "mean" else bags
 
 
 class MultiCross(nn.Module):

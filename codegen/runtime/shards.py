@@ -110,18 +110,9 @@ class TableShard:
         all_to_all(received, send, [b * mine * nnz for b in sizes], [batch * c * nnz for c in counts])
         # 2. the owner looks up every rank's rows; in training they are the leaf RowSparseOptimizer updates
         rows = torch.where(received >= 0, received + self._offsets(sizes, nnz, ids.device), table.padding_row)
-        kind = ids.device.type
-        low = torch.is_autocast_enabled(kind) and torch.get_autocast_dtype(kind) == torch.bfloat16 and nnz == 1
-        vectors = table.weight.detach().index_select(0, rows)
-        vectors = vectors.to(torch.bfloat16) if low else vectors   # as the one-rank row path (SparseEmbedding)
-        if torch.is_grad_enabled():
-            vectors.requires_grad_()
-            table.lookup = (rows, vectors)
-        if nnz > 1:      # (sizes explicit: a rank that owns no slot of this table has no rows)
-            valid = (received >= 0).reshape(received.numel() // nnz, nnz, 1)
-            bags = (vectors.reshape(valid.shape[0], nnz, vectors.shape[-1]) * valid).sum(dim=1)
-            vectors = bags / valid.sum(dim=1).clamp(min=1) if table.combiner == "mean" else bags
-        # 3. each rank gets its rows back (its gradient goes to the owner, averaged over ranks as DDP averages)
+        vectors = table.rows_lookup(rows, nnz)     # (sizes explicit: a rank that owns no slot has no rows)
+        # 3. each rank gets its rows back (their gradients go to the owner, averaged over the ranks as the dense
+        # gradients are)
         back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], 1.0 / size)
         return back.reshape(slots, batch, -1).index_select(0, inverse).transpose(0, 1)
 
@@ -156,7 +147,7 @@ class ColumnShard:
         # 2. this rank's columns of every rank's rows, pooled (as one rank with the whole table; in training the
         # looked-up rows are the leaf RowSparseOptimizer updates)
         local = table.local_lookup(received.reshape(sum(sizes), slots, nnz))
-        # 3. each rank gets its rows' columns from every rank (gradients go back, averaged over ranks as DDP does)
+        # 3. each rank gets its rows' columns from every rank (gradients go back, averaged over the ranks)
         back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
                                   1.0 / size)
         return back.reshape(size, batch, slots, self.width).permute(1, 2, 0, 3).reshape(batch, slots, -1)
