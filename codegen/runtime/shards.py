@@ -42,15 +42,13 @@ def describe_placement(placement: Placement) -> list[str]:
     lines = []
     for r in range(placement.size):
         mine = [t for t in placement.tables if t["rank"] in (r, "all")]
-        names = ", ".join(f"{t['embedding']}[{t['slot']}]" for t in mine if t["rank"] == r)
-        split = sorted({t["embedding"] for t in mine if t["rank"] == "all"})
-        names = "; ".join(([names] if names else []) + [f"{e}: every slot, columns {t['columns'][r][0]}-"
-                                                        f"{t['columns'][r][1] - 1}" for e in split
-                                                        for t in [next(t for t in mine if t["embedding"] == e)]])
+        parts = [f"{t['embedding']}[{t['slot']}]" for t in mine if t["rank"] == r]
+        columns = {t["embedding"]: t["columns"][r] for t in mine if t["rank"] == "all"}
+        parts += [f"{e}: every slot, columns {a}-{b - 1}" for e, (a, b) in sorted(columns.items())]
         size = placement.load[r]
         size_text = f"{size / 2 ** 30:.2f} GiB" if size >= 2 ** 30 else f"{size / 2 ** 20:.1f} MiB"
         lines.append(f"rank {r}: {len(mine)} table(s), {size_text} with optimizer state, "
-                     f"{placement.lookups[r]:g} lookups per sample: {names or 'none'}")
+                     f"{placement.lookups[r]:g} lookups per sample: {', '.join(parts) or 'none'}")
     return lines
 
 
