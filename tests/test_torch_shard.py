@@ -373,3 +373,15 @@ def test_row_updates_on_ranks_without_sharding_say_how(data, tmp_path):
     assert proc.returncode != 0
     assert ("error: --embedding-update rows: row updates run on one rank, not 2, unless the tables are sharded "
             "(fix: --embedding-update dense, or --shard-tables auto)") in proc.stderr
+
+
+def test_a_cuda_graph_over_gloo_is_refused_in_one_line(data, tmp_path):
+    # gloo exchanges through host memory, which a CUDA graph cannot capture (NCCL ranks capture the step)
+    proc = torchrun(DLRM, "--device", "cpu", "--train", str(data / "train"), "--eval", str(data / "valid"),
+                    "--max-iter", "2", "--output-dir", str(tmp_path / "out"), "--cuda-graph", "on")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert lines and all(line == lines[0] for line in lines), proc.stderr[-2000:]
+    assert lines[0].startswith("error: --cuda-graph on: the gloo backend exchanges through host memory") and \
+        "(fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)" in lines[0]
+    assert not (tmp_path / "out").exists()
