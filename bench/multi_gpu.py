@@ -75,12 +75,16 @@ def main() -> int:
     ap.add_argument("--scale", choices=("demo", "criteo-kaggle"), default="demo",
                     help="criteo-kaggle: DLRM's tables at the Criteo-Kaggle cardinalities")
     ap.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), help="passed to every run")
-    ap.add_argument("--table-split", choices=("auto", "columns", "tables"), help="passed to the N ranks")
+    ap.add_argument("--table-split", type=lambda v: v.split(","), default=[None], metavar="SPLIT[,SPLIT...]",
+                    help="passed to the N ranks (auto, columns, tables); several: one N-rank run each, against the "
+                         "same one-rank run")
     ap.add_argument("--extra", default="", help="more trainer arguments for every run, e.g. '--cuda-graph off'")
     ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
     args = ap.parse_args()
     if args.ranks < 2:
         ap.error("--ranks must be at least 2")
+    if not set(args.table_split) <= {None, "auto", "columns", "tables"}:
+        ap.error(f"--table-split {','.join(args.table_split)}: each one of auto, columns, tables")
     script = REPO / "generated" / args.model / "train_torch.py"
     features_path = script.with_name("features.json")
     if not script.is_file():
@@ -107,13 +111,14 @@ def main() -> int:
                   lr=lr, iters=args.iters, device=device, backend="auto", extra=common)
         rows = [("1", "-", "-", one)]
         for shard in (("on", "off") if args.shard_tables == "both" else (args.shard_tables,)):
-            extra = common + ("--shard-tables", shard) + (("--embedding-update", "dense") if shard == "off" and
-                                                          args.shard_tables == "both" else ())
-            extra += ("--table-split", args.table_split) if args.table_split else ()
-            many = run(script, features_path, tmp / "data", tmp / f"many_{shard}", ranks=args.ranks,
-                       batch=args.batch, lr=lr / args.ranks, iters=args.iters, device=device, backend=args.backend,
-                       extra=extra)
-            rows.append((str(args.ranks), args.backend, "on" if many.get("shard_tables") else "off", many))
+            for split in (args.table_split if shard != "off" else [None]):
+                extra = common + ("--shard-tables", shard) + (("--embedding-update", "dense") if shard == "off" and
+                                                              args.shard_tables == "both" else ())
+                extra += ("--table-split", split) if split else ()
+                many = run(script, features_path, tmp / "data", tmp / f"many_{shard}_{split}", ranks=args.ranks,
+                           batch=args.batch, lr=lr / args.ranks, iters=args.iters, device=device,
+                           backend=args.backend, extra=extra)
+                rows.append((str(args.ranks), args.backend, "on" if many.get("shard_tables") else "off", many))
 
     base = one["interval_samples_per_second"][-1]
     table = ["| ranks | backend | tables | global batch | iterations | samples/s (last interval) | speed-up | "
@@ -122,7 +127,10 @@ def main() -> int:
     problems = []
     for ranks, backend, sharded, m in rows:
         peaks = " / ".join(f"{b / 2 ** 30:.2f}" for b in m.get("peak_memory_bytes_per_rank", []))
-        split = "/".join(sorted(set(m.get("sharding", {}).get("split", {}).values()))) if sharded == "on" else sharded
+        sharding = m.get("sharding", {})
+        split = "/".join(sorted(set(sharding.get("split", {}).values()))) if sharded == "on" else sharded
+        copies = sum(len(v) for v in sharding.get("replicated", {}).values())
+        split += f" + {copies} replicated" if copies else ""
         losses = m.get("train_losses") or [float("nan")]
         learned = abs(m["auc"] - 0.5) > 0.01 and losses[-1] < losses[0]
         if not learned:

@@ -191,14 +191,17 @@ hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
 checked = 0
 cases = [(cards, kind, nnz, combiner, split) for cards in ([7, 40, 300, 5], [6])    # [6]: rank 1 owns no slot
          for kind in hypers for nnz, combiner in ((1, "sum"), (3, "sum"), (3, "mean"))
-         for split in ("tables", "columns")]
+         for split in ("tables", "columns", "replicated")]
 for cards, kind, nnz, combiner, split in cases:
     hyper = hypers[kind]
     holder = torch.nn.Module()
     with torch.device("meta"):
         holder.t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t")
-    placement = m.place_tables(holder, size, rank, split=split)
-    assert placement.split["t"] == split
+    # replicated: split by columns, the slots of at most 50 rows (all of [6]; 7, 40 and 5 of the four) replicated
+    placement = m.place_tables(holder, size, rank, split="auto" if split == "replicated" else split,
+                               replicate_rows=50)
+    assert placement.split["t"] == ("columns" if split == "replicated" else split)
+    assert placement.replicated["t"] == ([] if split != "replicated" else [0, 1, 3] if len(cards) == 4 else [0])
     if split == "tables" and size == 2:
         assert placement.owners["t"] == ([1, 1, 0, 1] if len(cards) == 4 else [0])   # 300 -> 0, 40, 7, 5 -> 1
     tables = []
@@ -244,9 +247,11 @@ for cards, kind, nnz, combiner, split in cases:
 # process with the global batch, three SGD steps.
 import json
 features = json.loads(open(sys.argv[3]).read())
-for split in ("columns", "tables"):
-    with torch.device("meta"):
-        placement = m.place_tables(m.Model(features), size, rank, split=split)
+for split in ("columns", "tables", "replicated"):
+    with torch.device("meta"):      # replicated: the 13 slots of at most 140 rows (vec 128: not on 3 ranks)
+        placement = m.place_tables(m.Model(features), size, rank, split="auto" if split == "replicated" else split,
+                                   replicate_rows=140)
+    assert sum(map(len, placement.replicated.values())) == (13 if split == "replicated" and 128 % size == 0 else 0)
     models = []
     for p in (placement, None):
         torch.manual_seed(5)
@@ -288,7 +293,7 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
                     ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     for rank in range(ranks):
-        assert f"rank {rank}: 38 cases equal" in proc.stdout, proc.stdout[-2000:]
+        assert f"rank {rank}: 57 cases equal" in proc.stdout, proc.stdout[-2000:]
 
 
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
@@ -303,10 +308,15 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     assert dense["shard_tables"] is False and dense["embedding_update"] == "dense"
     assert "tables sharded over 2 ranks" in sharded["stdout"] and "rank 1: " in sharded["stdout"]
     cards = [c["cardinality"] for c in json.loads(DLRM.with_name("features.json").read_text())["sparse"][0]["columns"]]
-    # split by columns (vec 128, auto): every rank holds every row, 64 columns of it
+    # split by columns (vec 128, auto): every rank holds every row, 64 columns of it, except the slots of at most
+    # --batch-size rows, which every rank holds whole (as two 64-column rows each, with a padding row of theirs)
     assert sharded["sharding"]["split"] == {"sparse_embedding1": "columns"}
-    assert sharded["sharding"]["local_shape_per_rank"] == [[[sum(cards) + 1, 64]]] * 2
-    assert "every slot, columns 64-127" in sharded["stdout"]
+    small = [s for s, c in enumerate(cards) if c <= BATCH]
+    assert sharded["sharding"]["replicated"] == {"sparse_embedding1": small} and 0 < len(small) < len(cards)
+    whole = sum(cards[s] for s in small) + 1
+    assert sharded["sharding"]["local_shape_per_rank"] == [[[sum(cards) + 1 - (whole - 1) + 2 * whole, 64]]] * 2
+    assert "the other slots, columns 64-127" in sharded["stdout"]
+    assert f"slot(s) {', '.join(map(str, small))} whole (replicated)" in sharded["stdout"]
     # split by tables: each rank allocated only its slots (+ its padding row)
     assert by_tables["sharding"]["split"] == {"sparse_embedding1": "tables"}
     owned = [sum(c for c, t in zip(cards, by_tables["sharding"]["tables"]) if t["rank"] == r) + 1 for r in (0, 1)]

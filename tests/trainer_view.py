@@ -32,6 +32,6 @@ def view(path: Path, module_name: str | None = None) -> types.SimpleNamespace:
         PASS_UPDATE_HYPER=job.optimizer.rows_hyper if continuous else {},
         make_optimizer=lambda model, lr, *, fused=False, capturable=False, row_updates=False:
             optimizers.make_optimizer(job.optimizer, model, lr, row_updates=row_updates, continuous=continuous),
-        place_tables=lambda model, size, rank, split="auto": sharding.place_tables(model, size, rank,
-                                                                                job.optimizer.rows, split))
+        place_tables=lambda model, size, rank, split="auto", replicate_rows=0: sharding.place_tables(
+            model, size, rank, job.optimizer.rows, split, replicate_rows))
     return types.SimpleNamespace(**names)

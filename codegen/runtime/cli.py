@@ -70,7 +70,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--table-split", choices=("auto", "columns", "tables"), default="auto",
                     help="how sharded tables are split: columns (every rank holds its vec_size/ranks columns of "
                          "every row: the same memory and lookups on every rank), tables (each slot whole on one "
-                         "rank, placed by bytes and lookups); auto: columns where the ranks divide vec_size")
+                         "rank, placed by bytes and lookups); auto: columns where the ranks divide vec_size, "
+                         "with the slots of at most --batch-size rows replicated on every rank (their gradient is "
+                         "one all_reduce instead of exchanged rows)")
     ap.add_argument("--data-on", choices=("auto", "gpu", "device", "host", "stream"), default="auto",
                     help="where the training rows live: gpu memory, pinned host memory, or stream (row groups "
                          "read ahead from the files on a thread); auto: gpu when they fit in half the free GPU "

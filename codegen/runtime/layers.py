@@ -39,6 +39,7 @@ class SparseEmbedding(nn.Module):
         self.row_updates = False           # set by the trainer: RowSparseOptimizer updates the looked-up rows
         self.lookup: tuple[torch.Tensor, torch.Tensor] | None = None   # (rows, looked-up vectors) of the last
         # training forward, for RowSparseOptimizer
+        self.replica_lookup: tuple[torch.Tensor, torch.Tensor] | None = None   # the same of replicated slots
         self.kernels = False               # set by the trainer (compiled GPU runs): RowKernels look up (and update)
         self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size if self.shard is None else self.shard.width))
         self._init_rows()
@@ -46,13 +47,12 @@ class SparseEmbedding(nn.Module):
     @torch.no_grad()
     def _init_rows(self) -> None:
         """Uniform(-0.05, 0.05) rows, each INIT_ROWS rows of a slot from a generator of their own (seeded by torch's
-        seed, the table's name, the slot and the chunk), so a slot starts the same whichever rank holds it or its
-        columns; the padding row is zero."""
+        seed, the table's name, the slot and the chunk), so a slot starts the same whichever rank holds it, its
+        columns or a replica of it; the padding rows are zero."""
         if self.weight.is_meta:
             return
-        seed, start = torch.initial_seed(), 0
-        columns = self.shard.columns if isinstance(self.shard, ColumnShard) else None
-        for s in (self.shard.slots if self.shard is not None else range(len(self.cardinalities))):
+        seed = torch.initial_seed()
+        for s, target, columns in self._slot_targets():
             rows = self.cardinalities[s]
             for a in range(0, rows, INIT_ROWS):
                 b = min(rows, a + INIT_ROWS)
@@ -60,13 +60,23 @@ class SparseEmbedding(nn.Module):
                 generator = torch.Generator(device=self.weight.device)
                 generator.manual_seed(int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> np.uint64(1)))
                 if columns is None:
-                    self.weight[start + a:start + b].uniform_(-0.05, 0.05, generator=generator)
+                    target[a:b].uniform_(-0.05, 0.05, generator=generator)
                 else:
                     drawn = torch.empty(b - a, self.vec_size, device=self.weight.device)
-                    self.weight[start + a:start + b] = drawn.uniform_(-0.05, 0.05, generator=generator)[
-                        :, columns[0]:columns[1]]
-            start += rows
+                    target[a:b] = drawn.uniform_(-0.05, 0.05, generator=generator)[:, columns[0]:columns[1]]
         self.weight[self.padding_row].zero_()
+        if isinstance(self.shard, ColumnShard) and self.shard.replicated:
+            self.shard.replica(self.weight)[-1].zero_()
+
+    def _slot_targets(self):
+        """(slot, its rows in this rank's weight, the columns drawn rows keep or None) per slot this rank holds."""
+        if isinstance(self.shard, ColumnShard):
+            yield from self.shard.slot_targets(self.weight)
+            return
+        start = 0
+        for s in (self.shard.slots if self.shard is not None else range(len(self.cardinalities))):
+            yield s, self.weight[start:start + self.cardinalities[s]], None
+            start += self.cardinalities[s]
 
     def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
         key = prefix + "weight"
@@ -79,42 +89,50 @@ class SparseEmbedding(nn.Module):
             return self.shard.lookup(self, ids)
         return self.local_lookup(ids)
 
-    def local_lookup(self, ids: torch.Tensor) -> torch.Tensor:
-        """(batch, slots, width) of the rows this rank holds: the whole table, or a ColumnShard's columns of it."""
+    def local_lookup(self, ids: torch.Tensor, offsets: torch.Tensor | None = None) -> torch.Tensor:
+        """(batch, slots, width) of the rows this rank holds: the whole table, or a ColumnShard's columns of it
+        (`offsets`: where each of the ids' slots starts in the weight; the table's slot offsets by default)."""
         batch, slots, nnz = ids.shape
+        offsets = self.slot_offsets if offsets is None else offsets
         if self.row_updates and torch.is_grad_enabled():
-            rows = ((ids[..., 0] + self.slot_offsets).reshape(-1) if nnz == 1 else
-                    torch.where(ids >= 0, ids + self.slot_offsets[:, None], self.padding_row).reshape(-1))
+            rows = ((ids[..., 0] + offsets).reshape(-1) if nnz == 1 else
+                    torch.where(ids >= 0, ids + offsets[:, None], self.padding_row).reshape(-1))
             return self.rows_lookup(rows, nnz).reshape(batch, slots, -1)
         if nnz == 1:   # one id per slot: a gather; its backward is one index_add (no sort, unlike F.embedding)
-            rows = (ids[..., 0] + self.slot_offsets).reshape(-1)
+            rows = (ids[..., 0] + offsets).reshape(-1)
             if self.kernels:
                 return GatherRows.apply(self.weight, rows).reshape(batch, slots, -1)
             return self.weight.index_select(0, rows).reshape(batch, slots, -1)
-        keys = torch.where(ids >= 0, ids + self.slot_offsets[:, None], self.padding_row)
+        keys = torch.where(ids >= 0, ids + offsets[:, None], self.padding_row)
         bags = F.embedding_bag(keys.reshape(batch * slots, nnz), self.weight, mode=self.combiner,
                                padding_idx=self.padding_row)
         return bags.reshape(batch, slots, -1)
 
-
-    def rows_lookup(self, rows: torch.Tensor, nnz: int) -> torch.Tensor:
+    def rows_lookup(self, rows: torch.Tensor, nnz: int, replica: bool = False) -> torch.Tensor:
         """(rows.numel() / nnz, width): this rank's `rows` (offset; the padding row where an id is -1) looked up and,
         with nnz > 1, pooled by the combiner. With gradients on, the looked-up rows become a leaf whose gradient
-        RowSparseOptimizer applies row by row: the table itself gets no (dense) gradient."""
+        RowSparseOptimizer applies row by row: the table itself gets no (dense) gradient. `replica`: rows of the
+        ColumnShard's replicated slots, whole rows of its replica view (their leaf is `replica_lookup`)."""
+        weight = self.shard.replica(self.weight) if replica and self.shard is not None else self.weight
+        padding = weight.shape[0] - 1 if replica else self.padding_row
         kind = rows.device.type
         # Under bf16 autocast one-hot vectors are looked up in bf16 (what the layers reading them cast to; HugeCTR's
         # mixed precision also emits half-precision embeddings), their gradient too.
         low = nnz == 1 and torch.is_autocast_enabled(kind) and torch.get_autocast_dtype(kind) == torch.bfloat16
         if self.kernels and nnz == 1 and rows.numel():   # (a rank may own no slot of a table split by tables)
-            vectors = RowKernels.gather(self.weight, rows, torch.bfloat16 if low else self.weight.dtype)
+            vectors = RowKernels.gather(weight, rows, torch.bfloat16 if low else weight.dtype)
         else:
-            vectors = self.weight.detach().index_select(0, rows)
+            vectors = weight.detach().index_select(0, rows)
             vectors = vectors.to(torch.bfloat16) if low else vectors
         if torch.is_grad_enabled():
-            self.lookup = (rows, vectors.requires_grad_())
+            leaf = (rows, vectors.requires_grad_())
+            if replica:
+                self.replica_lookup = leaf
+            else:
+                self.lookup = leaf
         if nnz == 1:
             return vectors
-        valid = (rows != self.padding_row).reshape(-1, nnz, 1)
+        valid = (rows != padding).reshape(-1, nnz, 1)
         bags = (vectors.reshape(-1, nnz, vectors.shape[-1]) * valid).sum(dim=1)
         return bags / valid.sum(dim=1).clamp(min=1) if self.combiner == "mean" else bags
 

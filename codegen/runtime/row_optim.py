@@ -46,49 +46,76 @@ class RowSparseOptimizer:
                 self.state.append({})
 
     def grads(self):
-        return [t.lookup[1].grad if t.lookup is not None else None for t in self.tables]
+        return [leaf[1].grad for t in self.tables for leaf in (t.lookup, t.replica_lookup) if leaf is not None]
 
     @torch.no_grad()
     def step(self) -> None:
         lr = self.param_groups[0]["lr"]
         self.steps += 1
         for table, state in zip(self.tables, self.state):
-            if table.lookup is None or table.lookup[1].grad is None:
-                continue
-            rows, vecs = table.lookup
-            if rows.numel() == 0:     # a sharded table of which this rank owns no slot
-                continue
-            grads = vecs.grad.reshape(rows.numel(), -1)
-            weight = table.weight
-            if self.kind == "SGD" and table.kernels:
-                RowKernels.sgd(weight, rows, grads, lr if isinstance(lr, torch.Tensor) else
-                               torch.full((), lr, device=weight.device))
-            elif self.kind == "SGD":
-                weight.index_add_(0, rows, grads.float() * -lr)
-            else:
-                grads = grads.float()
-                unique, g = _rows_and_sums(rows, grads, table.padding_row)
-                w = weight.index_select(0, unique)
-                if self.kind == "AdaGrad":
-                    s = state["sum"].index_select(0, unique).addcmul_(g, g)
-                    w.addcdiv_(g * -lr, s.sqrt().add_(self.hyper["eps"]))
-                    state["sum"].index_copy_(0, unique, s)
-                else:
-                    beta1, beta2 = self.hyper["betas"]
-                    m = state["exp_avg"].index_select(0, unique).lerp_(g, 1 - beta1)
-                    v = state["exp_avg_sq"].index_select(0, unique).mul_(beta2).addcmul_(g, g, value=1 - beta2)
-                    bias1 = 1 - torch.pow(beta1, self.steps)
-                    bias2 = 1 - torch.pow(beta2, self.steps)
-                    w.addcdiv_(m * (-lr / bias1), (v.sqrt() / bias2.sqrt()).add_(self.hyper["eps"]))
-                    state["exp_avg"].index_copy_(0, unique, m)
-                    state["exp_avg_sq"].index_copy_(0, unique, v)
-                weight.index_copy_(0, unique, w)
-            weight[table.padding_row].zero_()
+            if table.lookup is not None and table.lookup[1].grad is not None and table.lookup[0].numel():
+                rows, vecs = table.lookup      # (no rows: a sharded table of which this rank owns no slot)
+                self._update(table, table.weight, state, rows, vecs.grad.reshape(rows.numel(), -1), table.padding_row,
+                             lr)
+            if table.replica_lookup is not None and table.replica_lookup[1].grad is not None:
+                rows, vecs = table.replica_lookup      # every rank updates the replica with every rank's gradient
+                shard = table.shard
+                looked_up, grads = shard.replica_gradient(rows, vecs.grad.reshape(rows.numel(), -1), table.kernels)
+                self._update_whole(shard.replica(table.weight), {k: shard.replica(v) for k, v in state.items()},
+                                   looked_up, grads, lr)
+            table.weight[table.padding_row].zero_()
+
+    def _update(self, table, weight: torch.Tensor, state: dict, rows: torch.Tensor, grads: torch.Tensor,
+                padding_row: int, lr) -> None:
+        """The optimizer's step on the looked-up `rows` of `weight` (and of `state`, shaped like it)."""
+        if self.kind == "SGD" and table.kernels:
+            RowKernels.sgd(weight, rows, grads, lr if isinstance(lr, torch.Tensor) else
+                           torch.full((), lr, device=weight.device))
+        elif self.kind == "SGD":
+            weight.index_add_(0, rows, grads.float() * -lr)
+        else:
+            unique, g = _rows_and_sums(rows, grads.float(), padding_row)
+            w = weight.index_select(0, unique)
+            rows_state = {k: v.index_select(0, unique) for k, v in state.items()}
+            self._rule(w, rows_state, g, lr)
+            weight.index_copy_(0, unique, w)
+            for k, v in rows_state.items():
+                state[k].index_copy_(0, unique, v)
+
+    def _rule(self, w: torch.Tensor, state: dict, g: torch.Tensor, lr) -> None:
+        """AdaGrad's or Adam's step, in place, on rows `w` and their `state` with their summed gradient `g`."""
+        if self.kind == "AdaGrad":
+            s = state["sum"].addcmul_(g, g)
+            w.addcdiv_(g * -lr, s.sqrt().add_(self.hyper["eps"]))
+            return
+        beta1, beta2 = self.hyper["betas"]
+        m = state["exp_avg"].lerp_(g, 1 - beta1)
+        v = state["exp_avg_sq"].mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        bias1 = 1 - torch.pow(beta1, self.steps)
+        bias2 = 1 - torch.pow(beta2, self.steps)
+        w.addcdiv_(m * (-lr / bias1), (v.sqrt() / bias2.sqrt()).add_(self.hyper["eps"]))
+
+    def _update_whole(self, weight: torch.Tensor, state: dict, looked_up: torch.Tensor, grads: torch.Tensor,
+                      lr) -> None:
+        """The step on every row of a replica whose gradient of the global batch is `grads` (zero where no rank
+        looked the row up; those rows and their state stay as they are, as in the row-by-row step)."""
+        if self.kind == "SGD":
+            weight.add_(grads * -lr)
+        elif self.kind == "AdaGrad":    # a zero gradient adds nothing to the sum and moves nothing
+            self._rule(weight, state, grads, lr)
+        else:                           # lazy Adam: rows no rank looked up keep their values and moments
+            w, new = weight.clone(), {k: v.clone() for k, v in state.items()}
+            self._rule(w, new, grads, lr)
+            keep = looked_up[:, None]
+            for k, v in state.items():
+                v.copy_(torch.where(keep, new[k], v))
+            weight.copy_(torch.where(keep, w, weight))
+        weight[-1].zero_()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for table in self.tables:    # the looked-up rows are a new leaf each eager step; drop the last one
             if set_to_none:
-                table.lookup = None
+                table.lookup = table.replica_lookup = None
 
     def state_dict(self) -> dict:
         return {"kind": self.kind, "steps": self.steps, "state": self.state}

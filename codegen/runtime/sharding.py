@@ -25,28 +25,39 @@ CHUNK_BYTES = 64 << 20                              # rows sent to rank 0 at a t
 MIN_COLUMNS = 4      # a column split gives every rank at least this many columns (16 bytes of a float32 row)
 
 
-def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None, split: str = "auto") -> Placement:
+def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None, split: str = "auto",
+                 replicate_rows: int = 0) -> Placement:
     """Where each table lives; deterministic, every rank computes the same placement.
 
     ``split`` auto: a SparseEmbedding whose vec_size the ranks divide (at least MIN_COLUMNS columns each) is split
-    by columns, so every rank holds the same bytes and looks up the same ids whatever the tables' sizes; the others
-    (and all with ``split`` tables) are placed whole, slot by slot, largest cost first onto the rank of least cost,
-    ties to the lower rank. A table's cost is its share of the bytes (rows x vec x 4, times 1 + its optimizer's state
-    tensors) plus its share of the lookups per sample (its hotness), so no rank does most of the lookups."""
+    by columns, so every rank holds the same bytes and looks up the same ids whatever the tables' sizes; of such an
+    embedding, the slots of at most ``replicate_rows`` rows are replicated instead (auto only: every rank holds them
+    whole and looks up its own ids; their gradient is one all_reduce of rows x vec_size, where the split slots
+    exchange batch x vec_size per slot each way). The others (and all with ``split`` tables) are placed whole, slot
+    by slot, largest cost first onto the rank of least cost, ties to the lower rank. A table's cost is its share of
+    the bytes (rows x vec x 4, times 1 + its optimizer's state tensors) plus its share of the lookups per sample (its
+    hotness), so no rank does most of the lookups."""
     per_row = 4 * (1 + ROW_STATE.get(row_update or "", 0))
-    tables, owners, kinds = [], {}, {}
+    tables, owners, kinds, replicated = [], {}, {}, {}
     for name, module in model.named_modules():
         if isinstance(module, SparseEmbedding):
             vec = module.vec_size
             columns = split != "tables" and vec % size == 0 and vec // size >= MIN_COLUMNS
             kinds[name] = "columns" if columns else "tables"
             owners[name] = [0] * len(module.cardinalities)
+            replicated[name] = [s for s, rows in enumerate(module.cardinalities)
+                                if columns and split == "auto" and rows <= replicate_rows]
             tables += [{"embedding": name, "slot": s, "rows": rows, "bytes": rows * vec * per_row, "vec": vec,
                         "lookups": 1} for s, rows in enumerate(module.cardinalities)]   # one bag per sample
     load, lookups = [0] * size, [0.0] * size
     whole = [t for t in tables if kinds[t["embedding"]] == "tables"]
     for table in tables:
-        if kinds[table["embedding"]] == "columns":
+        if table["slot"] in replicated[table["embedding"]]:    # every rank: the whole slot, its own samples' ids
+            table["rank"], table["columns"] = "all", None
+            for r in range(size):
+                load[r] += table["bytes"]
+                lookups[r] += table["lookups"] / size
+        elif kinds[table["embedding"]] == "columns":
             width = table["vec"] // size
             table["rank"], table["columns"] = "all", [[r * width, (r + 1) * width] for r in range(size)]
             for r in range(size):
@@ -66,7 +77,7 @@ def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None,
         load[owner] += table["bytes"]
         lookups[owner] += table["lookups"]
         cost[owner] += share(table)
-    return Placement(owners, rank, size, tables, load, kinds, lookups)
+    return Placement(owners, rank, size, tables, load, kinds, lookups, replicated)
 
 
 def sharded_tables(model: nn.Module) -> list:
@@ -106,22 +117,34 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
 
 
 def full_columns(shard: ColumnShard, local: torch.Tensor) -> torch.Tensor | None:
-    """The whole table of a column-split tensor (weight or row state), on rank 0 in host memory (None elsewhere):
-    rows in chunks of CHUNK_BYTES, each rank sending its columns of them."""
+    """The whole table of a tensor shaped like a ColumnShard's weight (weight or row state), on rank 0 in host memory
+    (None elsewhere): the split slots' rows (and the padding row) in chunks of CHUNK_BYTES, each rank sending its
+    columns of them; the replicated slots from rank 0's replica."""
     rank, size, width = shard.placement.rank, shard.placement.size, shard.width
-    full = torch.empty((local.shape[0], width * size), dtype=local.dtype) if rank == 0 else None
+    total = sum(shard.cardinalities)
+    full = torch.empty((total + 1, width * size), dtype=local.dtype) if rank == 0 else None
     chunk = max(1, CHUNK_BYTES // max(1, local[:1].numel() * local.element_size()))
-    for a in range(0, local.shape[0], chunk):
-        b = min(a + chunk, local.shape[0])
-        if rank == 0:
-            full[a:b, :width] = local[a:b].cpu()  # type: ignore[index]
-            for peer in range(1, size):
-                buffer = torch.empty((b - a, width), dtype=local.dtype, device="cpu" if host_only() else local.device)
-                p2p(dist.irecv, buffer, peer)
-                full[a:b, peer * width:(peer + 1) * width] = buffer.cpu()  # type: ignore[index]
-        else:
-            part = local[a:b]
-            p2p(dist.isend, part.cpu() if host_only() else part.contiguous(), 0)
+    # (start in the whole table, start in this rank's tensor, rows): each split slot, then the padding row
+    pieces = [(shard.global_start[s], shard.split_start[s], shard.cardinalities[s])
+              for s in shard.split_slots] + [(total, shard.rows, 1)]
+    for start, first, rows in pieces:
+        for a in range(0, rows, chunk):
+            b = min(a + chunk, rows)
+            if rank == 0:
+                full[start + a:start + b, :width] = local[first + a:first + b].cpu()  # type: ignore[index]
+                for peer in range(1, size):
+                    buffer = torch.empty((b - a, width), dtype=local.dtype,
+                                         device="cpu" if host_only() else local.device)
+                    p2p(dist.irecv, buffer, peer)
+                    full[start + a:start + b, peer * width:(peer + 1) * width] = buffer.cpu()  # type: ignore[index]
+            else:
+                part = local[first + a:first + b]
+                p2p(dist.isend, part.cpu() if host_only() else part.contiguous(), 0)
+    if full is not None and shard.replicated:
+        replica = shard.replica(local)
+        for s in shard.replicated:
+            a, n = shard.replica_start[s], shard.cardinalities[s]
+            full[shard.global_start[s]:shard.global_start[s] + n] = replica[a:a + n].cpu()
     return full
 
 

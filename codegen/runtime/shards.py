@@ -18,23 +18,26 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .distributed import all_to_all
+from .distributed import all_reduce, all_to_all
+from .kernels import RowKernels
 
 class Placement:
     """Which rank owns each table: owners[embedding name][slot] -> rank. `sizes`: every rank's batch size of the next
     forward (None: the same as this rank's, as in training; evaluation sets it, its last batches differ)."""
 
     def __init__(self, owners: dict, rank: int, size: int, tables: list, load: list, split: dict | None = None,
-                 lookups: list | None = None):
+                 lookups: list | None = None, replicated: dict | None = None):
         self.owners, self.rank, self.size, self.tables, self.load = owners, rank, size, tables, load
         self.split = split or {name: "tables" for name in owners}    # embedding name -> "columns" | "tables"
         self.lookups = lookups or [0.0] * size          # per rank: ids looked up per sample of the global batch
+        # embedding name -> its slots every rank holds whole (of an embedding split by columns)
+        self.replicated = replicated or {name: [] for name in owners}
         self.sizes = None
 
 
 def make_shard(placement: Placement, name: str, cardinalities: list[int], vec_size: int):
     if placement.split.get(name) == "columns":
-        return ColumnShard(placement, cardinalities, vec_size)
+        return ColumnShard(placement, cardinalities, vec_size, placement.replicated.get(name, []))
     return TableShard(placement, name, cardinalities, vec_size)
 
 
@@ -43,8 +46,12 @@ def describe_placement(placement: Placement) -> list[str]:
     for r in range(placement.size):
         mine = [t for t in placement.tables if t["rank"] in (r, "all")]
         parts = [f"{t['embedding']}[{t['slot']}]" for t in mine if t["rank"] == r]
-        columns = {t["embedding"]: t["columns"][r] for t in mine if t["rank"] == "all"}
-        parts += [f"{e}: every slot, columns {a}-{b - 1}" for e, (a, b) in sorted(columns.items())]
+        columns = {t["embedding"]: t["columns"][r] for t in mine if t["rank"] == "all" and t["columns"]}
+        whole = sorted({t["embedding"] for t in mine if t["rank"] == "all" and not t["columns"]})
+        parts += [f"{e}: " + ("the other slots" if e in whole else "every slot") + f", columns {a}-{b - 1}"
+                  for e, (a, b) in sorted(columns.items())]
+        parts += [f"{e}: slot(s) {', '.join(str(s) for s in placement.replicated[e])} whole (replicated)"
+                  for e in whole]
         size = placement.load[r]
         size_text = f"{size / 2 ** 30:.2f} GiB" if size >= 2 ** 30 else f"{size / 2 ** 20:.1f} MiB"
         lines.append(f"rank {r}: {len(mine)} table(s), {size_text} with optimizer state, "
@@ -116,25 +123,85 @@ class TableShard:
 
 
 class ColumnShard:
-    """A SparseEmbedding split by columns: this rank holds every row of every slot (then the padding row), columns
-    [rank * width, (rank + 1) * width) of them."""
+    """A SparseEmbedding split by columns: this rank holds every row of every slot, columns
+    [rank * width, (rank + 1) * width) of them; `replicated` slots (small ones, whose rows cost less to keep on every
+    rank than to exchange) are held whole by every rank and looked up where their ids are.
 
-    def __init__(self, placement: Placement, cardinalities: list[int], vec_size: int):
+    The rank's weight, `width` columns: the split slots' rows (slot order), then the replicated slots' rows and a
+    padding row of theirs, each whole row as `ranks` consecutive rows of the weight (so `replica` is a contiguous
+    (rows, vec_size) view, and the row optimizer's state has the same layout), then the padding row."""
+
+    def __init__(self, placement: Placement, cardinalities: list[int], vec_size: int, replicated: list[int] | None = None):
+        size = placement.size
         self.placement, self.vec_size = placement, vec_size
-        self.width = vec_size // placement.size
+        self.width = vec_size // size
         self.columns = (placement.rank * self.width, (placement.rank + 1) * self.width)
         self.cardinalities = cardinalities
         self.slots = list(range(len(cardinalities)))
-        self.rows = sum(cardinalities)
+        self.replicated = sorted(replicated or [])
+        self.split_slots = [s for s in self.slots if s not in self.replicated]
+        self.global_start = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64).tolist()
+        self.split_start, self.replica_start, start = {}, {}, 0
+        for s in self.split_slots:
+            self.split_start[s], start = start, start + cardinalities[s]
+        self.replica_base, self.replica_rows = start, 0        # replica_rows: whole rows, its padding row follows
+        for s in self.replicated:
+            self.replica_start[s], self.replica_rows = self.replica_rows, self.replica_rows + cardinalities[s]
+        self.rows = start + ((self.replica_rows + 1) * size if self.replicated else 0)
+        order = self.split_slots + self.replicated
+        self.inverse = torch.from_numpy(np.argsort(order)).to(torch.int64)     # slot order from [split, replicated]
+        self.cache: dict = {}
+
+    def replica(self, local: torch.Tensor) -> torch.Tensor:
+        """The replicated slots' whole rows (then their padding row) of a tensor shaped like this rank's weight."""
+        region = local[self.replica_base:self.replica_base + (self.replica_rows + 1) * self.placement.size]
+        return region.view(self.replica_rows + 1, self.vec_size)
+
+    def slot_targets(self, weight: torch.Tensor):
+        """(slot, its rows in `weight` (a replicated slot's whole rows), the columns kept or None) per slot."""
+        for s in self.split_slots:
+            yield s, weight[self.split_start[s]:self.split_start[s] + self.cardinalities[s]], self.columns
+        for s in self.replicated:
+            yield s, self.replica(weight)[self.replica_start[s]:self.replica_start[s] + self.cardinalities[s]], None
 
     def own(self, full: torch.Tensor) -> torch.Tensor:
-        """This rank's columns of a tensor shaped like the whole table (a checkpoint's weight or row state)."""
-        if full.shape[1] == self.width:
+        """This rank's part of a tensor shaped like the whole table (a checkpoint's weight or row state)."""
+        if full.shape == (self.rows + 1, self.width):
             return full
-        return full[:, self.columns[0]:self.columns[1]].contiguous()
+        a, b = self.columns
+        parts = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s], a:b] for s in self.split_slots]
+        if self.replicated:     # whole rows as `ranks` rows each; the padding row's values for their padding row
+            whole = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s]] for s in self.replicated]
+            parts.append(torch.cat(whole + [full[-1:]]).reshape(-1, self.width))
+        return torch.cat(parts + [full[-1:, a:b]]).contiguous()
+
+    def _index(self, key: str, device: torch.device) -> torch.Tensor:
+        if (key, device) not in self.cache:
+            values = {"split": self.split_slots, "replicated": self.replicated, "inverse": self.inverse.tolist(),
+                      "split_offsets": [self.split_start[s] for s in self.split_slots],
+                      "replica_offsets": [self.replica_start[s] for s in self.replicated]}[key]
+            self.cache[key, device] = torch.tensor(values, dtype=torch.int64, device=device)
+        return self.cache[key, device]
 
     def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:   # a layers.SparseEmbedding
-        """(batch, slots, vec) for this rank's ids: every rank looks up its columns of every rank's ids."""
+        """(batch, slots, vec) for this rank's ids: every rank looks up its columns of every rank's ids of the split
+        slots; the replicated slots' rows are looked up here."""
+        if not self.replicated:
+            return self.split_lookup(table, ids)
+        parts = []
+        if self.split_slots:
+            parts.append(self.split_lookup(table, ids.index_select(1, self._index("split", ids.device))))
+        mine = ids.index_select(1, self._index("replicated", ids.device))
+        batch, slots, nnz = mine.shape
+        offsets = self._index("replica_offsets", ids.device)
+        rows = (mine[..., 0] + offsets if nnz == 1 else
+                torch.where(mine >= 0, mine + offsets[:, None], self.replica_rows)).reshape(-1)
+        parts.append(table.rows_lookup(rows, nnz, replica=True).reshape(batch, slots, -1))
+        both = torch.cat(parts, dim=1) if len(parts) > 1 else parts[0]
+        return both.index_select(1, self._index("inverse", ids.device)) if self.split_slots else both
+
+    def split_lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        """(batch, split slots, vec) for this rank's ids of the split slots."""
         batch, slots, nnz = ids.shape
         size = self.placement.size
         sizes = tuple(self.placement.sizes or [batch] * size)
@@ -144,11 +211,32 @@ class ColumnShard:
         all_to_all(received, send, [b * slots * nnz for b in sizes], [batch * slots * nnz] * size)
         # 2. this rank's columns of every rank's rows, pooled (as one rank with the whole table; in training the
         # looked-up rows are the leaf RowSparseOptimizer updates)
-        local = table.local_lookup(received.reshape(sum(sizes), slots, nnz))
+        offsets = self._index("split_offsets", ids.device) if self.replicated else None
+        local = table.local_lookup(received.reshape(sum(sizes), slots, nnz), offsets)
         # 3. each rank gets its rows' columns from every rank (gradients go back, averaged over the ranks)
         back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
                                   1.0 / size)
         return back.reshape(size, batch, slots, self.width).permute(1, 2, 0, 3).reshape(batch, slots, -1)
+
+    def replica_gradient(self, rows: torch.Tensor, grads: torch.Tensor,
+                         kernels: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """The replicated rows' gradient of the global batch, on every rank: (whether any rank looked a row up, the
+        gradient), one entry per whole row of the replica (its padding row: never looked up, zero). Each rank adds
+        its lookups' gradients (by RowKernels' run-length sum on the compiled GPU path) and a count per row into one
+        buffer, one all_reduce sums the ranks', and the sum is divided by the ranks (as the dense gradients and the
+        exchanged rows' are)."""
+        n, vec = self.replica_rows + 1, self.vec_size
+        flat = torch.zeros(n * (vec + 1), device=grads.device)
+        summed, counts = flat[:n * vec].view(n, vec), flat[n * vec:]
+        if kernels:
+            RowKernels.sgd(summed, rows, grads, torch.full((), -1.0, device=grads.device))   # adds each row's sum
+        else:
+            summed.index_add_(0, rows, grads.float())
+        counts.index_add_(0, rows, torch.ones(rows.numel(), device=grads.device))
+        all_reduce(flat)
+        looked_up = counts > 0
+        looked_up[-1] = False
+        return looked_up, summed.div_(self.placement.size).mul_(looked_up[:, None])
 
 
 class ExchangeRows(torch.autograd.Function):

@@ -192,9 +192,10 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     placement = None
     if sharded:     # placed from a model on the meta device (no memory), before the seed is set
         with torch.device("meta"):
-            placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split)
-        log(f"tables sharded over {size} ranks (split by columns where the ranks divide vec_size, else whole tables "
-            "by bytes and lookups):")
+            placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split,
+                                     replicate_rows=args.batch_size)
+        log(f"tables sharded over {size} ranks (split by columns where the ranks divide vec_size, slots of at most "
+            f"{args.batch_size} rows replicated; else whole tables by bytes and lookups):")
         for line in describe_placement(placement):
             log("  " + line)
 
@@ -259,7 +260,8 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         local = torch.tensor([list(m.weight.shape) for _, m in sharded_tables(model)], device=device)
         every = [torch.zeros_like(local) for _ in range(size)]
         collective(dist.all_gather, every, local)
-        metrics["sharding"] = {"tables": placement.tables, "split": placement.split, "bytes_per_rank": placement.load,
+        metrics["sharding"] = {"tables": placement.tables, "split": placement.split,
+                               "replicated": placement.replicated, "bytes_per_rank": placement.load,
                                "lookups_per_sample_per_rank": placement.lookups,
                                "local_shape_per_rank": [e.tolist() for e in every]}
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
