@@ -86,7 +86,8 @@ def main() -> int:
         return 0
     rate = metrics["interval_samples_per_second"][-1]
     print(f"{args.model} batch {args.batch} {args.precision} mode {args.compile_mode or 'default'}: "
-          f"{rate / 1e6:.2f} M samples/s = {args.batch / rate * 1e3:.3f} ms a step (last display interval), "
+          f"{rate / 1e6:.2f} M samples/s = {metrics['global_batch_size'] / rate * 1e3:.3f} ms a step (last display "
+          "interval; the rate and the batch of every rank together), "
           f"AUC {metrics['auc']:.4f}, graph {metrics['cuda_graph']}, tables {metrics['embedding_update']}")
     if args.no_profile:
         return 0

@@ -60,7 +60,8 @@ class RowSparseOptimizer:
             if table.replica_lookup is not None and table.replica_lookup[1].grad is not None:
                 rows, vecs = table.replica_lookup      # every rank updates the replica with every rank's gradient
                 shard = table.shard
-                looked_up, grads = shard.replica_gradient(rows, vecs.grad.reshape(rows.numel(), -1), table.kernels)
+                looked_up, grads = shard.replica_gradient(rows, vecs.grad.reshape(rows.numel(), -1), table.kernels,
+                                                          counted=self.kind == "Adam")
                 self._update_whole(shard.replica(table.weight), {k: shard.replica(v) for k, v in state.items()},
                                    looked_up, grads, lr)
             table.weight[table.padding_row].zero_()
@@ -95,10 +96,11 @@ class RowSparseOptimizer:
         bias2 = 1 - torch.pow(beta2, self.steps)
         w.addcdiv_(m * (-lr / bias1), (v.sqrt() / bias2.sqrt()).add_(self.hyper["eps"]))
 
-    def _update_whole(self, weight: torch.Tensor, state: dict, looked_up: torch.Tensor, grads: torch.Tensor,
+    def _update_whole(self, weight: torch.Tensor, state: dict, looked_up: torch.Tensor | None, grads: torch.Tensor,
                       lr) -> None:
         """The step on every row of a replica whose gradient of the global batch is `grads` (zero where no rank
-        looked the row up; those rows and their state stay as they are, as in the row-by-row step)."""
+        looked the row up; those rows and their state stay as they are, as in the row-by-row step: SGD and AdaGrad
+        move no row by a zero gradient, Adam's `looked_up` says which rows move)."""
         if self.kind == "SGD":
             weight.add_(grads * -lr)
         elif self.kind == "AdaGrad":    # a zero gradient adds nothing to the sum and moves nothing
@@ -106,6 +108,7 @@ class RowSparseOptimizer:
         else:                           # lazy Adam: rows no rank looked up keep their values and moments
             w, new = weight.clone(), {k: v.clone() for k, v in state.items()}
             self._rule(w, new, grads, lr)
+            assert looked_up is not None, "lazy Adam: the rows looked up"
             keep = looked_up[:, None]
             for k, v in state.items():
                 v.copy_(torch.where(keep, new[k], v))
