@@ -45,6 +45,12 @@ def test_a_run_that_does_not_learn_is_flagged():
     assert "every run learned" not in proc.stdout
 
 
+def test_several_table_splits_are_checked_before_anything_runs():
+    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--model", "dlrm", "--table-split", "auto,rows")
+    assert proc.returncode == 2 and "--table-split auto,rows: each one of auto, columns, tables" in proc.stderr
+    assert "synthetic rows" not in proc.stdout
+
+
 def test_continuous_passes_move_their_rows_and_resume_exactly():
     proc = bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -124,6 +124,42 @@ def test_a_table_the_ranks_divide_is_split_by_columns():
     assert torch.equal(part.weight.detach(), whole.weight.detach()[:, 4:])
 
 
+def test_small_slots_of_a_column_split_table_are_replicated():
+    # auto with replicate_rows 50: slots 0, 2 and 3 (7, 40 and 5 rows) whole on every rank, slot 1 (300) by columns
+    m = load("dlrm")
+    cards = {"a": ([7, 300, 40, 5], 8)}
+    with torch.device("meta"):
+        placement = m.place_tables(_tables(m, cards), 2, 1, replicate_rows=50)
+    assert placement.split == {"a": "columns"} and placement.replicated == {"a": [0, 2, 3]}
+    assert placement.load == [300 * 8 * 4 // 2 + 52 * 8 * 4] * 2
+    assert placement.lookups == [1 + 3 / 2] * 2          # its own samples' ids of each replicated slot
+    line = m.describe_placement(placement)[1]
+    assert "the other slots, columns 4-7" in line and "slot(s) 0, 2, 3 whole (replicated)" in line
+    for split in ("columns", "tables"):                  # only auto replicates
+        assert m.place_tables(_tables(m, cards), 2, 1, split=split, replicate_rows=50).replicated == {"a": []}
+    torch.manual_seed(7)
+    whole = _tables(m, cards).a
+    torch.manual_seed(7)
+    part = _tables(m, cards, placement=placement).a
+    # 300 rows of 4 columns, then 52 whole rows and their padding row as 2 rows of 4 each, then the padding row
+    assert part.weight.shape == (300 + 53 * 2 + 1, 4) and part.padding_row == 406
+    w, full = part.weight.detach(), whole.weight.detach()
+    assert torch.equal(w[:300], full[7:307, 4:])                                     # slot 1, columns 4-7
+    replica = part.shard.replica(w)
+    assert replica.shape == (53, 8) and replica.data_ptr() == w[300:].data_ptr()     # a view of the weight
+    assert torch.equal(replica[:52], torch.cat([full[:7], full[307:352]]))           # slots 0, 2, 3 whole
+    assert torch.count_nonzero(replica[-1]) == 0 and torch.count_nonzero(w[-1]) == 0
+    assert torch.equal(part.shard.own(full), w)
+    part.load_state_dict(whole.state_dict())                                         # a whole table's checkpoint
+    assert torch.equal(part.weight.detach(), w)
+    # a lookup of every slot: the whole table's vectors, in slot order (the replicated ones from the replica)
+    ids = torch.tensor([[[6], [299], [39], [4]], [[0], [0], [0], [0]]])
+    assert torch.equal(part.shard._index("inverse", ids.device), torch.tensor([1, 0, 2, 3]))
+    rows = (ids.index_select(1, torch.tensor([0, 2, 3]))[..., 0] + torch.tensor([0, 7, 47])).reshape(-1)
+    assert torch.equal(part.rows_lookup(rows, 1, replica=True).reshape(2, 3, 8),
+                       whole.weight.detach()[(ids[..., 0] + whole.slot_offsets)[:, [0, 2, 3]]])
+
+
 def test_a_long_slot_starts_the_same_whole_or_split():
     # rows past INIT_ROWS come from a generator per chunk, drawn whole and then cut to the rank's columns
     m = load("dlrm")
