@@ -134,7 +134,8 @@ def test_small_slots_of_a_column_split_table_are_replicated():
     assert placement.load == [300 * 8 * 4 // 2 + 52 * 8 * 4] * 2
     assert placement.lookups == [1 + 3 / 2] * 2          # its own samples' ids of each replicated slot
     line = m.describe_placement(placement)[1]
-    assert "the other slots, columns 4-7" in line and "slot(s) 0, 2, 3 whole (replicated)" in line
+    assert "the other slots, columns 4-7" in line       # gradient: (52 rows + the padding row) x 8 x 4 bytes
+    assert "slot(s) 0, 2, 3 whole (replicated; gradient: all_reduce of 1.7 KiB a step)" in line
     for split in ("columns", "tables"):                  # only auto replicates
         assert m.place_tables(_tables(m, cards), 2, 1, split=split, replicate_rows=50).replicated == {"a": []}
     torch.manual_seed(7)
@@ -352,7 +353,7 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     whole = sum(cards[s] for s in small) + 1
     assert sharded["sharding"]["local_shape_per_rank"] == [[[sum(cards) + 1 - (whole - 1) + 2 * whole, 64]]] * 2
     assert "the other slots, columns 64-127" in sharded["stdout"]
-    assert f"slot(s) {', '.join(map(str, small))} whole (replicated)" in sharded["stdout"]
+    assert f"slot(s) {', '.join(map(str, small))} whole (replicated; gradient: all_reduce of " in sharded["stdout"]
     # split by tables: each rank allocated only its slots (+ its padding row)
     assert by_tables["sharding"]["split"] == {"sparse_embedding1": "tables"}
     owned = [sum(c for c, t in zip(cards, by_tables["sharding"]["tables"]) if t["rank"] == r) + 1 for r in (0, 1)]

@@ -50,13 +50,19 @@ def describe_placement(placement: Placement) -> list[str]:
         whole = sorted({t["embedding"] for t in mine if t["rank"] == "all" and not t["columns"]})
         parts += [f"{e}: " + ("the other slots" if e in whole else "every slot") + f", columns {a}-{b - 1}"
                   for e, (a, b) in sorted(columns.items())]
-        parts += [f"{e}: slot(s) {', '.join(str(s) for s in placement.replicated[e])} whole (replicated)"
-                  for e in whole]
-        size = placement.load[r]
-        size_text = f"{size / 2 ** 30:.2f} GiB" if size >= 2 ** 30 else f"{size / 2 ** 20:.1f} MiB"
-        lines.append(f"rank {r}: {len(mine)} table(s), {size_text} with optimizer state, "
+        for e in whole:     # the replicas' gradient: one all_reduce of their whole rows (fp32) a step
+            copies = [t for t in mine if t["embedding"] == e and not t["columns"]]
+            gradient = sum(t["rows"] + 1 for t in copies[:1]) + sum(t["rows"] for t in copies[1:])
+            parts.append(f"{e}: slot(s) {', '.join(str(s) for s in placement.replicated[e])} whole (replicated; "
+                         f"gradient: all_reduce of {_size(gradient * copies[0]['vec'] * 4)} a step)")
+        lines.append(f"rank {r}: {len(mine)} table(s), {_size(placement.load[r])} with optimizer state, "
                      f"{placement.lookups[r]:g} lookups per sample: {', '.join(parts) or 'none'}")
     return lines
+
+
+def _size(nbytes: int) -> str:
+    return (f"{nbytes / 2 ** 30:.2f} GiB" if nbytes >= 2 ** 30 else f"{nbytes / 2 ** 20:.1f} MiB" if nbytes >= 2 ** 20
+            else f"{nbytes / 2 ** 10:.1f} KiB")
 
 
 class TableShard:
