@@ -386,3 +386,29 @@ def test_first_step_bench_reports_every_phase():
     cells = [float(c) for c in row.strip("| ").split(" | ")[2:]]
     assert len(cells) == 7 and all(c >= 0 for c in cells)
     assert cells[5] >= cells[0] + cells[4]      # time to first step covers the import and the first step
+
+
+def test_interaction_backward_is_a_gather_with_index_selects_values():
+    # PairSelect: the strict lower triangle's dot products; its backward gathers each position's gradient (zero off
+    # the triangle) instead of index_select's scatter, with bit-identical values and gradients, eager and compiled
+    m = view(REPO / "generated" / "dlrm" / "train_torch.py", "train_torch")
+    layers = sys.modules[m.SparseEmbedding.__module__]
+    interaction = layers.Interaction(5)
+    assert interaction.pairs.tolist() == [5, 10, 11, 15, 16, 17, 20, 21, 22, 23]
+    assert interaction.inverse.tolist()[:12] == [10, 10, 10, 10, 10, 0, 10, 10, 10, 10, 1, 2]
+    gen = torch.Generator().manual_seed(1)
+    bottom, slots, weights = (torch.randn(*shape, generator=gen) for shape in ((16, 8), (16, 4, 8), (16, 8 + 10 + 1)))
+
+    def by_index_select(x, y):
+        features = torch.cat([x.unsqueeze(1), y], dim=1)
+        dots = torch.bmm(features, features.transpose(1, 2)).reshape(x.shape[0], -1)
+        return torch.cat([x, dots.index_select(1, interaction.pairs), x.new_zeros(x.shape[0], 1)], dim=1)
+
+    results = []
+    for fn in (by_index_select, interaction, torch.compile(interaction, fullgraph=True)):
+        x, y = bottom.clone().requires_grad_(), slots.clone().requires_grad_()
+        out = fn(x, y)
+        (out * weights).sum().backward()
+        results.append((out.detach(), x.grad, y.grad))
+    for got in results[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(results[0], got))
