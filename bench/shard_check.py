@@ -46,7 +46,7 @@ def main() -> int:
         for p in (placement, None):
             torch.manual_seed(5)
             with torch.device(device):
-                model = m.Model(features, p).to(device)   # (buffers made from numpy start on the host)
+                model = m.Model(features, p).to(device)   # as the trainer builds it
             for table in model.modules():
                 if isinstance(table, m.SparseEmbedding):
                     table.kernels = table.row_updates = True

@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .kernels import GatherRows, RowKernels
-from .shards import ColumnShard, Placement, make_shard
+from .shards import ColumnShard, Placement, make_shard, slot_starts
 
 # A slot's initial rows come from generators of their own, one per INIT_ROWS rows: a table split by columns draws
 # its rows' every column and keeps its own, chunk by chunk (a whole Criteo slot is never drawn at once).
@@ -27,8 +27,8 @@ class SparseEmbedding(nn.Module):
     def __init__(self, cardinalities: list[int], vec_size: int, combiner: str, name: str = "",
                  placement: Placement | None = None):
         super().__init__()
-        starts = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64)
-        self.register_buffer("slot_offsets", torch.from_numpy(starts), persistent=False)
+        self.register_buffer("slot_offsets", torch.tensor(slot_starts(cardinalities), dtype=torch.int64),
+                             persistent=False)
         self.name, self.cardinalities = name, [int(c) for c in cardinalities]
         # With a placement (--shard-tables) this rank holds only the slots it owns (TableShard) or its columns of
         # every slot (ColumnShard).

@@ -35,6 +35,11 @@ class Placement:
         self.sizes = None
 
 
+def slot_starts(cardinalities: list[int]) -> list[int]:
+    """Where each slot starts in a table of all the slots (HugeCTR's offsets of a slot's ids)."""
+    return np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64).tolist()
+
+
 def make_shard(placement: Placement, name: str, cardinalities: list[int], vec_size: int):
     if placement.split.get(name) == "columns":
         return ColumnShard(placement, cardinalities, vec_size, placement.replicated.get(name, []))
@@ -75,7 +80,7 @@ class TableShard:
         self.by_rank = [[s for s, o in enumerate(owners) if o == r] for r in range(placement.size)]
         self.slots = self.by_rank[placement.rank]
         self.cardinalities = cardinalities
-        self.global_start = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64).tolist()
+        self.global_start = slot_starts(cardinalities)
         self.local_start = [0] * len(cardinalities)     # where each slot starts in its owner's table
         for slots in self.by_rank:
             start = 0
@@ -143,10 +148,9 @@ class ColumnShard:
         self.width = vec_size // size
         self.columns = (placement.rank * self.width, (placement.rank + 1) * self.width)
         self.cardinalities = cardinalities
-        self.slots = list(range(len(cardinalities)))
         self.replicated = sorted(replicated or [])
-        self.split_slots = [s for s in self.slots if s not in self.replicated]
-        self.global_start = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(np.int64).tolist()
+        self.split_slots = [s for s in range(len(cardinalities)) if s not in self.replicated]
+        self.global_start = slot_starts(cardinalities)
         self.split_start, self.replica_start, start = {}, {}, 0
         for s in self.split_slots:
             self.split_start[s], start = start, start + cardinalities[s]
@@ -154,8 +158,6 @@ class ColumnShard:
         for s in self.replicated:
             self.replica_start[s], self.replica_rows = self.replica_rows, self.replica_rows + cardinalities[s]
         self.rows = start + ((self.replica_rows + 1) * size if self.replicated else 0)
-        order = self.split_slots + self.replicated
-        self.inverse = torch.from_numpy(np.argsort(order)).to(torch.int64)     # slot order from [split, replicated]
         self.cache: dict = {}
 
     def replica(self, local: torch.Tensor) -> torch.Tensor:
@@ -183,8 +185,9 @@ class ColumnShard:
 
     def _index(self, key: str, device: torch.device) -> torch.Tensor:
         if (key, device) not in self.cache:
-            values = {"split": self.split_slots, "replicated": self.replicated, "inverse": self.inverse.tolist(),
-                      "order": self.split_slots + self.replicated,
+            order = self.split_slots + self.replicated      # [split, replicated] -> slot order: "inverse"
+            values = {"split": self.split_slots, "replicated": self.replicated, "order": order,
+                      "inverse": np.argsort(order).tolist(),
                       "split_offsets": [self.split_start[s] for s in self.split_slots],
                       "replica_offsets": [self.replica_start[s] for s in self.replicated]}[key]
             self.cache[key, device] = torch.tensor(values, dtype=torch.int64, device=device)
