@@ -155,7 +155,7 @@ def test_small_slots_of_a_column_split_table_are_replicated():
     assert torch.equal(part.weight.detach(), w)
     # a lookup of every slot: the whole table's vectors, in slot order (the replicated ones from the replica)
     ids = torch.tensor([[[6], [299], [39], [4]], [[0], [0], [0], [0]]])
-    assert torch.equal(part.shard._index("inverse", ids.device), torch.tensor([1, 0, 2, 3]))
+    assert part.slot_inverse.tolist() == [1, 0, 2, 3] and part.slot_order.tolist() == [1, 0, 2, 3]
     rows = (ids.index_select(1, torch.tensor([0, 2, 3]))[..., 0] + torch.tensor([0, 7, 47])).reshape(-1)
     assert torch.equal(part.rows_lookup(rows, 1, replica=True).reshape(2, 3, 8),
                        whole.weight.detach()[(ids[..., 0] + whole.slot_offsets)[:, [0, 2, 3]]])
@@ -432,3 +432,37 @@ def test_a_cuda_graph_over_gloo_is_refused_in_one_line(data, tmp_path):
     assert lines[0].startswith("error: --cuda-graph on: the gloo backend exchanges through host memory") and \
         "(fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_assembled_vectors_are_in_slot_order_eager_and_compiled():
+    # a shard's lookup yields the split slots' columns as exchanged (rank-major) and the replicated slots apart, or
+    # (tables) the slots in owner order; assemble interleaves the columns and puts the slots in slot order, a gather
+    # both ways, traced whole by torch.compile (the trainer compiles it with the layers that read it)
+    m = load("dlrm")
+    cards = {"a": ([7, 300, 40, 5], 8)}
+    with torch.device("meta"):
+        columns = m.place_tables(_tables(m, cards), 2, 0, replicate_rows=50)    # slot 1 split, 0 2 3 replicated
+        tables = m.place_tables(_tables(m, cards), 2, 0, split="tables")
+    gen = torch.Generator().manual_seed(3)
+    batch = 5
+    whole = torch.randn(batch, 4, 8, generator=gen)          # the vectors one process would look up
+    weights = torch.randn(batch, 4, 8, generator=gen)        # d loss / d vectors
+
+    def rank_major(x):                                       # slot 1's columns 0-3 of every sample, then 4-7
+        return torch.stack([x[:, [1], :4], x[:, [1], 4:]]).reshape(-1, 4)
+
+    for placement in (columns, tables):
+        table = _tables(m, cards, placement=placement).a
+        order = table.slot_order.tolist()
+        if placement is columns:
+            assert order == [1, 0, 2, 3]
+            given, expected = (rank_major(whole), whole[:, [0, 2, 3]]), (rank_major(weights), weights[:, [0, 2, 3]])
+        else:
+            assert sorted(order) == [0, 1, 2, 3]
+            given, expected = (whole.transpose(0, 1)[order],), (weights.transpose(0, 1)[order],)
+        for fn in (table.shard.assemble, torch.compile(table.shard.assemble, fullgraph=True)):
+            leaves = tuple(part.clone().requires_grad_() for part in given)
+            out = fn(table, leaves if placement is columns else leaves[0])
+            (out * weights).sum().backward()
+            assert torch.equal(out.detach(), whole)
+            assert all(torch.equal(leaf.grad, grad) for leaf, grad in zip(leaves, expected))

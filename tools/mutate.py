@@ -231,10 +231,13 @@ MUTANTS = (
     # -- several ranks (issue 27) --
     Mutant("shard-grad-average", "a split table's row gradients are averaged over the ranks",
            "codegen/runtime/shards.py",
-           "back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
+           "return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
            "                                  1.0 / size)",
-           "back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
+           "return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
            "                                  1.0)", "equal_one_whole", files=(SHARD,)),
+    Mutant("slot-order-backward", "the slots' gradients go back to the order the lookup yielded them",
+           "codegen/runtime/shards.py", "return grad.index_select(ctx.dim, inverse), None, None, None",
+           "return grad.index_select(ctx.dim, inverse.flip(0)), None, None, None", "assembled", files=(SHARD,)),
     Mutant("dense-grad-average", "the dense gradients are averaged over the ranks, not summed",
            "codegen/runtime/distributed.py", "            flat.div_(self.size)\n", "", "equal_one_whole",
            files=(SHARD,)),

@@ -33,6 +33,11 @@ class SparseEmbedding(nn.Module):
         # With a placement (--shard-tables) this rank holds only the slots it owns (TableShard) or its columns of
         # every slot (ColumnShard).
         self.shard = make_shard(placement, name, self.cardinalities, vec_size) if placement is not None else None
+        if self.shard is not None:     # the slots as a shard's lookup yields them, and back to slot order
+            order = self.shard.order
+            self.register_buffer("slot_order", torch.tensor(order, dtype=torch.int64), persistent=False)
+            self.register_buffer("slot_inverse", torch.tensor(np.argsort(order).tolist(), dtype=torch.int64),
+                                 persistent=False)
         self.padding_row = int(sum(cardinalities)) if self.shard is None else self.shard.rows
         self.vec_size = vec_size
         self.combiner = combiner
@@ -86,8 +91,14 @@ class SparseEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if self.shard is not None:
-            return self.shard.lookup(self, ids)
+            return self.shard.assemble(self, self.fetch(ids))
         return self.local_lookup(ids)
+
+    def fetch(self, ids: torch.Tensor):
+        """A sharded table's lookups and exchanges (the trainer keeps them, as local_lookup, out of torch.compile;
+        the shard's `assemble` of their result is compiled with the layers that read it)."""
+        assert self.shard is not None, "fetch: a sharded table"
+        return self.shard.lookup(self, ids)
 
     def local_lookup(self, ids: torch.Tensor, offsets: torch.Tensor | None = None) -> torch.Tensor:
         """(batch, slots, width) of the rows this rank holds: the whole table, or a ColumnShard's columns of it

@@ -88,9 +88,7 @@ class TableShard:
                 self.local_start[s] = start
                 start += cardinalities[s]
         self.rows = sum(cardinalities[s] for s in self.slots)      # this rank's rows (the padding row follows)
-        order = [s for slots in self.by_rank for s in slots]
-        self.order = torch.tensor(order, dtype=torch.int64)             # slots grouped by owner
-        self.inverse = torch.from_numpy(np.argsort(order)).to(torch.int64)
+        self.order = [s for slots in self.by_rank for s in slots]       # slots as the exchange yields them: by owner
         self.cache: dict = {}
 
     def own(self, full: torch.Tensor) -> torch.Tensor:
@@ -99,11 +97,6 @@ class TableShard:
             return full
         parts = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s]] for s in self.slots]
         return torch.cat(parts + [full[-1:]])
-
-    def _orders(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        if device not in self.cache:
-            self.cache[device] = (self.order.to(device), self.inverse.to(device))
-        return self.cache[device]
 
     def _offsets(self, sizes: tuple, nnz: int, device: torch.device) -> torch.Tensor:
         """Per received id, the local start of its slot (blocks per source rank, each slot-major)."""
@@ -114,14 +107,14 @@ class TableShard:
         return self.cache[key]
 
     def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:   # a layers.SparseEmbedding
-        """(batch, slots, vec) for this rank's ids, every table looked up by its owner."""
+        """This rank's ids' vectors, every table looked up by its owner: (slots, batch, vec), the slots in `order`
+        (`assemble` puts them in slot order)."""
         batch, slots, nnz = ids.shape
         size, mine = self.placement.size, len(self.slots)
         sizes = tuple(self.placement.sizes or [batch] * size)
         counts = [len(s) for s in self.by_rank]
         # 1. ids to their owners: slot-major blocks, one per owner
-        order, inverse = self._orders(ids.device)
-        send = ids.transpose(0, 1).index_select(0, order).reshape(-1)
+        send = ids.transpose(0, 1).index_select(0, table.slot_order).reshape(-1)
         received = ids.new_empty(sum(sizes) * mine * nnz)
         all_to_all(received, send, [b * mine * nnz for b in sizes], [batch * c * nnz for c in counts])
         # 2. the owner looks up every rank's rows; in training they are the leaf RowSparseOptimizer updates
@@ -130,7 +123,12 @@ class TableShard:
         # 3. each rank gets its rows back (their gradients go to the owner, averaged over the ranks as the dense
         # gradients are)
         back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], 1.0 / size)
-        return back.reshape(slots, batch, -1).index_select(0, inverse).transpose(0, 1)
+        return back.reshape(slots, batch, -1)
+
+    def assemble(self, table: torch.nn.Module, vectors: torch.Tensor) -> torch.Tensor:
+        """(batch, slots, vec) in slot order from `lookup`'s vectors (in the compiled graph: a gather fused into the
+        layer that reads it, both ways)."""
+        return SlotOrder.apply(vectors, table.slot_inverse, table.slot_order, 0).transpose(0, 1)
 
 
 class ColumnShard:
@@ -150,6 +148,7 @@ class ColumnShard:
         self.cardinalities = cardinalities
         self.replicated = sorted(replicated or [])
         self.split_slots = [s for s in range(len(cardinalities)) if s not in self.replicated]
+        self.order = self.split_slots + self.replicated      # the slots as `lookup` yields them
         self.global_start = slot_starts(cardinalities)
         self.split_start, self.replica_start, start = {}, {}, 0
         for s in self.split_slots:
@@ -185,35 +184,31 @@ class ColumnShard:
 
     def _index(self, key: str, device: torch.device) -> torch.Tensor:
         if (key, device) not in self.cache:
-            order = self.split_slots + self.replicated      # [split, replicated] -> slot order: "inverse"
-            values = {"split": self.split_slots, "replicated": self.replicated, "order": order,
-                      "inverse": np.argsort(order).tolist(),
+            values = {"split": self.split_slots, "replicated": self.replicated,
                       "split_offsets": [self.split_start[s] for s in self.split_slots],
                       "replica_offsets": [self.replica_start[s] for s in self.replicated]}[key]
             self.cache[key, device] = torch.tensor(values, dtype=torch.int64, device=device)
         return self.cache[key, device]
 
-    def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:   # a layers.SparseEmbedding
-        """(batch, slots, vec) for this rank's ids: every rank looks up its columns of every rank's ids of the split
-        slots; the replicated slots' rows are looked up here."""
-        if not self.replicated:
-            return self.split_lookup(table, ids)
-        parts = []
+    def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> tuple:   # a layers.SparseEmbedding
+        """This rank's ids' vectors: (the split slots' columns from every rank as exchanged or None, the replicated
+        slots' vectors (batch, slots, vec) or None). Every rank looks up its columns of every rank's ids of the split
+        slots; the replicated slots' rows are looked up here. `assemble` makes them one (batch, slots, vec)."""
+        split = replicated = None
         if self.split_slots:
-            parts.append(self.split_lookup(table, ids.index_select(1, self._index("split", ids.device))))
-        mine = ids.index_select(1, self._index("replicated", ids.device))
-        batch, slots, nnz = mine.shape
-        offsets = self._index("replica_offsets", ids.device)
-        rows = (mine[..., 0] + offsets if nnz == 1 else
-                torch.where(mine >= 0, mine + offsets[:, None], self.replica_rows)).reshape(-1)
-        replicated = table.rows_lookup(rows, nnz, replica=True).reshape(batch, slots, -1)
-        if not self.split_slots:
-            return replicated
-        return SlotOrder.apply(parts[0], replicated, self._index("inverse", ids.device),
-                               self._index("order", ids.device))
+            split = self.split_lookup(table, ids if not self.replicated else
+                                      ids.index_select(1, self._index("split", ids.device)))
+        if self.replicated:
+            mine = ids.index_select(1, self._index("replicated", ids.device))
+            batch, slots, nnz = mine.shape
+            offsets = self._index("replica_offsets", ids.device)
+            rows = (mine[..., 0] + offsets if nnz == 1 else
+                    torch.where(mine >= 0, mine + offsets[:, None], self.replica_rows)).reshape(-1)
+            replicated = table.rows_lookup(rows, nnz, replica=True).reshape(batch, slots, -1)
+        return split, replicated
 
     def split_lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
-        """(batch, split slots, vec) for this rank's ids of the split slots."""
+        """(ranks x batch x split slots, width): this rank's columns of every rank's ids of the split slots."""
         batch, slots, nnz = ids.shape
         size = self.placement.size
         sizes = tuple(self.placement.sizes or [batch] * size)
@@ -226,9 +221,22 @@ class ColumnShard:
         offsets = self._index("split_offsets", ids.device) if self.replicated else None
         local = table.local_lookup(received.reshape(sum(sizes), slots, nnz), offsets)
         # 3. each rank gets its rows' columns from every rank (gradients go back, averaged over the ranks)
-        back = ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
+        return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
                                   1.0 / size)
-        return back.reshape(size, batch, slots, self.width).permute(1, 2, 0, 3).reshape(batch, slots, -1)
+
+    def assemble(self, table: torch.nn.Module, parts: tuple) -> torch.Tensor:
+        """(batch, slots, vec) in slot order from `lookup`'s parts. In the compiled graph the column interleave and
+        the slot order are gathers fused into the layer that reads the vectors, both ways (eager, a 2-rank
+        Criteo-Kaggle step spent 0.7 ms in their two gather kernels)."""
+        split, replicated = parts
+        if split is not None:
+            n = len(self.split_slots)
+            split = split.reshape(self.placement.size, -1, n, self.width).permute(1, 2, 0, 3).reshape(-1, n, self.vec_size)
+        if replicated is None:
+            return split
+        if split is None:
+            return replicated
+        return SlotOrder.apply(torch.cat([split, replicated], dim=1), table.slot_inverse, table.slot_order, 1)
 
     def replica_gradient(self, rows: torch.Tensor, grads: torch.Tensor, kernels: bool = False,
                          counted: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
@@ -256,22 +264,20 @@ class ColumnShard:
 
 
 class SlotOrder(torch.autograd.Function):
-    """The split slots' and the replicated slots' vectors, (batch, slots, vec) each, in slot order. Backward is a
-    gather too: index_select's own backward is an index_add, atomic adds of bf16 that took 1 ms of a 2-rank
-    Criteo-Kaggle step."""
+    """x.index_select(dim, index) for a permutation `index` of the slots; backward is a gather too, by `inverse`
+    (index_select's own backward is an index_add, atomic adds of bf16 that took 1 ms of a 2-rank Criteo-Kaggle
+    step). torch.compile traces it whole."""
 
     @staticmethod
-    def forward(ctx, split: torch.Tensor, replicated: torch.Tensor, inverse: torch.Tensor,
-                order: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(order)
-        ctx.split = split.shape[1]
-        return torch.cat([split, replicated], dim=1).index_select(1, inverse)
+    def forward(ctx, x: torch.Tensor, index: torch.Tensor, inverse: torch.Tensor, dim: int) -> torch.Tensor:
+        ctx.save_for_backward(inverse)
+        ctx.dim = dim
+        return x.index_select(dim, index)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        (order,) = ctx.saved_tensors
-        back = grad.index_select(1, order)
-        return back[:, :ctx.split], back[:, ctx.split:], None, None
+        (inverse,) = ctx.saved_tensors
+        return grad.index_select(ctx.dim, inverse), None, None, None
 
 
 class ExchangeRows(torch.autograd.Function):

@@ -240,7 +240,8 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     if compiled:
         for table in model.modules():
             if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
-                table.forward = torch.compiler.disable(table.forward)  # type: ignore[method-assign]
+                table.local_lookup = torch.compiler.disable(table.local_lookup)  # type: ignore[method-assign]
+                table.fetch = torch.compiler.disable(table.fetch)  # type: ignore[method-assign]
                 table.kernels = device.type == "cuda"
         net = torch.compile(net)
     state = {"iteration": 0, "pass": 0}
