@@ -43,6 +43,9 @@ def main() -> int:
                          "off: a replayed graph has no operators)")
     ap.add_argument("--scale", choices=("demo", "criteo-kaggle"), default="demo",
                     help="criteo-kaggle: DLRM's tables at the Criteo-Kaggle cardinalities")
+    ap.add_argument("--window", metavar="A:B",
+                    help="profile only training steps A+1 to B (after compiling, capturing and warming up; the "
+                         "times are then per step of the window, without evaluation or the checkpoint)")
     ap.add_argument("extra", nargs="*", help="more train_torch.py arguments (after --)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
@@ -80,8 +83,15 @@ def main() -> int:
             activities = [torch.profiler.ProfilerActivity.CUDA]
             if args.by_op:
                 activities.append(torch.profiler.ProfilerActivity.CPU)
-            with torch.profiler.profile(activities=activities, record_shapes=args.by_op) as prof:
+            prof = torch.profiler.profile(activities=activities, record_shapes=args.by_op)
+            if args.window:
+                steps = window_steps(prof, args.window)
                 metrics = run()
+                torch.cuda.synchronize()
+            else:
+                steps = args.iters
+                with prof:
+                    metrics = run()
     if quiet:
         return 0
     rate = metrics["interval_samples_per_second"][-1]
@@ -96,11 +106,31 @@ def main() -> int:
         events = [e for e in events if e.key.startswith("aten::")]
     events.sort(key=lambda e: -e.device_time_total)
     total = sum(e.device_time_total for e in events)
-    print(f"GPU time {total / args.iters:.1f} us a step over {args.iters} steps; top kernels (us a step, calls a step):")
+    print(f"GPU time {total / steps:.1f} us a step over {steps} steps; top kernels (us a step, calls a step):")
     for e in events[:args.top]:
         shapes = f" {e.input_shapes}"[:120] if args.by_op else ""
-        print(f"  {e.device_time_total / args.iters:8.1f}  {e.count / args.iters:6.2f}  {e.key[:110]}{shapes}")
+        print(f"  {e.device_time_total / steps:8.1f}  {e.count / steps:6.2f}  {e.key[:110]}{shapes}")
     return 0
+
+
+def window_steps(prof, window: str) -> int:
+    """Start the profiler before training step A+1 and stop it after step B (the trainer's Step, patched)."""
+    from codegen.runtime import trainer
+    first, last = (int(x) for x in window.split(":"))
+    step, calls = trainer.Step.__call__, [0]
+
+    def profiled(self, index):
+        calls[0] += 1
+        if calls[0] == first + 1:
+            torch.cuda.synchronize()
+            prof.start()
+        step(self, index)
+        if calls[0] == last:
+            torch.cuda.synchronize()
+            prof.stop()
+
+    trainer.Step.__call__ = profiled
+    return last - first
 
 
 if __name__ == "__main__":

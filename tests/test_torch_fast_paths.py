@@ -412,3 +412,29 @@ def test_interaction_backward_is_a_gather_with_index_selects_values():
         results.append((out.detach(), x.grad, y.grad))
     for got in results[1:]:
         assert all(torch.equal(a, b) for a, b in zip(results[0], got))
+
+
+def test_looked_up_rows_take_their_gradient_as_a_slice_without_a_copy():
+    # the Interaction reads the vectors beside the bottom MLP's, so their gradient is a slice of a (batch, slots + 1,
+    # vec) one; KeepGrad hands that slice to the leaf as it is (AccumulateGrad would copy it into the leaf's
+    # layout), and the row update reads it by its strides
+    m = load("dlrm")
+    torch.manual_seed(5)
+    fast = m.SparseEmbedding([6, 9, 4], 8, "sum", name="t")
+    dense = torch.nn.Embedding(20, 8, _weight=fast.weight.detach().clone())
+    fast.row_updates = True
+    opt = m.RowSparseOptimizer([fast], 0.05, "SGD", {})
+    ids = torch.tensor([[[1], [8], [3]], [[1], [0], [3]], [[5], [2], [0]]])
+    bottom = torch.randn(3, 1, 8)
+
+    def loss(vectors):
+        features = torch.cat([bottom, vectors], dim=1)
+        return torch.bmm(features, features.transpose(1, 2)).pow(2).sum()
+
+    loss(fast(ids)).backward()
+    grad = fast.lookup[1].grad
+    assert grad.shape == (3, 3, 8) and grad.stride() == (32, 8, 1) and not grad.is_contiguous()   # the slice
+    opt.step()
+    loss(dense(ids[..., 0] + fast.slot_offsets)).backward()
+    expected = dense.weight.detach() - 0.05 * dense.weight.grad
+    assert torch.allclose(fast.weight.detach()[:-1], expected[:19], atol=1e-6)

@@ -26,9 +26,11 @@ def _gather_rows_kernel(weight, rows, out, n, dim, BLOCK_R: tl.constexpr, BLOCK_
     tl.store(out + r[:, None].to(tl.int64) * dim + d[None, :], values.to(out.dtype.element_ty), mask=inside)
 
 
-def _sgd_rows_kernel(weight, rows, order, grads, lr, n, dim, CHUNK: tl.constexpr, BLOCK_D: tl.constexpr):
-    # rows sorted; order[i]: the lookup (row of grads) at sorted position i. A program sums CHUNK positions, adding
-    # each run of equal rows once.
+def _sgd_rows_kernel(weight, rows, order, grads, lr, n, dim, slots, stride_b, stride_s, CHUNK: tl.constexpr,
+                     BLOCK_D: tl.constexpr):
+    # rows sorted; order[i]: the lookup at sorted position i, whose gradient is row (order[i] // slots,
+    # order[i] % slots) of grads (strides stride_b, stride_s). A program sums CHUNK positions, adding each run of
+    # equal rows once.
     d = tl.arange(0, BLOCK_D)
     scale = -tl.load(lr).to(tl.float32)
     acc = tl.zeros([BLOCK_D], dtype=tl.float32)
@@ -38,7 +40,8 @@ def _sgd_rows_kernel(weight, rows, order, grads, lr, n, dim, CHUNK: tl.constexpr
         valid = i < n
         row = tl.load(rows + i, mask=valid, other=-1)
         source = tl.load(order + i, mask=valid, other=0)
-        acc += tl.load(grads + source * dim + d, mask=(d < dim) & valid, other=0.0).to(tl.float32)
+        at = (source // slots) * stride_b + (source % slots) * stride_s
+        acc += tl.load(grads + at + d, mask=(d < dim) & valid, other=0.0).to(tl.float32)
         following = tl.load(rows + i + 1, mask=i + 1 < n, other=-1)
         last = valid & ((following != row) | (k == CHUNK - 1))
         tl.atomic_add(weight + row * dim + d, acc * scale, mask=(d < dim) & last, sem="relaxed")
@@ -75,13 +78,18 @@ class RowKernels:
 
     @classmethod
     def sgd(cls, weight: torch.Tensor, rows: torch.Tensor, grads: torch.Tensor, lr: torch.Tensor) -> None:
-        """weight[row] -= lr * (sum of the grads of its lookups), for every looked-up row."""
+        """weight[row] -= lr * (sum of the grads of its lookups), for every looked-up row. `grads`: (lookups, dim)
+        or (batch, slots, dim), in lookup order, any strides but a unit one along dim (read in place: the looked-up
+        vectors' gradient is a slice of the Interaction's)."""
         triton, _, sgd = cls.get()
         n, dim = rows.numel(), weight.shape[1]
+        grads = grads if grads.dim() == 3 else grads.reshape(n, 1, dim)
+        if grads.stride(-1) != 1:
+            grads = grads.contiguous()
         ordered, order = torch.sort(rows)
         chunk = 32
-        sgd[(triton.cdiv(n, chunk),)](weight, ordered, order, grads, lr, n, dim, CHUNK=chunk,
-                                      BLOCK_D=triton.next_power_of_2(dim))
+        sgd[(triton.cdiv(n, chunk),)](weight, ordered, order, grads, lr, n, dim, grads.shape[1], grads.stride(0),
+                                      grads.stride(1), CHUNK=chunk, BLOCK_D=triton.next_power_of_2(dim))
 
 
 class GatherRows(torch.autograd.Function):

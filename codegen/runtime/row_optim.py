@@ -55,24 +55,25 @@ class RowSparseOptimizer:
         for table, state in zip(self.tables, self.state):
             if table.lookup is not None and table.lookup[1].grad is not None and table.lookup[0].numel():
                 rows, vecs = table.lookup      # (no rows: a sharded table of which this rank owns no slot)
-                self._update(table, table.weight, state, rows, vecs.grad.reshape(rows.numel(), -1), table.padding_row,
-                             lr)
+                self._update(table, table.weight, state, rows, vecs.grad, table.padding_row, lr)
             if table.replica_lookup is not None and table.replica_lookup[1].grad is not None:
                 rows, vecs = table.replica_lookup      # every rank updates the replica with every rank's gradient
                 shard = table.shard
-                looked_up, grads = shard.replica_gradient(rows, vecs.grad.reshape(rows.numel(), -1), table.kernels,
-                                                          counted=self.kind == "Adam")
+                looked_up, grads = shard.replica_gradient(rows, vecs.grad, table.kernels, counted=self.kind == "Adam")
                 self._update_whole(shard.replica(table.weight), {k: shard.replica(v) for k, v in state.items()},
                                    looked_up, grads, lr)
             table.weight[table.padding_row].zero_()
 
     def _update(self, table, weight: torch.Tensor, state: dict, rows: torch.Tensor, grads: torch.Tensor,
                 padding_row: int, lr) -> None:
-        """The optimizer's step on the looked-up `rows` of `weight` (and of `state`, shaped like it)."""
+        """The optimizer's step on the looked-up `rows` of `weight` (and of `state`, shaped like it); `grads`: a row
+        per looked-up row, (..., width), any strides."""
         if self.kind == "SGD" and table.kernels:
             RowKernels.sgd(weight, rows, grads, lr if isinstance(lr, torch.Tensor) else
                            torch.full((), lr, device=weight.device))
-        elif self.kind == "SGD":
+            return
+        grads = grads.reshape(rows.numel(), -1)
+        if self.kind == "SGD":
             weight.index_add_(0, rows, grads.float() * -lr)
         else:
             unique, g = _rows_and_sums(rows, grads.float(), padding_row)

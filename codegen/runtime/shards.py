@@ -204,7 +204,7 @@ class ColumnShard:
             offsets = self._index("replica_offsets", ids.device)
             rows = (mine[..., 0] + offsets if nnz == 1 else
                     torch.where(mine >= 0, mine + offsets[:, None], self.replica_rows)).reshape(-1)
-            replicated = table.rows_lookup(rows, nnz, replica=True).reshape(batch, slots, -1)
+            replicated = table.rows_lookup(rows, nnz, replica=True, slots=slots)
         return split, replicated
 
     def split_lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -251,7 +251,7 @@ class ColumnShard:
         if kernels:
             RowKernels.sgd(summed, rows, grads, torch.full((), -1.0, device=grads.device))   # adds each row's sum
         else:
-            summed.index_add_(0, rows, grads.float())
+            summed.index_add_(0, rows, grads.reshape(rows.numel(), -1).float())
         if counted:
             flat[n * vec:].index_add_(0, rows, torch.ones(rows.numel(), device=grads.device))
         all_reduce(flat)
