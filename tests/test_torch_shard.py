@@ -316,6 +316,33 @@ for split in ("columns", "tables", "replicated"):
         if rank == 0:
             assert torch.allclose(value, theirs[key], atol=1e-5), (split, key, (value - theirs[key]).abs().max())
     checked += 1
+# Tables every rank holds whole and updates whole (dense SGD, no sharding): their gradient from every rank's
+# looked-up rows (SharedRowsGrad), the dense layers' by GradientSync; three steps against one process.
+models = []
+for _ in range(2):
+    torch.manual_seed(5)
+    model = m.Model(features)
+    models.append((model, m.make_optimizer(model, 0.5)))
+(part, part_opt), (whole, whole_opt) = models
+lines = m.share_gradients(part, features, size, 8)
+assert part.sparse_embedding1.shared_grad and "all_gather of every rank's looked-up rows" in lines[0], lines
+shared = part.sparse_embedding1.weight
+sync = m.GradientSync([p for p in part.parameters() if p is not shared])
+for step in range(3):
+    dense = torch.rand(8 * size, 13, generator=gen)
+    ids = torch.stack([torch.randint(0, c, (8 * size, 1), generator=gen) for c in cards], dim=1)
+    ids[:4, 0, 0] = 1                                 # rows that several ranks look up add up
+    label = (torch.rand(8 * size, 1, generator=gen) < 0.5).float()
+    for model, opt, rows in ((whole, whole_opt, slice(None)), (part, part_opt, slice(8 * rank, 8 * rank + 8))):
+        opt.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(model(dense[rows], ids[rows]), label[rows]).backward()
+        if model is part:
+            sync()
+        opt.step()
+theirs = whole.state_dict()
+for key, value in part.state_dict().items():
+    assert torch.allclose(value, theirs[key], atol=1e-5), ("shared", key, (value - theirs[key]).abs().max())
+checked += 1
 print(f"rank {rank}: {checked} cases equal", flush=True)
 dist.barrier()
 dist.destroy_process_group()
@@ -330,7 +357,7 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
                     ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     for rank in range(ranks):
-        assert f"rank {rank}: 57 cases equal" in proc.stdout, proc.stdout[-2000:]
+        assert f"rank {rank}: 58 cases equal" in proc.stdout, proc.stdout[-2000:]
 
 
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------

@@ -191,6 +191,9 @@ def test_two_process_torchrun(demo, scripts, tmp_path):
     metrics = train(scripts["movielens"], tmp_path / "out", iters, batch // 2, torchrun=2)
     assert metrics["world_size"] == 2 and metrics["global_batch_size"] == batch
     assert metrics["auc"] > truth(demo, "movielens")["baseline_auc_valid"]["onehot"] - 0.03
+    # the table (Global Adam: replicated, updated whole) takes its gradient from the ranks' looked-up rows, fewer
+    # bytes than the whole table's gradient
+    assert metrics["table_gradients"] == {"sparse_embedding1": "all_gather of looked-up rows"}
 
 
 def test_fewer_files_than_ranks_says_so(demo, scripts, tmp_path):

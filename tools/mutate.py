@@ -235,6 +235,9 @@ MUTANTS = (
            "                                  1.0 / size)",
            "return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
            "                                  1.0)", "equal_one_whole", files=(SHARD,)),
+    Mutant("shared-grad-average", "a shared table's gathered gradient is divided by the ranks",
+           "codegen/runtime/layers.py", "return table.div_(torch.distributed.get_world_size()), None, None",
+           "return table, None, None", "equal_one_whole", files=(SHARD,)),
     Mutant("slot-order-backward", "the slots' gradients go back to the order the lookup yielded them",
            "codegen/runtime/shards.py", "return grad.index_select(ctx.dim, inverse), None, None, None",
            "return grad.index_select(ctx.dim, inverse.flip(0)), None, None, None", "assembled", files=(SHARD,)),

@@ -83,6 +83,20 @@ def all_to_all(out: torch.Tensor, tensor: torch.Tensor, out_splits: list, in_spl
         out.copy_(target)
 
 
+def all_gather_rows(tensor: torch.Tensor) -> torch.Tensor:
+    """Every rank's `tensor` (the same shape on every rank) one after another along dim 0, in rank order."""
+    size = dist.get_world_size()
+    out = tensor.new_empty((size * tensor.shape[0], *tensor.shape[1:]))
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor   # (renamed in torch 2.12)
+    if out.is_cuda and host_only():
+        host = torch.empty(out.shape, dtype=out.dtype)
+        collective(gather, host, tensor.cpu())
+        out.copy_(host)
+    else:
+        collective(gather, out, tensor.contiguous())
+    return out
+
+
 def p2p(fn, tensor: torch.Tensor, peer: int) -> None:
     work = fn(tensor, peer)
     work.wait()

@@ -11,6 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .distributed import all_gather_rows
 from .kernels import GatherRows, RowKernels
 from .shards import ColumnShard, Placement, make_shard, slot_starts
 
@@ -46,6 +47,9 @@ class SparseEmbedding(nn.Module):
         # training forward, for RowSparseOptimizer
         self.replica_lookup: tuple[torch.Tensor, torch.Tensor] | None = None   # the same of replicated slots
         self.kernels = False               # set by the trainer (compiled GPU runs): RowKernels look up (and update)
+        # set by the trainer: a table every rank holds whole and updates whole takes its gradient from every rank's
+        # looked-up rows (SharedRowsGrad) instead of GradientSync's all_reduce of the whole table
+        self.shared_grad = False
         self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size if self.shard is None else self.shard.width))
         self._init_rows()
 
@@ -111,6 +115,8 @@ class SparseEmbedding(nn.Module):
             return self.rows_lookup(rows, nnz, slots=slots)
         if nnz == 1:   # one id per slot: a gather; its backward is one index_add (no sort, unlike F.embedding)
             rows = (ids[..., 0] + offsets).reshape(-1)
+            if self.shared_grad and torch.is_grad_enabled():
+                return SharedRowsGrad.apply(self.weight, rows, self.kernels).reshape(batch, slots, -1)
             if self.kernels:
                 return GatherRows.apply(self.weight, rows).reshape(batch, slots, -1)
             return self.weight.index_select(0, rows).reshape(batch, slots, -1)
@@ -154,6 +160,28 @@ class SparseEmbedding(nn.Module):
         bags = (vectors.reshape(-1, nnz, vectors.shape[-1]) * valid).sum(dim=1)
         bags = bags / valid.sum(dim=1).clamp(min=1) if self.combiner == "mean" else bags
         return bags if slots is None else bags.reshape(-1, slots, bags.shape[-1])
+
+
+class SharedRowsGrad(torch.autograd.Function):
+    """weight[rows] of a table every rank holds whole and updates whole (the spec's optimizer steps every row).
+    Backward gathers every rank's looked-up rows and their gradients (one all_gather each: every rank's batch has
+    the same size in training) and adds them into the table's gradient, divided by the ranks. That is the average
+    GradientSync's all_reduce of every rank's dense gradient gives, for fewer bytes where the batch's lookups are
+    fewer than the table's rows (the trainer decides by size and logs it)."""
+
+    @staticmethod
+    def forward(ctx, weight: torch.Tensor, rows: torch.Tensor, kernels: bool) -> torch.Tensor:
+        ctx.save_for_backward(rows)
+        ctx.table_shape = weight.shape
+        return RowKernels.gather(weight, rows, weight.dtype) if kernels else weight.index_select(0, rows)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (rows,) = ctx.saved_tensors
+        every_row, every_grad = all_gather_rows(rows), all_gather_rows(grad)
+        table = torch.zeros(ctx.table_shape, dtype=grad.dtype, device=grad.device)
+        table.index_add_(0, every_row, every_grad)
+        return table.div_(torch.distributed.get_world_size()), None, None
 
 
 class KeepGrad(torch.autograd.Function):

@@ -12,7 +12,7 @@ from .errors import DataError
 from .job import Optimizer
 from .layers import SparseEmbedding
 from .row_optim import RowSparseOptimizer
-from .shards import ColumnShard, Placement
+from .shards import ColumnShard, Placement, byte_size
 
 # How a SparseEmbedding is split and how its ids and rows travel: shards.py. The dense layers stay data parallel
 # (GradientSync, without the tables).
@@ -78,6 +78,26 @@ def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None,
         lookups[owner] += table["lookups"]
         cost[owner] += share(table)
     return Placement(owners, rank, size, tables, load, kinds, lookups, replicated)
+
+
+def share_gradients(model: nn.Module, features: dict, size: int, batch: int) -> list[str]:
+    """Tables every rank holds whole and updates whole (not sharded): each takes its gradient from every rank's
+    looked-up rows (SparseEmbedding.shared_grad) where those are fewer bytes than the table's gradient, which
+    GradientSync would all_reduce: one-hot inputs only (a multi-hot bag's rows are pooled first). Returns the
+    placement log's lines, one a table."""
+    one_hot = all(s["nnz"] == 1 for s in features["sparse"])
+    lines = []
+    for name, table in model.named_modules():
+        if not isinstance(table, SparseEmbedding) or table.shard is not None or not table.weight.requires_grad:
+            continue
+        whole = table.weight.numel() * table.weight.element_size()
+        rows = size * batch * len(table.cardinalities) * (table.vec_size * table.weight.element_size() + 8)
+        table.shared_grad = one_hot and rows < whole
+        how = (f"an all_gather of every rank's looked-up rows, {byte_size(rows)} a step (the table's: {byte_size(whole)})"
+               if table.shared_grad else f"an all_reduce of the table's, {byte_size(whole)} a step" + (
+                   f" (its looked-up rows: {byte_size(rows)})" if one_hot else " (multi-hot inputs)"))
+        lines.append(f"{name}: every rank holds it whole and updates it whole; its gradient is {how}")
+    return lines
 
 
 def sharded_tables(model: nn.Module) -> list:

@@ -59,13 +59,13 @@ def describe_placement(placement: Placement) -> list[str]:
             copies = [t for t in mine if t["embedding"] == e and not t["columns"]]
             gradient = sum(t["rows"] + 1 for t in copies[:1]) + sum(t["rows"] for t in copies[1:])
             parts.append(f"{e}: slot(s) {', '.join(str(s) for s in placement.replicated[e])} whole (replicated; "
-                         f"gradient: all_reduce of {_size(gradient * copies[0]['vec'] * 4)} a step)")
-        lines.append(f"rank {r}: {len(mine)} table(s), {_size(placement.load[r])} with optimizer state, "
+                         f"gradient: all_reduce of {byte_size(gradient * copies[0]['vec'] * 4)} a step)")
+        lines.append(f"rank {r}: {len(mine)} table(s), {byte_size(placement.load[r])} with optimizer state, "
                      f"{placement.lookups[r]:g} lookups per sample: {', '.join(parts) or 'none'}")
     return lines
 
 
-def _size(nbytes: int) -> str:
+def byte_size(nbytes: int) -> str:
     return (f"{nbytes / 2 ** 30:.2f} GiB" if nbytes >= 2 ** 30 else f"{nbytes / 2 ** 20:.1f} MiB" if nbytes >= 2 ** 20
             else f"{nbytes / 2 ** 10:.1f} KiB")
 

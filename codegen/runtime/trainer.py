@@ -27,7 +27,7 @@ from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .shards import describe_placement
-from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, sharded_tables
+from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
 
 
 @dataclass(frozen=True)
@@ -235,8 +235,14 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     net = model
     long_run = args.max_iter is None or args.max_iter >= 1000
     compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and long_run)
-    # Data parallel: every parameter with a gradient (sharded tables have none: their owners update their rows).
-    grad_sync = GradientSync(list(model.parameters())) if size > 1 else None
+    # Data parallel: every parameter with a gradient (sharded tables have none: their owners update their rows; a
+    # table with shared_grad averages its own in backward).
+    shared = share_gradients(model, features, size, args.batch_size) if size > 1 and placement is None else []
+    for line in shared:
+        log(line)
+    synced = [p for p in model.parameters()
+              if not any(t.shared_grad and t.weight is p for t in model.modules() if isinstance(t, SparseEmbedding))]
+    grad_sync = GradientSync(synced) if size > 1 else None
     if compiled:
         for table in model.modules():
             if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
@@ -257,6 +263,9 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
 
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded}
+    if shared:     # replicated tables updated whole: how each one's gradient is averaged over the ranks
+        metrics["table_gradients"] = {name: "all_gather of looked-up rows" if t.shared_grad else "all_reduce"
+                                      for name, t in model.named_modules() if isinstance(t, SparseEmbedding)}
     if placement is not None:
         local = torch.tensor([list(m.weight.shape) for _, m in sharded_tables(model)], device=device)
         every = [torch.zeros_like(local) for _ in range(size)]
