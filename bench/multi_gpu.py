@@ -55,6 +55,9 @@ def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batc
     return json.loads((out / "metrics.json").read_text())
 
 
+SPLITS = ("auto", "columns", "tables", "columns+replicas", "tables+replicas")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -76,15 +79,16 @@ def main() -> int:
                     help="criteo-kaggle: DLRM's tables at the Criteo-Kaggle cardinalities")
     ap.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), help="passed to every run")
     ap.add_argument("--table-split", type=lambda v: v.split(","), default=[None], metavar="SPLIT[,SPLIT...]",
-                    help="passed to the N ranks (auto, columns, tables); several: one N-rank run each, against the "
-                         "same one-rank run")
+                    help="passed to the N ranks (auto, columns, tables; columns+replicas, tables+replicas: with "
+                         "--replicate-rows at the batch per rank); several: one N-rank run each, against the same "
+                         "one-rank run")
     ap.add_argument("--extra", default="", help="more trainer arguments for every run, e.g. '--cuda-graph off'")
     ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
     args = ap.parse_args()
     if args.ranks < 2:
         ap.error("--ranks must be at least 2")
-    if not set(args.table_split) <= {None, "auto", "columns", "tables"}:
-        ap.error(f"--table-split {','.join(args.table_split)}: each one of auto, columns, tables")
+    if not set(args.table_split) <= {None, *SPLITS}:
+        ap.error(f"--table-split {','.join(args.table_split)}: each one of {', '.join(SPLITS)}")
     script = REPO / "generated" / args.model / "train_torch.py"
     features_path = script.with_name("features.json")
     if not script.is_file():
@@ -114,7 +118,9 @@ def main() -> int:
             for split in (args.table_split if shard != "off" else [None]):
                 extra = common + ("--shard-tables", shard) + (("--embedding-update", "dense") if shard == "off" and
                                                               args.shard_tables == "both" else ())
-                extra += ("--table-split", split) if split else ()
+                name, _, replicas = (split or "").partition("+")
+                extra += (("--table-split", name) if split else ()) + (
+                    ("--replicate-rows", str(args.batch)) if replicas else ())
                 many = run(script, features_path, tmp / "data", tmp / f"many_{shard}_{split}", ranks=args.ranks,
                            batch=args.batch, lr=lr / args.ranks, iters=args.iters, device=device,
                            backend=args.backend, extra=extra)

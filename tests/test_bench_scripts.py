@@ -47,7 +47,7 @@ def test_a_run_that_does_not_learn_is_flagged():
 
 def test_several_table_splits_are_checked_before_anything_runs():
     proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--model", "dlrm", "--table-split", "auto,rows")
-    assert proc.returncode == 2 and "--table-split auto,rows: each one of auto, columns, tables" in proc.stderr
+    assert proc.returncode == 2 and "--table-split auto,rows: each one of auto, columns, tables, columns+replicas, tables+replicas" in proc.stderr
     assert "synthetic rows" not in proc.stdout
 
 

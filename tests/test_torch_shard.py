@@ -136,8 +136,9 @@ def test_small_slots_of_a_column_split_table_are_replicated():
     line = m.describe_placement(placement)[1]
     assert "the other slots, columns 4-7" in line       # gradient: (52 rows + the padding row) x 8 x 4 bytes
     assert "slot(s) 0, 2, 3 whole (replicated; gradient: all_reduce of 1.7 KiB a step)" in line
-    for split in ("columns", "tables"):                  # only auto replicates
-        assert m.place_tables(_tables(m, cards), 2, 1, split=split, replicate_rows=50).replicated == {"a": []}
+    for split in ("columns", "tables"):                  # any split replicates what replicate_rows says
+        assert m.place_tables(_tables(m, cards), 2, 1, split=split, replicate_rows=50).replicated == {"a": [0, 2, 3]}
+        assert m.place_tables(_tables(m, cards), 2, 1, split=split).replicated == {"a": []}
     torch.manual_seed(7)
     whole = _tables(m, cards).a
     torch.manual_seed(7)
@@ -228,17 +229,18 @@ hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
 checked = 0
 cases = [(cards, kind, nnz, combiner, split) for cards in ([7, 40, 300, 5], [6])    # [6]: rank 1 owns no slot
          for kind in hypers for nnz, combiner in ((1, "sum"), (3, "sum"), (3, "mean"))
-         for split in ("tables", "columns", "replicated")]
+         for split in ("tables", "columns", "replicated", "tables+replicated")]
 for cards, kind, nnz, combiner, split in cases:
     hyper = hypers[kind]
     holder = torch.nn.Module()
     with torch.device("meta"):
         holder.t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t")
-    # replicated: split by columns, the slots of at most 50 rows (all of [6]; 7, 40 and 5 of the four) replicated
-    placement = m.place_tables(holder, size, rank, split="auto" if split == "replicated" else split,
-                               replicate_rows=50)
-    assert placement.split["t"] == ("columns" if split == "replicated" else split)
-    assert placement.replicated["t"] == ([] if split != "replicated" else [0, 1, 3] if len(cards) == 4 else [0])
+    # replicated: split by columns, the slots of at most 50 rows (all of [6]; 7, 40 and 5 of the four) replicated;
+    # tables+replicated: the same slots replicated, the others whole on one rank
+    placement = m.place_tables(holder, size, rank, split={"replicated": "auto", "tables+replicated": "tables"}.get(
+        split, split), replicate_rows=50 if "replicated" in split else 0)
+    assert placement.split["t"] == ("columns" if split in ("columns", "replicated") else "tables")
+    assert placement.replicated["t"] == ([] if "replicated" not in split else [0, 1, 3] if len(cards) == 4 else [0])
     if split == "tables" and size == 2:
         assert placement.owners["t"] == ([1, 1, 0, 1] if len(cards) == 4 else [0])   # 300 -> 0, 40, 7, 5 -> 1
     tables = []
@@ -284,11 +286,11 @@ for cards, kind, nnz, combiner, split in cases:
 # process with the global batch, three SGD steps.
 import json
 features = json.loads(open(sys.argv[3]).read())
-for split in ("columns", "tables", "replicated"):
-    with torch.device("meta"):      # replicated: the 13 slots of at most 140 rows (vec 128: not on 3 ranks)
-        placement = m.place_tables(m.Model(features), size, rank, split="auto" if split == "replicated" else split,
-                                   replicate_rows=140)
-    assert sum(map(len, placement.replicated.values())) == (13 if split == "replicated" and 128 % size == 0 else 0)
+for split in ("columns", "tables", "replicated", "tables+replicated"):
+    with torch.device("meta"):      # the 13 slots of at most 140 rows replicated (auto on 3 ranks: whole tables)
+        placement = m.place_tables(m.Model(features), size, rank, split={"replicated": "auto", "tables+replicated":
+                                   "tables"}.get(split, split), replicate_rows=140 if "replicated" in split else 0)
+    assert sum(map(len, placement.replicated.values())) == (13 if "replicated" in split else 0)
     models = []
     for p in (placement, None):
         torch.manual_seed(5)
@@ -357,7 +359,7 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
                     ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     for rank in range(ranks):
-        assert f"rank {rank}: 58 cases equal" in proc.stdout, proc.stdout[-2000:]
+        assert f"rank {rank}: 77 cases equal" in proc.stdout, proc.stdout[-2000:]
 
 
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
@@ -365,6 +367,8 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
 def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     sharded = train(data, tmp_path / "sharded", "--snapshot", "20")
     by_tables = train(data, tmp_path / "tables", "--table-split", "tables", "--snapshot", "0")
+    replicas = train(data, tmp_path / "replicas", "--table-split", "tables", "--replicate-rows", str(BATCH),
+                     "--snapshot", "0")
     dense = train(data, tmp_path / "dense", "--shard-tables", "off", "--embedding-update", "dense",
                   "--snapshot", "0")
     one = train(data, tmp_path / "one", "--lr", "16", "--snapshot", "0", ranks=1, batch=2 * BATCH)
@@ -388,10 +392,21 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     assert min(owned) > 1 and sum(owned) == sum(cards) + 2
     lookups = by_tables["sharding"]["lookups_per_sample_per_rank"]
     assert sum(lookups) == len(cards) and max(lookups) - min(lookups) <= 1    # not most lookups on one rank
+    # by tables with the small slots replicated: each rank its large slots, then every small slot whole, then a
+    # padding row of theirs and its own
+    assert replicas["sharding"]["split"] == {"sparse_embedding1": "tables"}
+    assert replicas["sharding"]["replicated"] == {"sparse_embedding1": small}
+    large = [sum(c for s, (c, t) in enumerate(zip(cards, replicas["sharding"]["tables"])) if t["rank"] == r)
+             for r in (0, 1)]
+    assert [shape[0] for shape in replicas["sharding"]["local_shape_per_rank"]] == [[rows + whole + 1, 128]
+                                                                                   for rows in large]
+    assert min(large) > 0 and sum(large) == sum(cards) - (whole - 1)
+    assert f"slots of at most {BATCH} rows replicated" in replicas["stdout"]
+    assert f"slot(s) {', '.join(map(str, small))} whole (replicated; gradient: all_reduce of " in replicas["stdout"]
     assert len(sharded["peak_memory_bytes_per_rank"]) == 2
     # the same weights as data parallel ranks with dense tables (whole tables in model.pt)
     b = torch.load(tmp_path / "dense" / "model.pt")
-    for run in ("sharded", "tables"):
+    for run in ("sharded", "tables", "replicas"):
         a = torch.load(tmp_path / run / "model.pt")
         assert a.keys() == b.keys() and a["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
         for key in a:
@@ -428,6 +443,8 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     ("dlrm", ("--shard-tables", "on", "--embedding-update", "dense"),
      "--shard-tables on: a sharded table is updated row by row by its owner, not with --embedding-update dense "
      "(fix: --shard-tables off, or --embedding-update auto)"),
+    ("dlrm", ("--replicate-rows", "-1"), "--replicate-rows -1: a number of rows, 0 or more (fix: --replicate-rows 0 "
+                                         "replicates no slot)"),
 ])
 def test_bad_combinations_are_one_line(data, tmp_path, script, extra, expected):
     path = REPO / "generated" / script / "train_torch.py"
@@ -489,7 +506,7 @@ def test_assembled_vectors_are_in_slot_order_eager_and_compiled():
             given, expected = (whole.transpose(0, 1)[order],), (weights.transpose(0, 1)[order],)
         for fn in (table.shard.assemble, torch.compile(table.shard.assemble, fullgraph=True)):
             leaves = tuple(part.clone().requires_grad_() for part in given)
-            out = fn(table, leaves if placement is columns else leaves[0])
+            out = fn(table, leaves if placement is columns else (leaves[0], None))
             (out * weights).sum().backward()
             assert torch.equal(out.detach(), whole)
             assert all(torch.equal(leaf.grad, grad) for leaf, grad in zip(leaves, expected))

@@ -73,6 +73,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
                          "rank, placed by bytes and lookups); auto: columns where the ranks divide vec_size, "
                          "with the slots of at most --batch-size rows replicated on every rank (their gradient is "
                          "one all_reduce instead of exchanged rows)")
+    ap.add_argument("--replicate-rows", type=int, metavar="ROWS",
+                    help="sharded tables: the slots of at most ROWS rows are held whole by every rank instead, with "
+                         "any --table-split (default: --batch-size with --table-split auto, else 0: none)")
     ap.add_argument("--data-on", choices=("auto", "gpu", "device", "host", "stream"), default="auto",
                     help="where the training rows live: gpu memory, pinned host memory, or stream (row groups "
                          "read ahead from the files on a thread); auto: gpu when they fit in half the free GPU "

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from .distributed import all_gather_rows
 from .kernels import GatherRows, RowKernels
-from .shards import ColumnShard, Placement, make_shard, slot_starts
+from .shards import Placement, make_shard, slot_starts
 
 # A slot's initial rows come from generators of their own, one per INIT_ROWS rows: a table split by columns draws
 # its rows' every column and keeps its own, chunk by chunk (a whole Criteo slot is never drawn at once).
@@ -74,18 +74,16 @@ class SparseEmbedding(nn.Module):
                     drawn = torch.empty(b - a, self.vec_size, device=self.weight.device)
                     target[a:b] = drawn.uniform_(-0.05, 0.05, generator=generator)[:, columns[0]:columns[1]]
         self.weight[self.padding_row].zero_()
-        if isinstance(self.shard, ColumnShard) and self.shard.replicated:
+        if self.shard is not None and self.shard.replicated:
             self.shard.replica(self.weight)[-1].zero_()
 
     def _slot_targets(self):
         """(slot, its rows in this rank's weight, the columns drawn rows keep or None) per slot this rank holds."""
-        if isinstance(self.shard, ColumnShard):
+        if self.shard is not None:
             yield from self.shard.slot_targets(self.weight)
             return
-        start = 0
-        for s in (self.shard.slots if self.shard is not None else range(len(self.cardinalities))):
+        for s, start in enumerate(slot_starts(self.cardinalities)):
             yield s, self.weight[start:start + self.cardinalities[s]], None
-            start += self.cardinalities[s]
 
     def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
         key = prefix + "weight"
@@ -130,8 +128,8 @@ class SparseEmbedding(nn.Module):
         """(rows.numel() / nnz, width), or (rows.numel() / nnz / slots, slots, width) given `slots`: this rank's
         `rows` (offset; the padding row where an id is -1) looked up and, with nnz > 1, pooled by the combiner. With
         gradients on, the looked-up rows become a leaf whose gradient RowSparseOptimizer applies row by row: the table
-        itself gets no (dense) gradient. `replica`: rows of the ColumnShard's replicated slots, whole rows of its
-        replica view (their leaf is `replica_lookup`)."""
+        itself gets no (dense) gradient. `replica`: rows of the shard's replicated slots, whole rows of its replica
+        view (their leaf is `replica_lookup`)."""
         weight = self.shard.replica(self.weight) if replica and self.shard is not None else self.weight
         padding = weight.shape[0] - 1 if replica else self.padding_row
         kind = rows.device.type

@@ -29,14 +29,14 @@ def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None,
                  replicate_rows: int = 0) -> Placement:
     """Where each table lives; deterministic, every rank computes the same placement.
 
-    ``split`` auto: a SparseEmbedding whose vec_size the ranks divide (at least MIN_COLUMNS columns each) is split
-    by columns, so every rank holds the same bytes and looks up the same ids whatever the tables' sizes; of such an
-    embedding, the slots of at most ``replicate_rows`` rows are replicated instead (auto only: every rank holds them
-    whole and looks up its own ids; their gradient is one all_reduce of rows x vec_size, where the split slots
-    exchange batch x vec_size per slot each way). The others (and all with ``split`` tables) are placed whole, slot
-    by slot, largest cost first onto the rank of least cost, ties to the lower rank. A table's cost is its share of
-    the bytes (rows x vec x 4, times 1 + its optimizer's state tensors) plus its share of the lookups per sample (its
-    hotness), so no rank does most of the lookups."""
+    The slots of at most ``replicate_rows`` rows are replicated: every rank holds them whole and looks up its own
+    ids; their gradient is one all_reduce of rows x vec_size, where the other slots exchange batch x vec_size per
+    slot each way. ``split`` auto: a SparseEmbedding whose vec_size the ranks divide (at least MIN_COLUMNS columns
+    each) is split by columns, so every rank holds the same bytes and looks up the same ids whatever the tables'
+    sizes. The others (and all with ``split`` tables) are placed whole, slot by slot, largest cost first onto the
+    rank of least cost, ties to the lower rank. A table's cost is its share of the bytes (rows x vec x 4, times 1 +
+    its optimizer's state tensors) plus its share of the lookups per sample (its hotness), so no rank does most of
+    the lookups."""
     per_row = 4 * (1 + ROW_STATE.get(row_update or "", 0))
     tables, owners, kinds, replicated = [], {}, {}, {}
     for name, module in model.named_modules():
@@ -45,12 +45,11 @@ def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None,
             columns = split != "tables" and vec % size == 0 and vec // size >= MIN_COLUMNS
             kinds[name] = "columns" if columns else "tables"
             owners[name] = [0] * len(module.cardinalities)
-            replicated[name] = [s for s, rows in enumerate(module.cardinalities)
-                                if columns and split == "auto" and rows <= replicate_rows]
+            replicated[name] = [s for s, rows in enumerate(module.cardinalities) if rows <= replicate_rows]
             tables += [{"embedding": name, "slot": s, "rows": rows, "bytes": rows * vec * per_row, "vec": vec,
                         "lookups": 1} for s, rows in enumerate(module.cardinalities)]   # one bag per sample
     load, lookups = [0] * size, [0.0] * size
-    whole = [t for t in tables if kinds[t["embedding"]] == "tables"]
+    whole = [t for t in tables if kinds[t["embedding"]] == "tables" and t["slot"] not in replicated[t["embedding"]]]
     for table in tables:
         if table["slot"] in replicated[table["embedding"]]:    # every rank: the whole slot, its own samples' ids
             table["rank"], table["columns"] = "all", None
@@ -116,7 +115,7 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
     full = torch.empty((sum(shard.cardinalities) + 1, *width), dtype=local.dtype) if rank == 0 else None
     chunk = max(1, CHUNK_BYTES // max(1, local[:1].numel() * local.element_size()))
     for s, owner in enumerate(shard.placement.owners[table.name]):
-        if rank not in (0, owner):
+        if rank not in (0, owner) or s in shard.replicated:
             continue
         start, first = shard.global_start[s], shard.local_start[s]
         for a in range(0, shard.cardinalities[s], chunk):
@@ -133,7 +132,17 @@ def full_rows(table: SparseEmbedding, local: torch.Tensor) -> torch.Tensor | Non
                 full[start + a:start + b] = buffer.cpu()  # type: ignore[index]
     if full is not None:
         full[-1] = local[-1].cpu()      # the padding row (every rank's is the same)
+        _replicas_into(full, shard, local)
     return full
+
+
+def _replicas_into(full: torch.Tensor, shard, local: torch.Tensor) -> None:
+    """The replicated slots of a whole table (rank 0's replica: every rank's is the same)."""
+    if shard.replicated:
+        replica = shard.replica(local)
+        for s in shard.replicated:
+            a, n = shard.replica_start[s], shard.cardinalities[s]
+            full[shard.global_start[s]:shard.global_start[s] + n] = replica[a:a + n].cpu()
 
 
 def full_columns(shard: ColumnShard, local: torch.Tensor) -> torch.Tensor | None:
@@ -160,11 +169,8 @@ def full_columns(shard: ColumnShard, local: torch.Tensor) -> torch.Tensor | None
             else:
                 part = local[first + a:first + b]
                 p2p(dist.isend, part.cpu() if host_only() else part.contiguous(), 0)
-    if full is not None and shard.replicated:
-        replica = shard.replica(local)
-        for s in shard.replicated:
-            a, n = shard.replica_start[s], shard.cardinalities[s]
-            full[shard.global_start[s]:shard.global_start[s] + n] = replica[a:a + n].cpu()
+    if full is not None:
+        _replicas_into(full, shard, local)
     return full
 
 

@@ -43,7 +43,7 @@ def slot_starts(cardinalities: list[int]) -> list[int]:
 def make_shard(placement: Placement, name: str, cardinalities: list[int], vec_size: int):
     if placement.split.get(name) == "columns":
         return ColumnShard(placement, cardinalities, vec_size, placement.replicated.get(name, []))
-    return TableShard(placement, name, cardinalities, vec_size)
+    return TableShard(placement, name, cardinalities, vec_size, placement.replicated.get(name, []))
 
 
 def describe_placement(placement: Placement) -> list[str]:
@@ -56,7 +56,7 @@ def describe_placement(placement: Placement) -> list[str]:
         parts += [f"{e}: " + ("the other slots" if e in whole else "every slot") + f", columns {a}-{b - 1}"
                   for e, (a, b) in sorted(columns.items())]
         for e in whole:     # the replicas' gradient: one all_reduce of their whole rows (fp32) a step
-            copies = [t for t in mine if t["embedding"] == e and not t["columns"]]
+            copies = [t for t in mine if t["embedding"] == e and t["rank"] == "all" and not t["columns"]]
             gradient = sum(t["rows"] + 1 for t in copies[:1]) + sum(t["rows"] for t in copies[1:])
             parts.append(f"{e}: slot(s) {', '.join(str(s) for s in placement.replicated[e])} whole (replicated; "
                          f"gradient: all_reduce of {byte_size(gradient * copies[0]['vec'] * 4)} a step)")
@@ -70,14 +70,111 @@ def byte_size(nbytes: int) -> str:
             else f"{nbytes / 2 ** 10:.1f} KiB")
 
 
-class TableShard:
-    """A SparseEmbedding's part on this rank: the slots it owns, stacked in slot order (then the padding row), and
-    how ids and rows travel between ranks."""
+class Replicas:
+    """A shard's replicated slots (small ones, whose rows cost less to keep on every rank than to exchange): every
+    rank holds them whole and looks up its own ids of them; their gradient is one all_reduce a step.
 
-    def __init__(self, placement: Placement, name: str, cardinalities: list[int], vec_size: int):
+    In the rank's weight they start at row `replica_base`: the slots' rows in slot order, then a padding row of
+    theirs, each whole row as `copies` consecutive rows of the weight (a ColumnShard's weight is 1 / ranks of a row
+    wide), so `replica` is a contiguous (rows, vec_size) view and the row optimizer's state has the same layout."""
+
+    placement: Placement
+    vec_size: int
+    cardinalities: list[int]
+    global_start: list[int]
+    order: list[int]
+    cache: dict
+
+    def _place_replicas(self, cardinalities: list[int], replicated: list[int] | None, base: int, copies: int) -> int:
+        """Lay the replicated slots out from row `base`; returns the row after them."""
+        self.replicated = sorted(replicated or [])
+        self.replica_base, self.replica_rows, self.replica_start = base, 0, {}   # replica_rows: whole rows
+        for s in self.replicated:
+            self.replica_start[s], self.replica_rows = self.replica_rows, self.replica_rows + cardinalities[s]
+        self.replica_copies = copies
+        return base + ((self.replica_rows + 1) * copies if self.replicated else 0)
+
+    def replica(self, local: torch.Tensor) -> torch.Tensor:
+        """The replicated slots' whole rows (then their padding row) of a tensor shaped like this rank's weight."""
+        region = local[self.replica_base:self.replica_base + (self.replica_rows + 1) * self.replica_copies]
+        return region.view(self.replica_rows + 1, self.vec_size)
+
+    def _replica_targets(self, weight: torch.Tensor):
+        for s in self.replicated:
+            yield s, self.replica(weight)[self.replica_start[s]:self.replica_start[s] + self.cardinalities[s]], None
+
+    def _own_replicas(self, full: torch.Tensor) -> list[torch.Tensor]:
+        """The replicated slots' rows of a whole table's tensor (their padding row takes the table's), as laid out."""
+        if not self.replicated:
+            return []
+        whole = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s]] for s in self.replicated]
+        return [torch.cat(whole + [full[-1:]]).reshape(-1, full.shape[1] // self.replica_copies)]
+
+    def _index(self, key: str, device: torch.device) -> torch.Tensor:
+        if (key, device) not in self.cache:
+            values = {"replicated": self.replicated,
+                      "replica_offsets": [self.replica_start[s] for s in self.replicated], **self._indices()}[key]
+            self.cache[key, device] = torch.tensor(values, dtype=torch.int64, device=device)
+        return self.cache[key, device]
+
+    def _indices(self) -> dict:
+        return {}
+
+    def replica_lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:   # a layers.SparseEmbedding
+        """(batch, replicated slots, vec): this rank's ids of the replicated slots, looked up in the replica."""
+        mine = ids.index_select(1, self._index("replicated", ids.device))
+        batch, slots, nnz = mine.shape
+        offsets = self._index("replica_offsets", ids.device)
+        rows = (mine[..., 0] + offsets if nnz == 1 else
+                torch.where(mine >= 0, mine + offsets[:, None], self.replica_rows)).reshape(-1)
+        return table.rows_lookup(rows, nnz, replica=True, slots=slots)
+
+    def replica_gradient(self, rows: torch.Tensor, grads: torch.Tensor, kernels: bool = False,
+                         counted: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """The replicated rows' gradient of the global batch, on every rank: (whether any rank looked a row up, or
+        None unless `counted`; the gradient), one entry per whole row of the replica (its padding row: never looked
+        up, zero). Each rank adds its lookups' gradients (by RowKernels' run-length sum on the compiled GPU path)
+        and, if `counted`, a count per row into one buffer; one all_reduce sums the ranks', and the sum is divided
+        by the ranks (as the dense gradients and the exchanged rows' are)."""
+        n, vec = self.replica_rows + 1, self.vec_size
+        flat = torch.zeros(n * (vec + 1) if counted else n * vec, device=grads.device)
+        summed = flat[:n * vec].view(n, vec)
+        if kernels:
+            RowKernels.sgd(summed, rows, grads, torch.full((), -1.0, device=grads.device))   # adds each row's sum
+        else:
+            summed.index_add_(0, rows, grads.reshape(rows.numel(), -1).float())
+        if counted:
+            flat[n * vec:].index_add_(0, rows, torch.ones(rows.numel(), device=grads.device))
+        all_reduce(flat)
+        summed.div_(self.placement.size)
+        if not counted:
+            return None, summed
+        looked_up = flat[n * vec:] > 0
+        looked_up[-1:].fill_(False)      # (a fill: no host-to-device copy inside a CUDA graph)
+        return looked_up, summed.mul_(looked_up[:, None])
+
+    def _in_slot_order(self, table: torch.nn.Module, others: torch.Tensor | None,
+                       replicated: torch.Tensor | None) -> torch.Tensor:
+        """(batch, slots, vec) in slot order from the other slots' vectors (in `order`) and the replicated ones'."""
+        if replicated is None:
+            assert others is not None, "a lookup of at least one slot"
+            return others if list(self.order) == sorted(self.order) else \
+                SlotOrder.apply(others, table.slot_inverse, table.slot_order, 1)
+        if others is None:
+            return replicated
+        return SlotOrder.apply(torch.cat([others, replicated], dim=1), table.slot_inverse, table.slot_order, 1)
+
+
+class TableShard(Replicas):
+    """A SparseEmbedding's part on this rank: the slots it owns, stacked in slot order, then the replicated slots
+    (`Replicas`), then the padding row; and how ids and rows travel between ranks."""
+
+    def __init__(self, placement: Placement, name: str, cardinalities: list[int], vec_size: int,
+                 replicated: list[int] | None = None):
         self.placement, self.width, self.vec_size = placement, vec_size, vec_size
         owners = placement.owners[name]
-        self.by_rank = [[s for s, o in enumerate(owners) if o == r] for r in range(placement.size)]
+        kept = set(replicated or [])
+        self.by_rank = [[s for s, o in enumerate(owners) if o == r and s not in kept] for r in range(placement.size)]
         self.slots = self.by_rank[placement.rank]
         self.cardinalities = cardinalities
         self.global_start = slot_starts(cardinalities)
@@ -87,16 +184,27 @@ class TableShard:
             for s in slots:
                 self.local_start[s] = start
                 start += cardinalities[s]
-        self.rows = sum(cardinalities[s] for s in self.slots)      # this rank's rows (the padding row follows)
-        self.order = [s for slots in self.by_rank for s in slots]       # slots as the exchange yields them: by owner
+        owned = sum(cardinalities[s] for s in self.slots)
+        self.rows = self._place_replicas(cardinalities, replicated, owned, 1)    # this rank's rows, then padding
+        self.exchanged = [s for slots in self.by_rank for s in slots]    # the other slots, grouped by owner
+        self.order = self.exchanged + self.replicated         # the slots as `lookup` yields them
         self.cache: dict = {}
+
+    def _indices(self) -> dict:
+        return {"exchanged": self.exchanged}
+
+    def slot_targets(self, weight: torch.Tensor):
+        """(slot, its rows in `weight`, None: every column) per slot this rank holds."""
+        for s in self.slots:
+            yield s, weight[self.local_start[s]:self.local_start[s] + self.cardinalities[s]], None
+        yield from self._replica_targets(weight)
 
     def own(self, full: torch.Tensor) -> torch.Tensor:
         """This rank's rows of a tensor shaped like the whole table (a checkpoint's weight or optimizer state)."""
         if full.shape[0] == self.rows + 1:
             return full
         parts = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s]] for s in self.slots]
-        return torch.cat(parts + [full[-1:]])
+        return torch.cat(parts + self._own_replicas(full) + [full[-1:]])
 
     def _offsets(self, sizes: tuple, nnz: int, device: torch.device) -> torch.Tensor:
         """Per received id, the local start of its slot (blocks per source rank, each slot-major)."""
@@ -106,15 +214,20 @@ class TableShard:
             self.cache[key] = torch.cat([starts.repeat_interleave(b * nnz) for b in sizes]) if sizes else starts[:0]
         return self.cache[key]
 
-    def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:   # a layers.SparseEmbedding
-        """This rank's ids' vectors, every table looked up by its owner: (slots, batch, vec), the slots in `order`
-        (`assemble` puts them in slot order)."""
-        batch, slots, nnz = ids.shape
+    def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> tuple:   # a layers.SparseEmbedding
+        """This rank's ids' vectors: (the exchanged slots' (slots, batch, vec), each looked up by its owner, in
+        owner order, or None; the replicated slots' (batch, slots, vec) or None). `assemble` makes them one."""
+        exchanged = self.exchange(table, ids) if self.exchanged else None
+        return exchanged, self.replica_lookup(table, ids) if self.replicated else None
+
+    def exchange(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
+        batch, _, nnz = ids.shape
+        slots = len(self.exchanged)
         size, mine = self.placement.size, len(self.slots)
         sizes = tuple(self.placement.sizes or [batch] * size)
         counts = [len(s) for s in self.by_rank]
         # 1. ids to their owners: slot-major blocks, one per owner
-        send = ids.transpose(0, 1).index_select(0, table.slot_order).reshape(-1)
+        send = ids.transpose(0, 1).index_select(0, self._index("exchanged", ids.device)).reshape(-1)
         received = ids.new_empty(sum(sizes) * mine * nnz)
         all_to_all(received, send, [b * mine * nnz for b in sizes], [batch * c * nnz for c in counts])
         # 2. the owner looks up every rank's rows; in training they are the leaf RowSparseOptimizer updates
@@ -125,20 +238,19 @@ class TableShard:
         back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], 1.0 / size)
         return back.reshape(slots, batch, -1)
 
-    def assemble(self, table: torch.nn.Module, vectors: torch.Tensor) -> torch.Tensor:
-        """(batch, slots, vec) in slot order from `lookup`'s vectors (in the compiled graph: a gather fused into the
-        layer that reads it, both ways)."""
-        return SlotOrder.apply(vectors, table.slot_inverse, table.slot_order, 0).transpose(0, 1)
+    def assemble(self, table: torch.nn.Module, parts: tuple) -> torch.Tensor:
+        """(batch, slots, vec) in slot order from `lookup`'s parts (in the compiled graph: gathers fused into the
+        layer that reads the vectors, both ways)."""
+        exchanged, replicated = parts
+        return self._in_slot_order(table, None if exchanged is None else exchanged.transpose(0, 1), replicated)
 
 
-class ColumnShard:
+class ColumnShard(Replicas):
     """A SparseEmbedding split by columns: this rank holds every row of every slot, columns
-    [rank * width, (rank + 1) * width) of them; `replicated` slots (small ones, whose rows cost less to keep on every
-    rank than to exchange) are held whole by every rank and looked up where their ids are.
+    [rank * width, (rank + 1) * width) of them, and the replicated slots whole (`Replicas`).
 
     The rank's weight, `width` columns: the split slots' rows (slot order), then the replicated slots' rows and a
-    padding row of theirs, each whole row as `ranks` consecutive rows of the weight (so `replica` is a contiguous
-    (rows, vec_size) view, and the row optimizer's state has the same layout), then the padding row."""
+    padding row of theirs (each whole row as `ranks` rows of the weight), then the padding row."""
 
     def __init__(self, placement: Placement, cardinalities: list[int], vec_size: int, replicated: list[int] | None = None):
         size = placement.size
@@ -146,30 +258,24 @@ class ColumnShard:
         self.width = vec_size // size
         self.columns = (placement.rank * self.width, (placement.rank + 1) * self.width)
         self.cardinalities = cardinalities
-        self.replicated = sorted(replicated or [])
-        self.split_slots = [s for s in range(len(cardinalities)) if s not in self.replicated]
-        self.order = self.split_slots + self.replicated      # the slots as `lookup` yields them
+        kept = set(replicated or [])
+        self.split_slots = [s for s in range(len(cardinalities)) if s not in kept]
         self.global_start = slot_starts(cardinalities)
-        self.split_start, self.replica_start, start = {}, {}, 0
+        self.split_start, start = {}, 0
         for s in self.split_slots:
             self.split_start[s], start = start, start + cardinalities[s]
-        self.replica_base, self.replica_rows = start, 0        # replica_rows: whole rows, its padding row follows
-        for s in self.replicated:
-            self.replica_start[s], self.replica_rows = self.replica_rows, self.replica_rows + cardinalities[s]
-        self.rows = start + ((self.replica_rows + 1) * size if self.replicated else 0)
+        self.rows = self._place_replicas(cardinalities, replicated, start, size)
+        self.order = self.split_slots + self.replicated      # the slots as `lookup` yields them
         self.cache: dict = {}
 
-    def replica(self, local: torch.Tensor) -> torch.Tensor:
-        """The replicated slots' whole rows (then their padding row) of a tensor shaped like this rank's weight."""
-        region = local[self.replica_base:self.replica_base + (self.replica_rows + 1) * self.placement.size]
-        return region.view(self.replica_rows + 1, self.vec_size)
+    def _indices(self) -> dict:
+        return {"split": self.split_slots, "split_offsets": [self.split_start[s] for s in self.split_slots]}
 
     def slot_targets(self, weight: torch.Tensor):
         """(slot, its rows in `weight` (a replicated slot's whole rows), the columns kept or None) per slot."""
         for s in self.split_slots:
             yield s, weight[self.split_start[s]:self.split_start[s] + self.cardinalities[s]], self.columns
-        for s in self.replicated:
-            yield s, self.replica(weight)[self.replica_start[s]:self.replica_start[s] + self.cardinalities[s]], None
+        yield from self._replica_targets(weight)
 
     def own(self, full: torch.Tensor) -> torch.Tensor:
         """This rank's part of a tensor shaped like the whole table (a checkpoint's weight or row state)."""
@@ -177,18 +283,7 @@ class ColumnShard:
             return full
         a, b = self.columns
         parts = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s], a:b] for s in self.split_slots]
-        if self.replicated:     # whole rows as `ranks` rows each; the padding row's values for their padding row
-            whole = [full[self.global_start[s]:self.global_start[s] + self.cardinalities[s]] for s in self.replicated]
-            parts.append(torch.cat(whole + [full[-1:]]).reshape(-1, self.width))
-        return torch.cat(parts + [full[-1:, a:b]]).contiguous()
-
-    def _index(self, key: str, device: torch.device) -> torch.Tensor:
-        if (key, device) not in self.cache:
-            values = {"split": self.split_slots, "replicated": self.replicated,
-                      "split_offsets": [self.split_start[s] for s in self.split_slots],
-                      "replica_offsets": [self.replica_start[s] for s in self.replicated]}[key]
-            self.cache[key, device] = torch.tensor(values, dtype=torch.int64, device=device)
-        return self.cache[key, device]
+        return torch.cat(parts + self._own_replicas(full) + [full[-1:, a:b]]).contiguous()
 
     def lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> tuple:   # a layers.SparseEmbedding
         """This rank's ids' vectors: (the split slots' columns from every rank as exchanged or None, the replicated
@@ -199,12 +294,7 @@ class ColumnShard:
             split = self.split_lookup(table, ids if not self.replicated else
                                       ids.index_select(1, self._index("split", ids.device)))
         if self.replicated:
-            mine = ids.index_select(1, self._index("replicated", ids.device))
-            batch, slots, nnz = mine.shape
-            offsets = self._index("replica_offsets", ids.device)
-            rows = (mine[..., 0] + offsets if nnz == 1 else
-                    torch.where(mine >= 0, mine + offsets[:, None], self.replica_rows)).reshape(-1)
-            replicated = table.rows_lookup(rows, nnz, replica=True, slots=slots)
+            replicated = self.replica_lookup(table, ids)
         return split, replicated
 
     def split_lookup(self, table: torch.nn.Module, ids: torch.Tensor) -> torch.Tensor:
@@ -232,35 +322,7 @@ class ColumnShard:
         if split is not None:
             n = len(self.split_slots)
             split = split.reshape(self.placement.size, -1, n, self.width).permute(1, 2, 0, 3).reshape(-1, n, self.vec_size)
-        if replicated is None:
-            return split
-        if split is None:
-            return replicated
-        return SlotOrder.apply(torch.cat([split, replicated], dim=1), table.slot_inverse, table.slot_order, 1)
-
-    def replica_gradient(self, rows: torch.Tensor, grads: torch.Tensor, kernels: bool = False,
-                         counted: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
-        """The replicated rows' gradient of the global batch, on every rank: (whether any rank looked a row up, or
-        None unless `counted`; the gradient), one entry per whole row of the replica (its padding row: never looked
-        up, zero). Each rank adds its lookups' gradients (by RowKernels' run-length sum on the compiled GPU path)
-        and, if `counted`, a count per row into one buffer; one all_reduce sums the ranks', and the sum is divided
-        by the ranks (as the dense gradients and the exchanged rows' are)."""
-        n, vec = self.replica_rows + 1, self.vec_size
-        flat = torch.zeros(n * (vec + 1) if counted else n * vec, device=grads.device)
-        summed = flat[:n * vec].view(n, vec)
-        if kernels:
-            RowKernels.sgd(summed, rows, grads, torch.full((), -1.0, device=grads.device))   # adds each row's sum
-        else:
-            summed.index_add_(0, rows, grads.reshape(rows.numel(), -1).float())
-        if counted:
-            flat[n * vec:].index_add_(0, rows, torch.ones(rows.numel(), device=grads.device))
-        all_reduce(flat)
-        summed.div_(self.placement.size)
-        if not counted:
-            return None, summed
-        looked_up = flat[n * vec:] > 0
-        looked_up[-1:].fill_(False)      # (a fill: no host-to-device copy inside a CUDA graph)
-        return looked_up, summed.mul_(looked_up[:, None])
+        return self._in_slot_order(table, split, replicated)
 
 
 class SlotOrder(torch.autograd.Function):

@@ -190,12 +190,19 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     row_updates = args.embedding_update != "dense" and rows_kind is not None and not continuous and \
         (size == 1 or sharded)
     placement = None
+    replicate = args.replicate_rows if args.replicate_rows is not None else \
+        args.batch_size if args.table_split == "auto" else 0
+    if args.replicate_rows is not None and args.replicate_rows < 0:
+        raise DataError(f"--replicate-rows {args.replicate_rows}: a number of rows, 0 or more (fix: --replicate-rows 0 "
+                        "replicates no slot)")
     if sharded:     # placed from a model on the meta device (no memory), before the seed is set
         with torch.device("meta"):
             placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split,
-                                     replicate_rows=args.batch_size)
-        log(f"tables sharded over {size} ranks (split by columns where the ranks divide vec_size, slots of at most "
-            f"{args.batch_size} rows replicated; else whole tables by bytes and lookups):")
+                                     replicate_rows=replicate)
+        how = {"auto": "split by columns where the ranks divide vec_size, else whole tables by bytes and lookups",
+               "columns": "split by columns", "tables": "whole tables by bytes and lookups"}[args.table_split]
+        log(f"tables sharded over {size} ranks ({how}" + (f"; slots of at most {replicate} rows replicated"
+                                                          if replicate else "") + "):")
         for line in describe_placement(placement):
             log("  " + line)
 
