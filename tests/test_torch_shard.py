@@ -311,7 +311,7 @@ for split in ("columns", "tables", "replicated", "tables+replicated"):
             opt.zero_grad()
             torch.nn.functional.binary_cross_entropy_with_logits(model(dense[rows], ids[rows]), label[rows]).backward()
             if model is part:
-                sync()
+                sync(later=True)      # as the trainer's step: the all_reduce is waited for by opt.step()
             opt.step()
     theirs = whole.state_dict()
     for key, value in m.model_state(part).items():

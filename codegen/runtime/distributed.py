@@ -28,9 +28,34 @@ def collective(fn, *args, **kwargs) -> None:
     RECENT_WORK.append(work)
 
 
-def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM) -> torch.Tensor:
+# Collectives of the step launched but not yet waited for, by what they carry ("rows": exchanged row gradients,
+# "replicas": the replicated slots' gradient, "dense": GradientSync's), each with what runs once it is done. On the
+# GPU the wait only makes the current stream wait for NCCL's, so what runs between the launch and `settle` (the
+# row updates) overlaps the transfer. Nothing may read or write a deferred collective's tensors before `settle`.
+PENDING: dict[str, list] = collections.defaultdict(list)
+
+
+def defer(key: str, work, then=None) -> None:
+    PENDING[key].append((work, then))
+
+
+def settle(*keys: str) -> None:
+    """Wait for the collectives deferred under `keys` (all, with none given), in launch order."""
+    for key in keys or tuple(PENDING):
+        for work, then in PENDING.pop(key, []):
+            work.wait()
+            RECENT_WORK.append(work)
+            if then is not None:
+                then()
+
+
+def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM, later: str | None = None) -> torch.Tensor:
+    """Sum `value` over the ranks in place; `later`: launched now, done at settle(later)."""
     if dist.is_initialized():
-        collective(dist.all_reduce, value, op=op)
+        if later is None:
+            collective(dist.all_reduce, value, op=op)
+        else:
+            defer(later, dist.all_reduce(value, op=op, async_op=True))
     return value
 
 
@@ -71,16 +96,25 @@ def host_only() -> bool:
 EXCHANGE_WORK: collections.deque = collections.deque(maxlen=1)
 
 
-def all_to_all(out: torch.Tensor, tensor: torch.Tensor, out_splits: list, in_splits: list) -> None:
+def all_to_all(out: torch.Tensor, tensor: torch.Tensor, out_splits: list, in_splits: list,
+               later: str | None = None) -> None:
     """all_to_all_single along dim 0 (NCCL captures it in a CUDA graph; bench/exchange.py measured it faster than a
-    group of sends and receives of the other ranks' blocks with a device copy of the own one)."""
+    group of sends and receives of the other ranks' blocks with a device copy of the own one). `later`: launched
+    now, `out` filled at settle(later)."""
     target = torch.empty(out.shape, dtype=out.dtype) if out.is_cuda and host_only() else out
     work = dist.all_to_all_single(target, tensor.cpu() if target is not out else tensor, out_splits, in_splits,
                                   async_op=True)
+
+    def done() -> None:
+        EXCHANGE_WORK.append(work)
+        if target is not out:
+            out.copy_(target)
+
+    if later is not None:
+        defer(later, work, done)
+        return
     work.wait()
-    EXCHANGE_WORK.append(work)
-    if target is not out:
-        out.copy_(target)
+    done()
 
 
 def all_gather_rows(tensor: torch.Tensor) -> torch.Tensor:
@@ -118,20 +152,25 @@ class GradientSync:
             for p in self.params:
                 collective(dist.broadcast, p.data, 0)
 
-    def __call__(self) -> None:
+    def __call__(self, later: bool = False) -> None:
+        """Average the gradients; `later`: the all_reduces are launched now and done at settle("dense")."""
         grads = [p.grad for p in self.params if p.grad is not None]
         small = [g for g in grads if g.numel() * g.element_size() <= self.FLAT_BYTES]
         for g in grads:
             if g.numel() * g.element_size() > self.FLAT_BYTES:
-                collective(dist.all_reduce, g)
-                g.div_(self.size)
+                defer("dense", dist.all_reduce(g, async_op=True), lambda g=g: g.div_(self.size))
         for dtype in sorted({g.dtype for g in small}, key=str):
             group = [g for g in small if g.dtype == dtype]
             flat = torch.cat([g.reshape(-1) for g in group])
-            collective(dist.all_reduce, flat)
-            flat.div_(self.size)
-            parts = flat.split([g.numel() for g in group])
-            torch._foreach_copy_(group, [part.view_as(g) for part, g in zip(parts, group)])
+
+            def back(flat=flat, group=group) -> None:
+                flat.div_(self.size)
+                parts = flat.split([g.numel() for g in group])
+                torch._foreach_copy_(group, [part.view_as(g) for part, g in zip(parts, group)])
+
+            defer("dense", dist.all_reduce(flat, async_op=True), back)
+        if not later:
+            settle("dense")
 
 
 def peak_memory(device: torch.device) -> int:

@@ -7,7 +7,7 @@ import contextlib
 import torch
 import torch.distributed as dist
 
-from .distributed import all_reduce
+from .distributed import all_reduce, settle
 from .errors import DataError
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -56,6 +56,7 @@ class LossScaler:
         (loss * self.scale).backward()
         if sync is not None:      # the ranks' dense gradients averaged (distributed.GradientSync)
             sync()
+        settle()                  # (and the exchanged rows' gradients, read below)
         found = self.found_inf.zero_()
         torch._amp_foreach_non_finite_check_and_unscale_([g for g in grads() if g is not None], found,
                                                           self.scale.double().reciprocal().float())

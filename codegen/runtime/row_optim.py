@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from .distributed import settle
 from .errors import DataError
 from .kernels import RowKernels
 
@@ -46,22 +47,34 @@ class RowSparseOptimizer:
                 self.state.append({})
 
     def grads(self):
+        settle("rows")
         return [leaf[1].grad for t in self.tables for leaf in (t.lookup, t.replica_lookup) if leaf is not None]
 
     @torch.no_grad()
     def step(self) -> None:
+        """Each table's looked-up rows, and its replica (sharded tables). Order, for several ranks: the replicas'
+        gradient is summed and its all_reduce launched first, then the exchanged rows' gradients (launched in
+        backward) are waited for and their rows updated, then the replicas, so the transfers overlap the work."""
         lr = self.param_groups[0]["lr"]
         self.steps += 1
+        replicas = []
+        for table, state in zip(self.tables, self.state):
+            if table.replica_lookup is not None and table.replica_lookup[1].grad is not None:
+                rows, vecs = table.replica_lookup      # every rank updates the replica with every rank's gradient
+                replicas.append((table, state, table.shard.replica_gradient(rows, vecs.grad, table.kernels,
+                                                                            counted=self.kind == "Adam")))
+        settle("rows")      # the exchanged rows' gradients (launched in backward)
         for table, state in zip(self.tables, self.state):
             if table.lookup is not None and table.lookup[1].grad is not None and table.lookup[0].numel():
                 rows, vecs = table.lookup      # (no rows: a sharded table of which this rank owns no slot)
                 self._update(table, table.weight, state, rows, vecs.grad, table.padding_row, lr)
-            if table.replica_lookup is not None and table.replica_lookup[1].grad is not None:
-                rows, vecs = table.replica_lookup      # every rank updates the replica with every rank's gradient
-                shard = table.shard
-                looked_up, grads = shard.replica_gradient(rows, vecs.grad, table.kernels, counted=self.kind == "Adam")
-                self._update_whole(shard.replica(table.weight), {k: shard.replica(v) for k, v in state.items()},
-                                   looked_up, grads, lr)
+        settle("replicas")
+        for table, state, gradient in replicas:
+            looked_up, grads = gradient()
+            shard = table.shard
+            self._update_whole(shard.replica(table.weight), {k: shard.replica(v) for k, v in state.items()},
+                               looked_up, grads, lr)
+        for table in self.tables:
             table.weight[table.padding_row].zero_()
 
     def _update(self, table, weight: torch.Tensor, state: dict, rows: torch.Tensor, grads: torch.Tensor,
@@ -141,8 +154,15 @@ class Optimizers:
         self.param_groups = [g for o in optimizers for g in o.param_groups]
 
     def step(self) -> None:
-        for o in self.optimizers:
+        """The tables' row updates first: they overlap the dense gradients' all_reduce (GradientSync's, launched
+        with later=True), which the dense step then waits for."""
+        rows = [o for o in self.optimizers if isinstance(o, RowSparseOptimizer)]
+        for o in rows:
             o.step()
+        settle()        # the dense gradients' average
+        for o in self.optimizers:
+            if o not in rows:
+                o.step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for o in self.optimizers:

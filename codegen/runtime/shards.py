@@ -130,12 +130,13 @@ class Replicas:
         return table.rows_lookup(rows, nnz, replica=True, slots=slots)
 
     def replica_gradient(self, rows: torch.Tensor, grads: torch.Tensor, kernels: bool = False,
-                         counted: bool = True) -> tuple[torch.Tensor | None, torch.Tensor]:
-        """The replicated rows' gradient of the global batch, on every rank: (whether any rank looked a row up, or
-        None unless `counted`; the gradient), one entry per whole row of the replica (its padding row: never looked
-        up, zero). Each rank adds its lookups' gradients (by RowKernels' run-length sum on the compiled GPU path)
-        and, if `counted`, a count per row into one buffer; one all_reduce sums the ranks', and the sum is divided
-        by the ranks (as the dense gradients and the exchanged rows' are)."""
+                         counted: bool = True):
+        """The replicated rows' gradient of the global batch, on every rank, once settle("replicas") ran: returns
+        what gives (whether any rank looked a row up, or None unless `counted`; the gradient), one entry per whole
+        row of the replica (its padding row: never looked up, zero). Each rank adds its lookups' gradients (by
+        RowKernels' run-length sum on the compiled GPU path) and, if `counted`, a count per row into one buffer; one
+        all_reduce sums the ranks', and the sum is divided by the ranks (as the dense gradients and the exchanged
+        rows' are)."""
         n, vec = self.replica_rows + 1, self.vec_size
         flat = torch.zeros(n * (vec + 1) if counted else n * vec, device=grads.device)
         summed = flat[:n * vec].view(n, vec)
@@ -145,13 +146,17 @@ class Replicas:
             summed.index_add_(0, rows, grads.reshape(rows.numel(), -1).float())
         if counted:
             flat[n * vec:].index_add_(0, rows, torch.ones(rows.numel(), device=grads.device))
-        all_reduce(flat)
-        summed.div_(self.placement.size)
-        if not counted:
-            return None, summed
-        looked_up = flat[n * vec:] > 0
-        looked_up[-1:].fill_(False)      # (a fill: no host-to-device copy inside a CUDA graph)
-        return looked_up, summed.mul_(looked_up[:, None])
+        all_reduce(flat, later="replicas")
+
+        def gradient() -> tuple[torch.Tensor | None, torch.Tensor]:
+            summed.div_(self.placement.size)
+            if not counted:
+                return None, summed
+            looked_up = flat[n * vec:] > 0
+            looked_up[-1:].fill_(False)      # (a fill: no host-to-device copy inside a CUDA graph)
+            return looked_up, summed.mul_(looked_up[:, None])
+
+        return gradient
 
     def _in_slot_order(self, table: torch.nn.Module, others: torch.Tensor | None,
                        replicated: torch.Tensor | None) -> torch.Tensor:
@@ -232,10 +237,12 @@ class TableShard(Replicas):
         all_to_all(received, send, [b * mine * nnz for b in sizes], [batch * c * nnz for c in counts])
         # 2. the owner looks up every rank's rows; in training they are the leaf RowSparseOptimizer updates
         rows = torch.where(received >= 0, received + self._offsets(sizes, nnz, ids.device), table.padding_row)
-        vectors = table.rows_lookup(rows, nnz)     # (sizes explicit: a rank that owns no slot has no rows)
+        # (sizes explicit: a rank that owns no slot has no rows; one-hot: (rows, 1, vec), KeepGrad's leaf)
+        vectors = table.rows_lookup(rows, nnz, slots=1 if nnz == 1 else None)
         # 3. each rank gets its rows back (their gradients go to the owner, averaged over the ranks as the dense
         # gradients are)
-        back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], 1.0 / size)
+        back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], 1.0 / size,
+                                  nnz == 1)
         return back.reshape(slots, batch, -1)
 
     def assemble(self, table: torch.nn.Module, parts: tuple) -> torch.Tensor:
@@ -312,7 +319,7 @@ class ColumnShard(Replicas):
         local = table.local_lookup(received.reshape(sum(sizes), slots, nnz), offsets)
         # 3. each rank gets its rows' columns from every rank (gradients go back, averaged over the ranks)
         return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
-                                  1.0 / size)
+                                  1.0 / size, nnz == 1)
 
     def assemble(self, table: torch.nn.Module, parts: tuple) -> torch.Tensor:
         """(batch, slots, vec) in slot order from `lookup`'s parts. In the compiled graph the column interleave and
@@ -344,11 +351,14 @@ class SlotOrder(torch.autograd.Function):
 
 class ExchangeRows(torch.autograd.Function):
     """all_to_all of looked-up rows (owner -> the rank whose batch they belong to); backward sends the gradients
-    the other way, times `scale`."""
+    the other way, times `scale`. `later` (one-hot lookups, whose looked-up rows take the gradient as it comes: no
+    kernel reads it before the row update): the backward exchange is done at settle("rows"), which
+    RowSparseOptimizer calls once the replicas' gradient is on its way, so the two transfers overlap its work."""
 
     @staticmethod
-    def forward(ctx, rows: torch.Tensor, out_splits: list, in_splits: list, scale: float) -> torch.Tensor:
-        ctx.splits, ctx.scale = (out_splits, in_splits), scale
+    def forward(ctx, rows: torch.Tensor, out_splits: list, in_splits: list, scale: float,
+                later: bool = False) -> torch.Tensor:
+        ctx.splits, ctx.scale, ctx.later = (out_splits, in_splits), scale, later
         out = rows.new_empty((sum(out_splits), *rows.shape[1:]))
         all_to_all(out, rows.contiguous(), out_splits, in_splits)
         return out
@@ -357,5 +367,5 @@ class ExchangeRows(torch.autograd.Function):
     def backward(ctx, grad: torch.Tensor):
         out_splits, in_splits = ctx.splits
         back = grad.new_empty((sum(in_splits), *grad.shape[1:]))
-        all_to_all(back, grad.contiguous(), in_splits, out_splits)
-        return back.mul_(ctx.scale), None, None, None
+        all_to_all(back, grad * ctx.scale, in_splits, out_splits, later="rows" if ctx.later else None)
+        return back, None, None, None, None

@@ -18,13 +18,14 @@ from .checkpoint import resume, rng_state, save
 from .cli import parse_args
 from .contract import FEATURES_FILE
 from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
-from .distributed import GradientSync, all_reduce, collective, epoch_seed, host_only, peak_memory, world
+from .distributed import GradientSync, all_reduce, collective, epoch_seed, host_only, peak_memory, settle, world
 from .errors import DataError
 from .evaluation import evaluate
 from .job import Job, learning_rate
 from .layers import SparseEmbedding
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
+from .row_optim import Optimizers
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .shards import describe_placement
 from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
@@ -66,8 +67,9 @@ class Step:
         else:
             loss.backward()
             if self.sync is not None:
-                self.sync()
+                self.sync(later=isinstance(self.optimizer, Optimizers))   # it waits after the row updates
             self.optimizer.step()
+        settle()
         self.loss_sum += loss.detach()
 
     def __call__(self, index: torch.Tensor | None) -> None:
