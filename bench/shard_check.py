@@ -1,6 +1,7 @@
 """Sharded tables on real GPUs equal one process: N NCCL ranks with the Triton row kernels and bf16 autocast (as the
 compiled trainer runs them) against one process holding the whole DLRM with the global batch, for the tables split
-by columns, split with the small slots replicated, and the latter replayed from a CUDA graph. Prints the largest
+by columns, split with the small slots replicated, whole tables with the small slots replicated, and the latter two
+replayed from a CUDA graph (the step as the trainer's: the closing transfers overlap the row updates). Prints the largest
 difference of the embedding table and of the dense layers after 12 SGD steps; exits 1 when one is over --tolerance.
 The CPU tests check the same arithmetic without Triton, autocast and graphs (tests/test_torch_shard.py).
 
@@ -38,10 +39,13 @@ def main() -> int:
     features = json.loads((REPO / "generated" / "dlrm" / "features.json").read_text())
     cards = [c["cardinality"] for c in features["sparse"][0]["columns"]]
     batch, worst_all = args.batch, 0.0
-    for split, graph in (("columns", False), ("replicated", False), ("replicated", True)):
+    cases = [("columns", False), ("replicated", False), ("replicated", True), ("tables+replicated", False),
+             ("tables+replicated", True)]
+    for split, graph in cases:
         with torch.device("meta"):
-            placement = m.place_tables(m.Model(features), size, rank, split="auto" if split == "replicated" else
-                                       split, replicate_rows=args.replicate_rows)
+            placement = m.place_tables(m.Model(features), size, rank, split={"replicated": "auto", "tables+replicated":
+                                       "tables"}.get(split, split), replicate_rows=0 if split == "columns" else
+                                       args.replicate_rows)
         models = []
         for p in (placement, None):
             torch.manual_seed(5)
@@ -63,8 +67,9 @@ def main() -> int:
                 out = model(dense, ids)
             F.binary_cross_entropy_with_logits(out.float(), label).backward()
             if sync is not None:
-                sync()
+                sync(later=True)     # as the trainer's step: waited for after the row updates
             opt.step()
+            m.settle()
 
         captured = None
         for it in range(args.steps):

@@ -39,6 +39,11 @@ def defer(key: str, work, then=None) -> None:
     PENDING[key].append((work, then))
 
 
+def collective_later(key: str, fn, *args, then=None, **kwargs) -> None:
+    """collective() launched now and waited for at settle(key) (its work kept until then), then `then()`."""
+    defer(key, fn(*args, async_op=True, **kwargs), then)
+
+
 def settle(*keys: str) -> None:
     """Wait for the collectives deferred under `keys` (all, with none given), in launch order."""
     for key in keys or tuple(PENDING):
@@ -55,7 +60,7 @@ def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM, later: str | None = No
         if later is None:
             collective(dist.all_reduce, value, op=op)
         else:
-            defer(later, dist.all_reduce(value, op=op, async_op=True))
+            collective_later(later, dist.all_reduce, value, op=op)
     return value
 
 
@@ -158,7 +163,7 @@ class GradientSync:
         small = [g for g in grads if g.numel() * g.element_size() <= self.FLAT_BYTES]
         for g in grads:
             if g.numel() * g.element_size() > self.FLAT_BYTES:
-                defer("dense", dist.all_reduce(g, async_op=True), lambda g=g: g.div_(self.size))
+                collective_later("dense", dist.all_reduce, g, then=lambda g=g: g.div_(self.size))
         for dtype in sorted({g.dtype for g in small}, key=str):
             group = [g for g in small if g.dtype == dtype]
             flat = torch.cat([g.reshape(-1) for g in group])
@@ -168,7 +173,7 @@ class GradientSync:
                 parts = flat.split([g.numel() for g in group])
                 torch._foreach_copy_(group, [part.view_as(g) for part, g in zip(parts, group)])
 
-            defer("dense", dist.all_reduce(flat, async_op=True), back)
+            collective_later("dense", dist.all_reduce, flat, then=back)
         if not later:
             settle("dense")
 
