@@ -8,7 +8,8 @@ A SparseEmbedding is split one of two ways (Placement.split):
   rank's rows and sends each rank its own; backward sends the gradients of those columns back. Lookups, memory and
   bytes exchanged are the same on every rank whatever the tables' sizes.
 - by tables (TableShard): each slot is owned by one rank, which alone holds its rows; ids go to the owner, rows
-  come back. For a vec_size the ranks do not divide.
+  come back. For a vec_size the ranks do not divide, or asked.
+Either way the small slots may be replicated instead (Replicas, Placement.replicated): every rank holds them whole.
 In training every exchange has a size known before the step (each rank's batch x slots x hotness ids, each rank's
 batch x slots rows): one all_to_all_single each way, which a CUDA graph captures with the rest of the step. The
 owner updates the rows it looked up (RowSparseOptimizer); the dense layers are data parallel (GradientSync)."""
