@@ -78,6 +78,14 @@ def _tables(m, cards_by_name: dict, **kwargs) -> torch.nn.Module:
     return holder
 
 
+def _whole_and_part(m, cards_by_name: dict, placement, seed: int):
+    """Table "a" built whole and as this rank's part of `placement`, each from the same torch seed."""
+    torch.manual_seed(seed)
+    whole = _tables(m, cards_by_name).a
+    torch.manual_seed(seed)
+    return whole, _tables(m, cards_by_name, placement=placement).a
+
+
 def test_whole_tables_are_placed_by_bytes_and_lookups():
     m = load("dlrm")
     with torch.device("meta"):
@@ -113,10 +121,7 @@ def test_a_table_the_ranks_divide_is_split_by_columns():
     assert placement.lookups == [3, 3] and all(t["rank"] == "all" for t in placement.tables)
     assert "every slot, columns 4-7" in m.describe_placement(placement)[1]
     assert m.place_tables(_tables(m, cards), 2, 1, split="tables").split == {"a": "tables"}
-    torch.manual_seed(7)
-    whole = _tables(m, cards).a
-    torch.manual_seed(7)
-    part = _tables(m, cards, placement=placement).a
+    whole, part = _whole_and_part(m, cards, placement, 7)
     assert part.weight.shape == (158, 4) and part.shard.columns == (4, 8)
     assert torch.equal(part.weight.detach(), whole.weight.detach()[:, 4:])    # the same start as the whole table
     assert torch.equal(part.shard.own(whole.weight.detach()), part.weight.detach())
@@ -139,10 +144,7 @@ def test_small_slots_of_a_column_split_table_are_replicated():
     for split in ("columns", "tables"):                  # any split replicates what replicate_rows says
         assert m.place_tables(_tables(m, cards), 2, 1, split=split, replicate_rows=50).replicated == {"a": [0, 2, 3]}
         assert m.place_tables(_tables(m, cards), 2, 1, split=split).replicated == {"a": []}
-    torch.manual_seed(7)
-    whole = _tables(m, cards).a
-    torch.manual_seed(7)
-    part = _tables(m, cards, placement=placement).a
+    whole, part = _whole_and_part(m, cards, placement, 7)
     # 300 rows of 4 columns, then 52 whole rows and their padding row as 2 rows of 4 each, then the padding row
     assert part.weight.shape == (300 + 53 * 2 + 1, 4) and part.padding_row == 406
     w, full = part.weight.detach(), whole.weight.detach()
@@ -171,10 +173,7 @@ def test_a_long_slot_starts_the_same_whole_or_split():
     try:
         with torch.device("meta"):
             placement = m.place_tables(_tables(m, cards), 2, 0)
-        torch.manual_seed(3)
-        whole = _tables(m, cards).a
-        torch.manual_seed(3)
-        part = _tables(m, cards, placement=placement).a
+        whole, part = _whole_and_part(m, cards, placement, 3)
     finally:
         layers.INIT_ROWS = old
     assert torch.equal(part.weight.detach(), whole.weight.detach()[:, :4])
@@ -199,10 +198,7 @@ def test_a_rank_allocates_only_its_tables_and_they_start_as_in_the_whole_table()
     cards = {"a": ([100, 50, 50, 30, 20], 4)}
     with torch.device("meta"):
         placement = m.place_tables(_tables(m, cards), 2, 1)
-    torch.manual_seed(7)
-    whole = _tables(m, cards).a
-    torch.manual_seed(7)
-    part = _tables(m, cards, placement=placement).a
+    whole, part = _whole_and_part(m, cards, placement, 7)
     assert part.shard.slots == [1, 2, 4] and part.weight.shape == (50 + 50 + 20 + 1, 4)
     assert torch.equal(part.weight[:100], whole.weight[100:200])       # slots 1 and 2 of the whole table
     assert torch.equal(part.weight[100:120], whole.weight[230:250])    # slot 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from .distributed import settle
 from .errors import DataError
 
 
@@ -34,6 +35,7 @@ class DenseOptimizer:
 
     @torch.no_grad()
     def step(self) -> None:
+        settle("dense")     # the gradients' average over the ranks (GradientSync, launched with later=True)
         lr = self.param_groups[0]["lr"]
         have = [i for i, p in enumerate(self.params) if p.grad is not None]
         if not have:

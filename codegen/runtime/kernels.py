@@ -105,5 +105,9 @@ class GatherRows(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (rows,) = ctx.saved_tensors
-        table = torch.zeros(ctx.table_shape, dtype=grad.dtype, device=grad.device)
-        return table.index_add_(0, rows, grad), None
+        return table_gradient(ctx.table_shape, rows, grad), None
+
+
+def table_gradient(shape, rows: torch.Tensor, grads: torch.Tensor) -> torch.Tensor:
+    """A table's dense gradient from its looked-up rows' gradients (rows looked up several times add up)."""
+    return torch.zeros(shape, dtype=grads.dtype, device=grads.device).index_add_(0, rows, grads)

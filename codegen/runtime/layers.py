@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .distributed import all_gather_rows
-from .kernels import GatherRows, RowKernels
+from .kernels import GatherRows, RowKernels, table_gradient
 from .shards import Placement, make_shard, slot_starts
 
 # A slot's initial rows come from generators of their own, one per INIT_ROWS rows: a table split by columns draws
@@ -176,9 +176,7 @@ class SharedRowsGrad(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
         (rows,) = ctx.saved_tensors
-        every_row, every_grad = all_gather_rows(rows), all_gather_rows(grad)
-        table = torch.zeros(ctx.table_shape, dtype=grad.dtype, device=grad.device)
-        table.index_add_(0, every_row, every_grad)
+        table = table_gradient(ctx.table_shape, all_gather_rows(rows), all_gather_rows(grad))
         return table.div_(torch.distributed.get_world_size()), None, None
 
 

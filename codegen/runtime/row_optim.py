@@ -156,13 +156,8 @@ class Optimizers:
     def step(self) -> None:
         """The tables' row updates first: they overlap the dense gradients' all_reduce (GradientSync's, launched
         with later=True), which the dense step then waits for."""
-        rows = [o for o in self.optimizers if isinstance(o, RowSparseOptimizer)]
-        for o in rows:
+        for o in sorted(self.optimizers, key=lambda o: not isinstance(o, RowSparseOptimizer)):
             o.step()
-        settle()        # the dense gradients' average
-        for o in self.optimizers:
-            if o not in rows:
-                o.step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         for o in self.optimizers:

@@ -25,7 +25,6 @@ from .job import Job, learning_rate
 from .layers import SparseEmbedding
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
-from .row_optim import Optimizers
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .shards import describe_placement
 from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
@@ -67,7 +66,7 @@ class Step:
         else:
             loss.backward()
             if self.sync is not None:
-                self.sync(later=isinstance(self.optimizer, Optimizers))   # it waits after the row updates
+                self.sync(later=True)      # the optimizer waits for it after the row updates
             self.optimizer.step()
         settle()
         self.loss_sum += loss.detach()
@@ -192,11 +191,11 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     row_updates = args.embedding_update != "dense" and rows_kind is not None and not continuous and \
         (size == 1 or sharded)
     placement = None
-    replicate = args.replicate_rows if args.replicate_rows is not None else \
-        args.batch_size if args.table_split == "auto" else 0
     if args.replicate_rows is not None and args.replicate_rows < 0:
         raise DataError(f"--replicate-rows {args.replicate_rows}: a number of rows, 0 or more (fix: --replicate-rows 0 "
                         "replicates no slot)")
+    replicate = args.replicate_rows if args.replicate_rows is not None else \
+        args.batch_size if args.table_split == "auto" else 0
     if sharded:     # placed from a model on the meta device (no memory), before the seed is set
         with torch.device("meta"):
             placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split,
@@ -249,9 +248,8 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     shared = share_gradients(model, features, size, args.batch_size) if size > 1 and placement is None else []
     for line in shared:
         log(line)
-    synced = [p for p in model.parameters()
-              if not any(t.shared_grad and t.weight is p for t in model.modules() if isinstance(t, SparseEmbedding))]
-    grad_sync = GradientSync(synced) if size > 1 else None
+    own_average = {id(t.weight) for t in model.modules() if isinstance(t, SparseEmbedding) and t.shared_grad}
+    grad_sync = GradientSync([p for p in model.parameters() if id(p) not in own_average]) if size > 1 else None
     if compiled:
         for table in model.modules():
             if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
