@@ -15,6 +15,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .checkpoint import resume, rng_state, save
+from .compiled import compile_model
 from .cli import parse_args
 from .contract import FEATURES_FILE
 from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
@@ -251,12 +252,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     own_average = {id(t.weight) for t in model.modules() if isinstance(t, SparseEmbedding) and t.shared_grad}
     grad_sync = GradientSync([p for p in model.parameters() if id(p) not in own_average]) if size > 1 else None
     if compiled:
-        for table in model.modules():
-            if isinstance(table, SparseEmbedding):   # lookups (and their row-update leaf) stay outside the graph
-                table.local_lookup = torch.compiler.disable(table.local_lookup)  # type: ignore[method-assign]
-                table.fetch = torch.compiler.disable(table.fetch)  # type: ignore[method-assign]
-                table.kernels = device.type == "cuda"
-        net = torch.compile(net)
+        net = compile_model(model, device)
     state = {"iteration": 0, "pass": 0}
     if args.resume is not None:
         state = resume(args.resume, model, optimizer, features, device, sharded)
