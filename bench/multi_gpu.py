@@ -8,6 +8,8 @@ peak memory of each rank, the first and last training loss and the AUC of each r
 within 0.01 of 0.5, or a last loss not below its first) is flagged, and so are AUCs further apart than --tolerance:
 exit status 1. --shard-tables is passed to the N ranks (both: once sharded, once with every table on every rank and
 the dense step); --table-split too; --scale criteo-kaggle gives DLRM the Criteo-Kaggle cardinalities (33.8 M rows).
+--repeat K runs each of them K times on the same data (a row each): the AUCs compared are then each configuration's
+mean, and the spread of every configuration's AUCs is printed (run-to-run noise: the order of atomic adds varies).
 
     python bench/multi_gpu.py --ranks 2                     # a machine with 2 GPUs: NCCL, one GPU per rank
     python bench/multi_gpu.py --ranks 2 --backend gloo      # one GPU shared by both ranks: checks the code path
@@ -15,6 +17,8 @@ the dense step); --table-split too; --scale criteo-kaggle gives DLRM the Criteo-
     python bench/multi_gpu.py --ranks 2 --device cpu        # no GPU
     python bench/multi_gpu.py --ranks 2 --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16 \
         --iters 1000 --shard-tables both                      # tables sharded vs every rank holding every table
+    python bench/multi_gpu.py --ranks 4 --model dlrm --scale criteo-kaggle --batch 16384 --precision bf16 \
+        --iters 1000 --repeat 3                               # the AUCs' spread over three runs of each
 
 Needs torch, numpy and pyarrow (the data is synthesized from the committed generated/<model>/features.json).
 """
@@ -83,10 +87,14 @@ def main() -> int:
                          "--replicate-rows at the batch per rank); several: one N-rank run each, against the same "
                          "one-rank run")
     ap.add_argument("--extra", default="", help="more trainer arguments for every run, e.g. '--cuda-graph off'")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K",
+                    help="run the one-rank and each N-rank configuration K times; compare their mean AUCs")
     ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
     args = ap.parse_args()
     if args.ranks < 2:
         ap.error("--ranks must be at least 2")
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     if not set(args.table_split) <= {None, *SPLITS}:
         ap.error(f"--table-split {','.join(args.table_split)}: each one of {', '.join(SPLITS)}")
     script = REPO / "generated" / args.model / "train_torch.py"
@@ -111,9 +119,11 @@ def main() -> int:
         synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
         print(f"{args.model}: {args.rows:,} synthetic rows in {2 * args.ranks} files (planted AUC ceiling "
               f"{ceiling:.4f}); {where}", flush=True)
-        one = run(script, features_path, tmp / "data", tmp / "one", ranks=1, batch=args.batch * args.ranks,
-                  lr=lr, iters=args.iters, device=device, backend="auto", extra=common)
-        rows = [("1", "-", "-", one)]
+        rows = []      # (ranks, backend, sharded, configuration, metrics), a row per run
+        for k in range(args.repeat):
+            one = run(script, features_path, tmp / "data", tmp / f"one_{k}", ranks=1, batch=args.batch * args.ranks,
+                      lr=lr, iters=args.iters, device=device, backend="auto", extra=common)
+            rows.append(("1", "-", "-", "one", one))
         for shard in (("on", "off") if args.shard_tables == "both" else (args.shard_tables,)):
             for split in (args.table_split if shard != "off" else [None]):
                 extra = common + ("--shard-tables", shard) + (("--embedding-update", "dense") if shard == "off" and
@@ -121,17 +131,22 @@ def main() -> int:
                 name, _, replicas = (split or "").partition("+")
                 extra += (("--table-split", name) if split else ()) + (
                     ("--replicate-rows", str(args.batch)) if replicas else ())
-                many = run(script, features_path, tmp / "data", tmp / f"many_{shard}_{split}", ranks=args.ranks,
-                           batch=args.batch, lr=lr / args.ranks, iters=args.iters, device=device,
-                           backend=args.backend, extra=extra)
-                rows.append((str(args.ranks), args.backend, "on" if many.get("shard_tables") else "off", many))
+                label = f"{args.ranks} ranks" + (f", --shard-tables {shard}" if shard != "auto" else "") + (
+                    f", --table-split {split}" if split else "")
+                for k in range(args.repeat):
+                    many = run(script, features_path, tmp / "data", tmp / f"many_{shard}_{split}_{k}",
+                               ranks=args.ranks, batch=args.batch, lr=lr / args.ranks, iters=args.iters,
+                               device=device, backend=args.backend, extra=extra)
+                    rows.append((str(args.ranks), args.backend, "on" if many.get("shard_tables") else "off",
+                                 label, many))
 
-    base = one["interval_samples_per_second"][-1]
+    ones = sorted(m["interval_samples_per_second"][-1] for *_, c, m in rows if c == "one")
+    base = ones[len(ones) // 2]      # the one-rank rate (the median of the repeats)
     table = ["| ranks | backend | tables | global batch | iterations | samples/s (last interval) | speed-up | "
              "peak memory per rank (GiB) | loss first → last | eval AUC | learned |",
              "|---:|---|---|---:|---:|---:|---:|---|---|---:|---|"]
     problems = []
-    for ranks, backend, sharded, m in rows:
+    for ranks, backend, sharded, _, m in rows:
         peaks = " / ".join(f"{b / 2 ** 30:.2f}" for b in m.get("peak_memory_bytes_per_rank", []))
         sharding = m.get("sharding", {})
         split = "/".join(sorted(set(sharding.get("split", {}).values()))) if sharded == "on" else sharded
@@ -146,7 +161,15 @@ def main() -> int:
         table.append(f"| {ranks} | {backend} | {split} | {m['global_batch_size']} | {m['iterations']} | {rate:,.0f} | "
                      f"{rate / base:.2f}× | {peaks} | {losses[0]:.4f} → {losses[-1]:.4f} | {m['auc']:.4f} | "
                      f"{'yes' if learned else '**no**'} |")
-    diff = max(abs(one["auc"] - m["auc"]) for *_, m in rows[1:])
+    aucs: dict = {}
+    for *_, config, m in rows:
+        aucs.setdefault(config, []).append(m["auc"])
+    mean = {c: sum(v) / len(v) for c, v in aucs.items()}
+    diff = max(abs(mean["one"] - mean[c]) for c in mean if c != "one")
+    if args.repeat > 1:
+        table.append("")
+        table += [f"- {'one rank' if c == 'one' else c}: AUC {min(v):.4f}–{max(v):.4f} over {len(v)} runs, mean "
+                  f"{mean[c]:.4f}" for c, v in aucs.items()]
     if diff > args.tolerance:
         problems.append(f"AUC difference {diff:.4f} over the tolerance {args.tolerance}")
     verdict = "; ".join(problems) if problems else f"every run learned; AUCs within {args.tolerance} ({diff:.4f})"

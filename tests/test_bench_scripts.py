@@ -37,12 +37,17 @@ def test_two_ranks_reach_the_auc_of_one_rank():
 
 
 def test_a_run_that_does_not_learn_is_flagged():
-    # lr 0: the loss does not go down and the AUC stays where it started; the AUCs agree, which is not enough
+    # lr 0: the loss does not go down and the AUC stays where it started; the AUCs agree, which is not enough.
+    # --repeat 2: a row per run, and each configuration's AUCs over its runs
     proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "20000", "--iters", "8", "--batch",
-                 "256", "--lr", "0", "--tolerance", "1")
+                 "256", "--lr", "0", "--tolerance", "1", "--repeat", "2")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1 rank(s), tables -: did not learn" in proc.stdout and "2 rank(s), tables off: did not learn" in proc.stdout
     assert "every run learned" not in proc.stdout
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| 1 |", "| 2 |"))]
+    assert [r[:5] for r in rows] == ["| 1 |", "| 1 |", "| 2 |", "| 2 |"], rows
+    spread = [line for line in proc.stdout.splitlines() if " over 2 runs, mean " in line]
+    assert len(spread) == 2 and spread[0].startswith("- one rank: AUC ") and spread[1].startswith("- 2 ranks: AUC ")
 
 
 def test_several_table_splits_are_checked_before_anything_runs():
