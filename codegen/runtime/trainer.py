@@ -15,8 +15,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from .checkpoint import resume, rng_state, save
-from .compiled import compile_model
 from .cli import parse_args
+from .compiled import compile_model
 from .contract import FEATURES_FILE
 from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
 from .distributed import GradientSync, all_reduce, collective, epoch_seed, host_only, peak_memory, settle, world
