@@ -6,7 +6,8 @@
 For the lookups of a DLRM batch (65536 × 27 one-hot slots, vec 128) into the demo lock's tables (6,600 rows: most
 rows hit thousands of times) and into tables of a million rows, checks that the gather equals `index_select` followed
 by the cast to bf16 (bit for bit; the interpreter rounds differently, so within one bf16 step there) and that the
-SGD update equals `index_add_(rows, -lr * grad)` up to the order of the additions, then times both (mean of 20).
+SGD update equals `index_add_(rows, -lr * grad)` up to the order of the additions, then times both (mean of 20), the
+SGD kernel for several lookups-per-program settings (SGD_ROWS); on the GPU also into 20 M rows (64-bit offsets).
 Then the narrow rows the gather also serves: a MovieLens batch's lookups (131,072 into 219,129 rows of 16 floats),
 its ids and labels gathered from 4 M resident rows; each equal to `index_select` (GatherRows' gradient equal to
 index_select's), timed against it for several rows-per-program settings (GATHER_ELEMENTS).
@@ -48,7 +49,8 @@ def main() -> int:
     n = args.lookups or (65536 * 27 if device.type == "cuda" else 3000)
     torch.manual_seed(0)
     failed = False
-    for table_rows in (6600, 1_000_000):
+    # (a table of more than 2**31 / 128 rows: its rows' offsets need 64-bit arithmetic)
+    for table_rows in (6600, 1_000_000) + ((20_000_000,) if device.type == "cuda" else ()):
         weight = torch.randn(table_rows, 128, device=device)
         rows = torch.minimum((table_rows * torch.rand(n, device=device) ** 2).long(),
                              torch.tensor(table_rows - 1, device=device))     # popular rows first
@@ -76,6 +78,12 @@ def main() -> int:
               f"{'ok' if strided_ok else 'DIFFERS'}", flush=True)
         if device.type == "cuda":
             time_both(kernels, weight, updated, rows, grads, lr)
+            for block in (16, 32, 64, 128):
+                module.SGD_ROWS = block
+                print(f"  SGD kernel, {block} lookups a program: "
+                      f"{mean_ms(lambda: kernels.sgd(updated, rows, grads, lr), 20):.3f} ms", flush=True)
+            module.SGD_ROWS = 32
+        del weight, updated, reference, strided, wide
     failed |= narrow_rows(module, device)
     return 1 if failed else 0
 

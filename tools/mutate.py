@@ -230,11 +230,11 @@ MUTANTS = (
            '    optimizer.load_state_dict(state["optimizer"])\n', "", "resumes", files=(CONTINUOUS_TORCH,)),
     # -- several ranks (issue 27) --
     Mutant("shard-grad-average", "a split table's row gradients are averaged over the ranks",
-           "codegen/runtime/shards.py",
-           "return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
-           "                                  1.0 / size, nnz == 1)",
-           "return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],\n"
-           "                                  1.0, nnz == 1)", "equal_one_whole", files=(SHARD,)),
+           "codegen/runtime/shards.py", "split = ScaledGradient.apply(split, 1.0 / self.placement.size)",
+           "split = ScaledGradient.apply(split, 1.0)", "equal_one_whole", files=(SHARD,)),
+    Mutant("table-grad-average", "a table's exchanged row gradients are averaged over the ranks",
+           "codegen/runtime/shards.py", "exchanged = ScaledGradient.apply(exchanged, 1.0 / self.placement.size)",
+           "exchanged = ScaledGradient.apply(exchanged, 1.0)", "equal_one_whole", files=(SHARD,)),
     Mutant("shared-grad-average", "a shared table's gathered gradient is divided by the ranks",
            "codegen/runtime/layers.py", "return table.div_(torch.distributed.get_world_size()), None, None",
            "return table, None, None", "equal_one_whole", files=(SHARD,)),
@@ -264,7 +264,7 @@ MUTANTS = (
     Mutant("replica-grad-sum", "a replicated slot's gradient is summed over the ranks", "codegen/runtime/shards.py",
            '        all_reduce(flat, later="replicas")\n', "", "equal_one_whole", files=(SHARD,)),
     Mutant("replica-grad-average", "a replicated slot's summed gradient is divided by the ranks",
-           "codegen/runtime/shards.py", "summed.div_(self.placement.size)", "summed",
+           "codegen/runtime/shards.py", "share = 1.0 / self.placement.size", "share = 1.0",
            "equal_one_whole", files=(SHARD,)),
     Mutant("replica-lazy-adam", "lazy Adam leaves rows no rank looked up", "codegen/runtime/row_optim.py",
            "            keep = looked_up[:, None]\n", "            keep = torch.ones_like(looked_up)[:, None]\n",

@@ -26,29 +26,38 @@ def _gather_rows_kernel(weight, rows, out, n, dim, BLOCK_R: tl.constexpr, BLOCK_
     tl.store(out + r[:, None].to(tl.int64) * dim + d[None, :], values.to(out.dtype.element_ty), mask=inside)
 
 
-def _sgd_rows_kernel(weight, rows, order, grads, lr, n, dim, slots, stride_b, stride_s, CHUNK: tl.constexpr,
+def _add_in_run(total, starts, value, value_starts):
+    # the combine of a segmented sum: the running total restarts where a run of equal rows starts
+    return tl.where(value_starts, value, total + value), starts | value_starts
+
+
+def _sgd_rows_kernel(weight, rows, order, grads, lr, n, dim, slots, stride_b, stride_s, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr):
     # rows sorted; order[i]: the lookup at sorted position i, whose gradient is row (order[i] // slots,
-    # order[i] % slots) of grads (strides stride_b, stride_s). A program sums CHUNK positions, adding each run of
-    # equal rows once.
+    # order[i] % slots) of grads (strides stride_b, stride_s). A program loads BLOCK_N positions' gradients at once,
+    # sums each run of equal rows among them (a segmented scan) and adds each run's sum with one atomic add (a run
+    # that crosses into the next program is added by both).
+    k = tl.arange(0, BLOCK_N)
+    i = tl.program_id(0) * BLOCK_N + k
     d = tl.arange(0, BLOCK_D)
+    valid = i < n
+    row = tl.load(rows + i, mask=valid, other=-1).to(tl.int64)
+    before = tl.load(rows + i - 1, mask=valid & (k > 0), other=-1).to(tl.int64)
+    after = tl.load(rows + i + 1, mask=i + 1 < n, other=-1).to(tl.int64)
+    source = tl.load(order + i, mask=valid, other=0)
+    at = (source // slots) * stride_b + (source % slots) * stride_s
+    columns = (d < dim)[None, :]
+    grad = tl.load(grads + at[:, None] + d[None, :], mask=valid[:, None] & columns, other=0.0).to(tl.float32)
+    starts = tl.broadcast_to(((k == 0) | (before != row))[:, None], (BLOCK_N, BLOCK_D))
+    sums, _ = tl.associative_scan((grad, starts), 0, _add_in_run)
+    last = valid & ((k == BLOCK_N - 1) | (after != row))
     scale = -tl.load(lr).to(tl.float32)
-    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
-    start = tl.program_id(0) * CHUNK
-    for k in range(CHUNK):
-        i = start + k
-        valid = i < n
-        row = tl.load(rows + i, mask=valid, other=-1)
-        source = tl.load(order + i, mask=valid, other=0)
-        at = (source // slots) * stride_b + (source % slots) * stride_s
-        acc += tl.load(grads + at + d, mask=(d < dim) & valid, other=0.0).to(tl.float32)
-        following = tl.load(rows + i + 1, mask=i + 1 < n, other=-1)
-        last = valid & ((following != row) | (k == CHUNK - 1))
-        tl.atomic_add(weight + row * dim + d, acc * scale, mask=(d < dim) & last, sem="relaxed")
-        acc = tl.where(last, 0.0, acc)
+    tl.atomic_add(weight + row[:, None] * dim + d[None, :], sums * scale, mask=last[:, None] & columns,
+                  sem="relaxed")
 
 
 GATHER_ELEMENTS = 512   # values a gather program moves (at least 32 rows)
+SGD_ROWS = 32           # sorted lookups an SGD program sums at once
 
 
 class RowKernels:
@@ -62,6 +71,7 @@ class RowKernels:
             import triton
             import triton.language
             globals()["tl"] = triton.language
+            globals()["_add_in_run"] = triton.jit(_add_in_run)     # (the kernel's scan calls it by this name)
             cls.built = (triton, triton.jit(_gather_rows_kernel), triton.jit(_sgd_rows_kernel))
         return cls.built
 
@@ -86,10 +96,10 @@ class RowKernels:
         grads = grads if grads.dim() == 3 else grads.reshape(n, 1, dim)
         if grads.stride(-1) != 1:
             grads = grads.contiguous()
-        ordered, order = torch.sort(rows)
-        chunk = 32
-        sgd[(triton.cdiv(n, chunk),)](weight, ordered, order, grads, lr, n, dim, grads.shape[1], grads.stride(0),
-                                      grads.stride(1), CHUNK=chunk, BLOCK_D=triton.next_power_of_2(dim))
+        # int32 keys where the rows fit: the radix sort makes half the passes of int64 keys
+        ordered, order = torch.sort(rows.int() if weight.shape[0] < 2 ** 31 else rows)
+        sgd[(triton.cdiv(n, SGD_ROWS),)](weight, ordered, order, grads, lr, n, dim, grads.shape[1], grads.stride(0),
+                                         grads.stride(1), BLOCK_N=SGD_ROWS, BLOCK_D=triton.next_power_of_2(dim))
 
 
 class GatherRows(torch.autograd.Function):
