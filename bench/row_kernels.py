@@ -34,6 +34,16 @@ def time_both(kernels, weight, updated, rows, grads, lr) -> None:
         print(f"  {label:<24} {mean_ms(step, 20):.3f} ms", flush=True)
 
 
+def time_sgd_blocks(module, updated, rows, grads, lr) -> None:
+    chosen = module.SGD_ROWS
+    for block in (16, 32, 64, 128):
+        module.SGD_ROWS = block
+        ms = mean_ms(lambda: module.RowKernels.sgd(updated, rows, grads, lr), 20)
+        print(f"  SGD kernel, {block} lookups a program{' (SGD_ROWS)' if block == chosen else ''}: {ms:.3f} ms",
+              flush=True)
+    module.SGD_ROWS = chosen
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
@@ -78,11 +88,7 @@ def main() -> int:
               f"{'ok' if strided_ok else 'DIFFERS'}", flush=True)
         if device.type == "cuda":
             time_both(kernels, weight, updated, rows, grads, lr)
-            for block in (16, 32, 64, 128):
-                module.SGD_ROWS = block
-                print(f"  SGD kernel, {block} lookups a program: "
-                      f"{mean_ms(lambda: kernels.sgd(updated, rows, grads, lr), 20):.3f} ms", flush=True)
-            module.SGD_ROWS = 32
+            time_sgd_blocks(module, updated, rows, grads, lr)
         del weight, updated, reference, strided, wide
     failed |= narrow_rows(module, device)
     return 1 if failed else 0
