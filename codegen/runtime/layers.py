@@ -223,24 +223,50 @@ class MultiCross(nn.Module):
         return x
 
 
+# The Interaction's features are padded with zero vectors to a multiple of this: cuBLAS ran the batched products of
+# DLRM's 28 features with 4-byte loads ('align2' kernels; 0.7 ms of a 6.6 ms Criteo-Kaggle step on one H100).
+FEATURES_MULTIPLE = 8
+
+
 class Interaction(nn.Module):
     """HugeCTR's (DLRM) Interaction: the bottom MLP output, then the dot products of every pair of [bottom MLP output,
     slot embeddings] (strict lower triangle), then one zero of padding."""
 
     def __init__(self, num_features: int):
         super().__init__()
+        self.padded = -(-num_features // FEATURES_MULTIPLE) * FEATURES_MULTIPLE
         rows, cols = torch.tril_indices(num_features, num_features, offset=-1)
-        pairs = rows * num_features + cols      # flat positions in the (features x features) dot matrix
-        inverse = torch.full((num_features * num_features,), len(pairs), dtype=torch.int64)
+        pairs = rows * self.padded + cols      # flat positions in the (padded x padded) dot matrix
+        inverse = torch.full((self.padded * self.padded,), len(pairs), dtype=torch.int64)
         inverse[pairs] = torch.arange(len(pairs))     # each position's pair, or the zero column past the last
         self.register_buffer("pairs", pairs, persistent=False)
         self.register_buffer("inverse", inverse, persistent=False)
 
     def forward(self, bottom_mlp: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
-        features = torch.cat([bottom_mlp.unsqueeze(1), embeddings], dim=1)
-        dots = torch.bmm(features, features.transpose(1, 2)).reshape(bottom_mlp.shape[0], -1)
-        pad = bottom_mlp.new_zeros(bottom_mlp.shape[0], 1)
+        batch, slots, vec = embeddings.shape
+        parts = [bottom_mlp.unsqueeze(1), embeddings]
+        if self.padded > slots + 1:
+            parts.append(embeddings.new_zeros(batch, self.padded - slots - 1, vec))
+        dots = SelfDots.apply(torch.cat(parts, dim=1)).reshape(batch, -1)
+        pad = bottom_mlp.new_zeros(batch, 1)
         return torch.cat([bottom_mlp, PairSelect.apply(dots, self.pairs, self.inverse), pad], dim=1)
+
+
+class SelfDots(torch.autograd.Function):
+    """x @ x^T of each sample (batch, features, vec); backward: (g + g^T) @ x, one batched product, where autograd's
+    bmm backward makes two (g @ x and g^T @ x), a transposed copy and their sum (1.1 ms of the Criteo-Kaggle step on
+    one H100)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        dots = torch.bmm(x, x.transpose(1, 2))     # (autocast: in its precision)
+        ctx.save_for_backward(x.to(dots.dtype))
+        return dots
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        (x,) = ctx.saved_tensors
+        return torch.bmm((grad + grad.transpose(1, 2)).to(x.dtype), x)
 
 
 class PairSelect(torch.autograd.Function):
