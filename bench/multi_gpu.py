@@ -8,7 +8,8 @@ peak memory of each rank, the first and last training loss and the AUC of each r
 within 0.01 of 0.5, or a last loss not below its first) is flagged, and so are AUCs further apart than --tolerance:
 exit status 1. --shard-tables is passed to the N ranks (both: once sharded, once with every table on every rank and
 the dense step); --table-split too; --scale criteo-kaggle gives DLRM the Criteo-Kaggle cardinalities (33.8 M rows).
---repeat K runs each of them K times on the same data (a row each): the AUCs compared are then each configuration's
+The step column says whether the runs were compiled (the trainer's --compile auto compiles runs of at least 1000
+iterations) and replayed from a CUDA graph. --repeat K runs each of them K times on the same data (a row each): the AUCs compared are then each configuration's
 mean, and the spread of every configuration's AUCs is printed (run-to-run noise: the order of atomic adds varies).
 
     python bench/multi_gpu.py --ranks 2                     # a machine with 2 GPUs: NCCL, one GPU per rank
@@ -142,9 +143,9 @@ def main() -> int:
 
     ones = sorted(m["interval_samples_per_second"][-1] for *_, c, m in rows if c == "one")
     base = ones[len(ones) // 2]      # the one-rank rate (the median of the repeats)
-    table = ["| ranks | backend | tables | global batch | iterations | samples/s (last interval) | speed-up | "
+    table = ["| ranks | backend | tables | step | global batch | iterations | samples/s (last interval) | speed-up | "
              "peak memory per rank (GiB) | loss first → last | eval AUC | learned |",
-             "|---:|---|---|---:|---:|---:|---:|---|---|---:|---|"]
+             "|---:|---|---|---|---:|---:|---:|---:|---|---|---:|---|"]
     problems = []
     for ranks, backend, sharded, _, m in rows:
         peaks = " / ".join(f"{b / 2 ** 30:.2f}" for b in m.get("peak_memory_bytes_per_rank", []))
@@ -158,7 +159,9 @@ def main() -> int:
             problems.append(f"{ranks} rank(s), tables {split}: did not learn (AUC {m['auc']:.4f}, loss "
                             f"{losses[0]:.4f} → {losses[-1]:.4f})")
         rate = m["interval_samples_per_second"][-1]
-        table.append(f"| {ranks} | {backend} | {split} | {m['global_batch_size']} | {m['iterations']} | {rate:,.0f} | "
+        how = " + ".join(w for w, on in (("compiled", m.get("compiled")), ("CUDA graph", m.get("cuda_graph"))) if on)
+        table.append(f"| {ranks} | {backend} | {split} | {how or 'eager'} | {m['global_batch_size']} | "
+                     f"{m['iterations']} | {rate:,.0f} | "
                      f"{rate / base:.2f}× | {peaks} | {losses[0]:.4f} → {losses[-1]:.4f} | {m['auc']:.4f} | "
                      f"{'yes' if learned else '**no**'} |")
     aucs: dict = {}

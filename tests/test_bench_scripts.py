@@ -33,7 +33,8 @@ def test_two_ranks_reach_the_auc_of_one_rank():
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
     assert len(rows) == 2 and all("| 512 | 40 |" in r for r in rows), rows   # same global batch and iterations
     assert "every run learned; AUCs within 0.01" in proc.stdout
-    assert "| 1.00× |" in rows[0] and rows[1].split("|")[7].strip().endswith("×")   # the speed-up, same run
+    assert "| 1.00× |" in rows[0] and rows[1].split("|")[8].strip().endswith("×")   # the speed-up, same run
+    assert all(r.split("|")[4].strip() == "eager" for r in rows)    # the step as run (CPU: no compile, no graph)
 
 
 def test_a_run_that_does_not_learn_is_flagged():
