@@ -3,6 +3,8 @@
     python bench/profile_step.py --model movielens --batch 65536 --precision fp32
     python bench/profile_step.py --model dlrm --batch 65536 --precision bf16 --top 40 --compile-mode max-autotune
     torchrun --nproc_per_node 2 bench/profile_step.py --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16
+    torchrun --nproc_per_node 2 bench/profile_step.py --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16 \
+        --window 200:250 --timeline       # per step: compute, NCCL, NCCL with nothing beside it, idle
 
 Under torchrun every rank trains (its own copy of the synthetic rows) and rank 0 prints.
 
@@ -46,8 +48,14 @@ def main() -> int:
     ap.add_argument("--window", metavar="A:B",
                     help="profile only training steps A+1 to B (after compiling, capturing and warming up; the "
                          "times are then per step of the window, without evaluation or the checkpoint)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="with --window: per step, the time some compute kernel runs, the time NCCL's kernels run and "
+                         "how much of it no compute kernel runs beside (the transfers the step waits for), and idle "
+                         "time (from the profiler's trace of kernels on every stream)")
     ap.add_argument("extra", nargs="*", help="more train_torch.py arguments (after --)")
     args = ap.parse_args()
+    if args.timeline and not args.window:
+        ap.error("--timeline needs --window A:B (the steps to lay out)")
     if not torch.cuda.is_available():
         print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
         return 2
@@ -101,6 +109,14 @@ def main() -> int:
           f"AUC {metrics['auc']:.4f}, graph {metrics['cuda_graph']}, tables {metrics['embedding_update']}")
     if args.no_profile:
         return 0
+    if args.timeline:
+        with tempfile.TemporaryDirectory(prefix="ctrgen-trace-") as tmp_name:
+            trace_path = Path(tmp_name) / "trace.json"
+            prof.export_chrome_trace(str(trace_path))
+            parts = timeline(json.loads(trace_path.read_text()), steps)
+        print(f"timeline of a step (us): span {parts['span']:.1f}; compute kernels {parts['compute']:.1f}; NCCL "
+              f"kernels {parts['nccl']:.1f}, of which {parts['nccl_alone']:.1f} with no compute kernel running; "
+              f"no kernel {parts['idle']:.1f}")
     events = [e for e in prof.key_averages(group_by_input_shape=args.by_op) if e.device_time_total > 0]
     if args.by_op:   # operators only: their time includes the kernels they launched
         events = [e for e in events if e.key.startswith("aten::")]
@@ -111,6 +127,49 @@ def main() -> int:
         shapes = f" {e.input_shapes}"[:120] if args.by_op else ""
         print(f"  {e.device_time_total / steps:8.1f}  {e.count / steps:6.2f}  {e.key[:110]}{shapes}")
     return 0
+
+
+def _merged(intervals: list) -> list:
+    out: list = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+def _overlap(a: list, b: list) -> float:
+    """Time covered by both of two merged interval lists."""
+    i = j = 0
+    both = 0.0
+    while i < len(a) and j < len(b):
+        both += max(0.0, min(a[i][1], b[j][1]) - max(a[i][0], b[j][0]))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return both
+
+
+def timeline(trace: dict, steps: int) -> dict:
+    """Per step (us), from a chrome trace of one process's GPU work: the span from the first kernel's start to the
+    last one's end; the time at least one compute kernel (or copy, or fill) runs; the time at least one NCCL kernel
+    runs, and the part of it with no compute kernel running (transfers the step waits for, or that nothing else
+    could fill); the time no kernel runs."""
+    work = [e for e in trace.get("traceEvents", [])
+            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    if not work:
+        return dict.fromkeys(("span", "compute", "nccl", "nccl_alone", "idle"), 0.0)
+    nccl = _merged([(e["ts"], e["ts"] + e["dur"]) for e in work if e["name"].startswith("nccl")])
+    compute = _merged([(e["ts"], e["ts"] + e["dur"]) for e in work if not e["name"].startswith("nccl")])
+    span = max(e["ts"] + e["dur"] for e in work) - min(e["ts"] for e in work)
+    busy_compute = sum(end - start for start, end in compute)
+    busy_nccl = sum(end - start for start, end in nccl)
+    both = _overlap(compute, nccl)
+    parts = {"span": span, "compute": busy_compute, "nccl": busy_nccl, "nccl_alone": busy_nccl - both,
+             "idle": span - (busy_compute + busy_nccl - both)}
+    return {key: value / steps for key, value in parts.items()}
 
 
 def window_steps(prof, window: str) -> int:

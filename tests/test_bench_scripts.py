@@ -106,3 +106,26 @@ def test_serving_bench_measures_every_point_and_scores_alike():
     assert any(v.startswith("verdict: nvt step p50 at batch 1") for v in verdicts)
     assert verdicts[-1].endswith("largest difference: 0.0e+00: equal")
     assert proc.stdout.rstrip().splitlines()[-1].startswith("ok")
+
+
+def test_the_profile_timeline_separates_compute_transfers_and_idle_time():
+    # bench/profile_step.py --timeline reads the profiler's chrome trace: a step's span, the time compute kernels run
+    # (on any stream, overlaps counted once), NCCL's time and the part of it with no compute beside, and idle time
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("profile_step", REPO / "bench" / "profile_step.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def kernel(name, ts, dur, cat="kernel"):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur}
+
+    trace = {"traceEvents": [
+        kernel("gemm", 0, 10), kernel("triton_poi_fused", 5, 10),      # compute 0-15 on two streams
+        kernel("ncclDevKernel_SendRecv", 12, 8),                     # 12-20: 3 beside compute, 5 alone
+        kernel("Memset (Device)", 25, 5, cat="gpu_memset"),          # 20-25 idle, then compute 25-30
+        kernel("ncclDevKernel_AllReduce", 26, 2),                    # wholly beside the memset
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 100},   # host work: not GPU time
+    ]}
+    parts = module.timeline(trace, steps=2)
+    assert parts == {"span": 15.0, "compute": 10.0, "nccl": 5.0, "nccl_alone": 2.5, "idle": 2.5}
+    assert module.timeline({"traceEvents": []}, steps=1)["span"] == 0.0
