@@ -9,8 +9,9 @@ within 0.01 of 0.5, or a last loss not below its first) is flagged, and so are A
 exit status 1. --shard-tables is passed to the N ranks (both: once sharded, once with every table on every rank and
 the dense step); --table-split too; --scale criteo-kaggle gives DLRM the Criteo-Kaggle cardinalities (33.8 M rows).
 The step column says whether the runs were compiled (the trainer's --compile auto compiles runs of at least 1000
-iterations) and replayed from a CUDA graph. --repeat K runs each of them K times on the same data (a row each): the AUCs compared are then each configuration's
-mean, and the spread of every configuration's AUCs is printed (run-to-run noise: the order of atomic adds varies).
+iterations) and replayed from a CUDA graph. --repeat K runs each of them K times on the same data (a row each): the
+AUCs compared are then each configuration's mean, and the spread of every configuration's AUCs is printed (run-to-run
+noise: the order of atomic adds varies).
 
     python bench/multi_gpu.py --ranks 2                     # a machine with 2 GPUs: NCCL, one GPU per rank
     python bench/multi_gpu.py --ranks 2 --backend gloo      # one GPU shared by both ranks: checks the code path
