@@ -423,6 +423,34 @@ def test_interaction_backward_is_a_gather_with_index_selects_values():
     assert x.grad.dtype == y.grad.dtype == torch.float32
 
 
+def test_compiled_linear_layers_of_unaligned_width_multiply_padded_inputs(monkeypatch):
+    # compile_model runs a linear layer whose input width is not a multiple of 8 (DLRM's fc4: 507) on its input and
+    # weight padded with zero columns (cuBLAS's aligned kernels); the values and gradients of nn.Linear
+    m = view(REPO / "generated" / "dlrm" / "train_torch.py", "train_torch")
+    layers = sys.modules[m.SparseEmbedding.__module__]
+    compiled = sys.modules[layers.__name__.rsplit(".", 1)[0] + ".compiled"]
+    gen = torch.Generator().manual_seed(2)
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(13, 7), torch.nn.ReLU(), torch.nn.Linear(7, 16), torch.nn.Linear(16, 3))
+    x, weights = torch.randn(5, 13, generator=gen), torch.randn(5, 3, generator=gen)
+    results = []
+    for padded in (False, True):
+        if padded:
+            compiled.compile_model(model, torch.device("cpu"), backend="eager")   # (patches the layers' forward)
+        model.zero_grad()
+        xi = x.clone().requires_grad_()
+        widths: list = []
+        monkeypatch.setattr(torch.nn.functional, "linear", lambda a, w, b=None, widths=widths, linear=torch.nn.functional.linear:
+                            widths.append((a.shape[-1], tuple(w.shape))) or linear(a, w, b))
+        out = model(xi)
+        monkeypatch.undo()
+        (out * weights).sum().backward()
+        results.append((out.detach(), xi.grad, *(p.grad.clone() for p in model.parameters())))
+    assert widths == [(16, (7, 16)), (8, (16, 8)), (16, (3, 16))]    # the last run's: 13 and 7 padded, 16 kept
+    assert [tuple(p.shape) for p in model.parameters()] == [(7, 13), (7,), (16, 7), (16,), (3, 16), (3,)]
+    assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(*results))
+
+
 def test_looked_up_rows_take_their_gradient_as_a_slice_without_a_copy():
     # the Interaction reads the vectors beside the bottom MLP's, so their gradient is a slice of a (batch, slots + 1,
     # vec) one; KeepGrad hands that slice to the leaf as it is (AccumulateGrad would copy it into the leaf's

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import torch
 
-from .layers import SparseEmbedding
+from .layers import FEATURES_MULTIPLE, SparseEmbedding, padded_linear
 
 
 def compile_model(model: torch.nn.Module, device: torch.device, backend: str | object = "inductor"):
-    """torch.compile(model) with every table's lookups (local_lookup, and a sharded table's fetch) run eagerly.
+    """torch.compile(model) with every table's lookups (local_lookup, and a sharded table's fetch) run eagerly, and
+    every linear layer whose input width is not a multiple of FEATURES_MULTIPLE run on padded widths (padded_linear).
 
     A sharded table's forward is fetch, then assemble. Dynamo compiles what follows a graph break inside a called
     module as a graph of its own unless nested graph breaks are on; assemble's graph then ends in the (batch, slots,
@@ -18,6 +19,9 @@ def compile_model(model: torch.nn.Module, device: torch.device, backend: str | o
     graph breaks, assemble is traced with the layers that read its vectors, and inductor writes their gradient in the
     layout the exchange's backward reads. (torch without the setting keeps the separate graph.)"""
     sharded = False
+    for layer in model.modules():
+        if type(layer) is torch.nn.Linear and layer.in_features % FEATURES_MULTIPLE:
+            layer.forward = padded_linear(layer)  # type: ignore[method-assign]
     for table in model.modules():
         if isinstance(table, SparseEmbedding):
             table.local_lookup = torch.compiler.disable(table.local_lookup)  # type: ignore[method-assign]

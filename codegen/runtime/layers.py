@@ -223,9 +223,24 @@ class MultiCross(nn.Module):
         return x
 
 
-# The Interaction's features are padded with zero vectors to a multiple of this: cuBLAS ran the batched products of
-# DLRM's 28 features with 4-byte loads ('align2' kernels; 0.7 ms of a 6.6 ms Criteo-Kaggle step on one H100).
+# Widths cuBLAS reads with its widest loads (16 bytes of bf16): the Interaction's features are padded with zero
+# vectors to a multiple of this (it ran the batched products of DLRM's 28 features with 4-byte loads, 'align2'
+# kernels: 0.7 ms of a 6.6 ms Criteo-Kaggle step on one H100), and so are, in the compiled graph, the inputs of a
+# linear layer (padded_linear).
 FEATURES_MULTIPLE = 8
+
+
+def padded_linear(layer: nn.Linear):
+    """`layer`'s forward on its input and weight padded with zero columns to a multiple of FEATURES_MULTIPLE: the
+    same values (the zeros add nothing to a product), its parameters and their gradients keep their shapes. cuBLAS
+    ran DLRM's fc4 (507 inputs) with 2-byte loads ('align1' kernels: 0.13 ms of a 2.0 ms step of 4 ranks at
+    Criteo-Kaggle scale); in the compiled graph the input's padding is written where the input is made."""
+    pad = -layer.in_features % FEATURES_MULTIPLE
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        return F.linear(F.pad(x, (0, pad)), F.pad(layer.weight, (0, pad)), layer.bias)
+
+    return forward
 
 
 class Interaction(nn.Module):
