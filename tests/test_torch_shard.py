@@ -220,6 +220,12 @@ m = view(sys.argv[1], "train_torch")
 dist.init_process_group("gloo")
 rank, size = dist.get_rank(), dist.get_world_size()
 vec, lr = 4 * size, 0.05     # 8 on 2 ranks, 12 on 3: each rank 4 columns when split by columns
+# as the trainer's setup: the gradients' all_reduces (replicas, dense layers) on a communicator of their own
+runtime = sys.modules[m.SparseEmbedding.__module__.rsplit(".", 1)[0] + ".distributed"]
+runtime.open_reduce_group()
+reduce_group, groups, all_reduce = runtime.reduce_group(), [], dist.all_reduce
+assert reduce_group is not None and reduce_group != dist.group.WORLD
+dist.all_reduce = lambda *args, **kwargs: groups.append(kwargs.get("group")) or all_reduce(*args, **kwargs)
 hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
           "Adam": {"betas": (0.9, 0.999), "eps": 1e-7}}
 checked = 0
@@ -341,9 +347,10 @@ theirs = whole.state_dict()
 for key, value in part.state_dict().items():
     assert torch.allclose(value, theirs[key], atol=1e-5), ("shared", key, (value - theirs[key]).abs().max())
 checked += 1
+assert groups and all(g is reduce_group for g in groups), groups
 print(f"rank {rank}: {checked} cases equal", flush=True)
 dist.barrier()
-dist.destroy_process_group()
+runtime.close_process_group()
 '''
 
 

@@ -35,6 +35,18 @@ def collective(fn, *args, **kwargs) -> None:
 PENDING: dict[str, list] = collections.defaultdict(list)
 
 
+# The step's gradient all_reduces ("dense", "replicas") travel on a communicator of their own, opened by every rank
+# at start-up: NCCL runs each communicator's kernels on a stream of its own, so they can run beside the exchanges of
+# rows instead of queueing behind them on one stream.
+REDUCE_GROUP: list = []
+
+
+def open_reduce_group() -> None:
+    """Every rank calls this at the same point, after init_process_group."""
+    if dist.is_initialized() and dist.get_world_size() > 1 and not REDUCE_GROUP:
+        REDUCE_GROUP.append(dist.new_group())
+
+
 def defer(key: str, work, then=None) -> None:
     PENDING[key].append((work, then))
 
@@ -60,8 +72,18 @@ def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM, later: str | None = No
         if later is None:
             collective(dist.all_reduce, value, op=op)
         else:
-            collective_later(later, dist.all_reduce, value, op=op)
+            collective_later(later, dist.all_reduce, value, op=op, group=reduce_group())
     return value
+
+
+def reduce_group():
+    return REDUCE_GROUP[0] if REDUCE_GROUP else None
+
+
+def close_process_group() -> None:
+    """destroy_process_group, and forget the gradients' group (a later run in this process opens its own)."""
+    REDUCE_GROUP.clear()
+    dist.destroy_process_group()
 
 
 def epoch_seed(base_seed: int, epoch: int, device: torch.device, data_pass: int | None = None) -> int:
@@ -163,7 +185,8 @@ class GradientSync:
         small = [g for g in grads if g.numel() * g.element_size() <= self.FLAT_BYTES]
         for g in grads:
             if g.numel() * g.element_size() > self.FLAT_BYTES:
-                collective_later("dense", dist.all_reduce, g, then=lambda g=g: g.div_(self.size))
+                collective_later("dense", dist.all_reduce, g, group=reduce_group(),
+                                 then=lambda g=g: g.div_(self.size))
         for dtype in sorted({g.dtype for g in small}, key=str):
             group = [g for g in small if g.dtype == dtype]
             flat = torch.cat([g.reshape(-1) for g in group])
@@ -173,7 +196,7 @@ class GradientSync:
                 parts = flat.split([g.numel() for g in group])
                 torch._foreach_copy_(group, [part.view_as(g) for part, g in zip(parts, group)])
 
-            collective_later("dense", dist.all_reduce, flat, then=back)
+            collective_later("dense", dist.all_reduce, flat, group=reduce_group(), then=back)
         if not later:
             settle("dense")
 

@@ -19,7 +19,8 @@ from .cli import parse_args
 from .compiled import compile_model
 from .contract import FEATURES_FILE
 from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
-from .distributed import GradientSync, all_reduce, collective, epoch_seed, host_only, peak_memory, settle, world
+from .distributed import (GradientSync, all_reduce, close_process_group, collective, epoch_seed, host_only,
+                          open_reduce_group, peak_memory, settle, world)
 from .errors import DataError
 from .evaluation import evaluate
 from .job import Job, learning_rate
@@ -109,6 +110,7 @@ def setup(args) -> torch.device:
             device = torch.device("cuda", local_rank % gpus)
             torch.cuda.set_device(device)
         dist.init_process_group(backend=backend)
+        open_reduce_group()
         return device
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           "cpu" if args.device == "auto" else args.device)
@@ -326,7 +328,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
             f"wrote {args.output_dir / 'model.pt'}")
     if dist.is_initialized():
         dist.barrier()          # holds no tensor of ours (see RECENT_WORK)
-        dist.destroy_process_group()
+        close_process_group()
     return metrics
 
 
