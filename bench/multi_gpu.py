@@ -175,7 +175,9 @@ def main() -> int:
         table += [f"- {'one rank' if c == 'one' else c}: AUC {min(v):.4f}–{max(v):.4f} over {len(v)} runs, mean "
                   f"{mean[c]:.4f}" for c, v in aucs.items()]
     if diff > args.tolerance:
-        problems.append(f"AUC difference {diff:.4f} over the tolerance {args.tolerance}")
+        problems.append(f"AUC difference {diff:.4f} over the tolerance {args.tolerance}" + (
+            " (one run each: a run's own AUC noise is not measured; --repeat 3 compares means)"
+            if args.repeat == 1 else ""))
     verdict = "; ".join(problems) if problems else f"every run learned; AUCs within {args.tolerance} ({diff:.4f})"
     text = "\n".join(table) + f"\n\n{verdict}\n"
     print(f"\n{args.model} on {where}, torch {torch.__version__}\n{text}")
