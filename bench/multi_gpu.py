@@ -1,8 +1,9 @@
-"""Train the generated train_torch.py on one rank and on N ranks (torchrun + DistributedDataParallel) on the same data.
+"""Train the generated train_torch.py on one rank and on N ranks (torchrun) on the same data.
 
 Both runs see the same global batch and the same learning rate (--lr is the global one: one rank trains with batch
 N*B and lr, the N ranks with batch B each and lr/N, which the script scales by the ranks, as seed 001 does), so the
-default is as stable on 4 ranks as on 1. They evaluate the same validation rows. Printed (and written to --out as
+default is as stable on 4 ranks as on 1. Several rank counts (--ranks 2,4) are each run against the same one-rank
+run, with --global-batch G (G/N a rank): one invocation for the whole table. They evaluate the same validation rows. Printed (and written to --out as
 Markdown): the rank count, global batch, samples/s, the speed-up over the one-rank run of this same invocation,
 peak memory of each rank, the first and last training loss and the AUC of each run. A run that did not learn (AUC
 within 0.01 of 0.5, or a last loss not below its first) is flagged, and so are AUCs further apart than --tolerance:
@@ -21,6 +22,8 @@ noise: the order of atomic adds varies).
         --iters 1000 --shard-tables both                      # tables sharded vs every rank holding every table
     python bench/multi_gpu.py --ranks 4 --model dlrm --scale criteo-kaggle --batch 16384 --precision bf16 \
         --iters 1000 --repeat 3                               # the AUCs' spread over three runs of each
+    python bench/multi_gpu.py --ranks 2,4 --global-batch 65536 --model dlrm --scale criteo-kaggle --precision bf16 \
+        --iters 1000 --table-split tables+replicas            # 2 and 4 ranks against one one-rank run
 
 Needs torch, numpy and pyarrow (the data is synthesized from the committed generated/<model>/features.json).
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -68,12 +72,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__.split("\n\n", 2)[2],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="movielens", help="a generated/<model>/ with train_torch.py")
-    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--ranks", type=lambda v: [int(x) for x in v.split(",")], default=[2], metavar="N[,N...]",
+                    help="the rank counts (several: one N-rank run each, against the same one-rank run; with "
+                         "--global-batch)")
     ap.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto",
                     help="torch.distributed backend (gloo lets ranks share one GPU)")
     ap.add_argument("--device", default="auto", help="auto, cuda or cpu")
     ap.add_argument("--rows", type=int, default=2_000_000, help="synthetic training rows")
-    ap.add_argument("--batch", type=int, default=2048, help="batch per rank")
+    ap.add_argument("--batch", type=int, default=2048, help="batch per rank (one rank: this times --ranks)")
+    ap.add_argument("--global-batch", type=int, metavar="B",
+                    help="the batch of every run instead: B / N a rank (needed with several --ranks)")
     ap.add_argument("--iters", type=int, default=600)
     ap.add_argument("--lr", type=float, help="the global learning rate, the same at every rank count (default: 2 for "
                                              "dlrm's SGD, 0.002 for the others)")
@@ -93,8 +101,15 @@ def main() -> int:
                     help="run the one-rank and each N-rank configuration K times; compare their mean AUCs")
     ap.add_argument("--out", type=Path, help="write the table here (Markdown)")
     args = ap.parse_args()
-    if args.ranks < 2:
+    if min(args.ranks) < 2:
         ap.error("--ranks must be at least 2")
+    if len(args.ranks) > 1 and args.global_batch is None:
+        ap.error(f"--ranks {','.join(map(str, args.ranks))}: several rank counts need --global-batch B (each of "
+                 "them then trains B / N a rank, so every run has the same global batch)")
+    if args.global_batch is not None and any(args.global_batch % n for n in args.ranks):
+        ap.error(f"--global-batch {args.global_batch}: every rank count of --ranks must divide it")
+    per_rank = {n: args.global_batch // n if args.global_batch else args.batch for n in args.ranks}
+    global_batch = args.global_batch or args.batch * args.ranks[0]
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     if not set(args.table_split) <= {None, *SPLITS}:
@@ -117,30 +132,32 @@ def main() -> int:
             features = criteo_kaggle(features)
             features_path = tmp / "features.json"
             features_path.write_text(json.dumps(features))
-        ceiling = synthesize(features, args.rows, tmp / "data" / "train", files=2 * args.ranks, seed=1)
+        files = 2 * math.lcm(*args.ranks)      # every rank count reads whole files
+        ceiling = synthesize(features, args.rows, tmp / "data" / "train", files=files, seed=1)
         synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
-        print(f"{args.model}: {args.rows:,} synthetic rows in {2 * args.ranks} files (planted AUC ceiling "
+        print(f"{args.model}: {args.rows:,} synthetic rows in {files} files (planted AUC ceiling "
               f"{ceiling:.4f}); {where}", flush=True)
         rows = []      # (ranks, backend, sharded, configuration, metrics), a row per run
         for k in range(args.repeat):
-            one = run(script, features_path, tmp / "data", tmp / f"one_{k}", ranks=1, batch=args.batch * args.ranks,
+            one = run(script, features_path, tmp / "data", tmp / f"one_{k}", ranks=1, batch=global_batch,
                       lr=lr, iters=args.iters, device=device, backend="auto", extra=common)
             rows.append(("1", "-", "-", "one", one))
-        for shard in (("on", "off") if args.shard_tables == "both" else (args.shard_tables,)):
-            for split in (args.table_split if shard != "off" else [None]):
-                extra = common + ("--shard-tables", shard) + (("--embedding-update", "dense") if shard == "off" and
-                                                              args.shard_tables == "both" else ())
-                name, _, replicas = (split or "").partition("+")
-                extra += (("--table-split", name) if split else ()) + (
-                    ("--replicate-rows", str(args.batch)) if replicas else ())
-                label = f"{args.ranks} ranks" + (f", --shard-tables {shard}" if shard != "auto" else "") + (
-                    f", --table-split {split}" if split else "")
-                for k in range(args.repeat):
-                    many = run(script, features_path, tmp / "data", tmp / f"many_{shard}_{split}_{k}",
-                               ranks=args.ranks, batch=args.batch, lr=lr / args.ranks, iters=args.iters,
-                               device=device, backend=args.backend, extra=extra)
-                    rows.append((str(args.ranks), args.backend, "on" if many.get("shard_tables") else "off",
-                                 label, many))
+        for n in args.ranks:
+            for shard in (("on", "off") if args.shard_tables == "both" else (args.shard_tables,)):
+                for split in (args.table_split if shard != "off" else [None]):
+                    extra = common + ("--shard-tables", shard) + (
+                        ("--embedding-update", "dense") if shard == "off" and args.shard_tables == "both" else ())
+                    name, _, replicas = (split or "").partition("+")
+                    extra += (("--table-split", name) if split else ()) + (
+                        ("--replicate-rows", str(per_rank[n])) if replicas else ())
+                    label = f"{n} ranks" + (f", --shard-tables {shard}" if shard != "auto" else "") + (
+                        f", --table-split {split}" if split else "")
+                    for k in range(args.repeat):
+                        many = run(script, features_path, tmp / "data", tmp / f"many_{n}_{shard}_{split}_{k}",
+                                   ranks=n, batch=per_rank[n], lr=lr / n, iters=args.iters, device=device,
+                                   backend=args.backend, extra=extra)
+                        rows.append((str(n), args.backend, "on" if many.get("shard_tables") else "off", label,
+                                     many))
 
     ones = sorted(m["interval_samples_per_second"][-1] for *_, c, m in rows if c == "one")
     base = ones[len(ones) // 2]      # the one-rank rate (the median of the repeats)
