@@ -9,6 +9,7 @@ resident data reach the same AUC.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -447,6 +448,11 @@ def test_compiled_linear_layers_of_unaligned_width_multiply_padded_inputs(monkey
         (out * weights).sum().backward()
         results.append((out.detach(), xi.grad, *(p.grad.clone() for p in model.parameters())))
     assert widths == [(16, (7, 16)), (8, (16, 8)), (16, (3, 16))]    # the last run's: 13 and 7 padded, 16 kept
+    twin = copy.deepcopy(model)        # a copy's padded layers multiply the copy's weights
+    with torch.no_grad():
+        twin[0].weight.zero_()
+        twin[0].bias.zero_()
+    assert torch.equal(twin[0](x), torch.zeros(5, 7)) and not torch.equal(model[0](x), torch.zeros(5, 7))
     assert [tuple(p.shape) for p in model.parameters()] == [(7, 13), (7,), (16, 7), (16,), (3, 16), (3,)]
     assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-6) for a, b in zip(*results))
 

@@ -4,6 +4,7 @@ WeightMultiply and fm_order2."""
 
 from __future__ import annotations
 
+import types
 import zlib
 
 import numpy as np
@@ -234,13 +235,14 @@ def padded_linear(layer: nn.Linear):
     """`layer`'s forward on its input and weight padded with zero columns to a multiple of FEATURES_MULTIPLE: the
     same values (the zeros add nothing to a product), its parameters and their gradients keep their shapes. cuBLAS
     ran DLRM's fc4 (507 inputs) with 2-byte loads ('align1' kernels: 0.13 ms of a 2.0 ms step of 4 ranks at
-    Criteo-Kaggle scale); in the compiled graph the input's padding is written where the input is made."""
+    Criteo-Kaggle scale); in the compiled graph the input's padding is written where the input is made. (A method
+    of `layer`: a copy of the layer multiplies its own weight.)"""
+    return types.MethodType(_padded_forward, layer)
+
+
+def _padded_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     pad = -layer.in_features % FEATURES_MULTIPLE
-
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        return F.linear(F.pad(x, (0, pad)), F.pad(layer.weight, (0, pad)), layer.bias)
-
-    return forward
+    return F.linear(F.pad(x, (0, pad)), F.pad(layer.weight, (0, pad)), layer.bias)
 
 
 class Interaction(nn.Module):
