@@ -3,8 +3,8 @@
 Both runs see the same global batch and the same learning rate (--lr is the global one: one rank trains with batch
 N*B and lr, the N ranks with batch B each and lr/N, which the script scales by the ranks, as seed 001 does), so the
 default is as stable on 4 ranks as on 1. Several rank counts (--ranks 2,4) are each run against the same one-rank
-run, with --global-batch G (G/N a rank): one invocation for the whole table. They evaluate the same validation rows. Printed (and written to --out as
-Markdown): the rank count, global batch, samples/s, the speed-up over the one-rank run of this same invocation,
+run, with --global-batch G (G/N a rank): one invocation for the whole table. They evaluate the same validation
+rows. Printed (and written to --out as Markdown): the rank count, global batch, samples/s, the speed-up over the one-rank run of this same invocation,
 peak memory of each rank, the first and last training loss and the AUC of each run. A run that did not learn (AUC
 within 0.01 of 0.5, or a last loss not below its first) is flagged, and so are AUCs further apart than --tolerance:
 exit status 1. --shard-tables is passed to the N ranks (both: once sharded, once with every table on every rank and
@@ -108,12 +108,12 @@ def main() -> int:
                  "them then trains B / N a rank, so every run has the same global batch)")
     if args.global_batch is not None and any(args.global_batch % n for n in args.ranks):
         ap.error(f"--global-batch {args.global_batch}: every rank count of --ranks must divide it")
-    per_rank = {n: args.global_batch // n if args.global_batch else args.batch for n in args.ranks}
-    global_batch = args.global_batch or args.batch * args.ranks[0]
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
     if not set(args.table_split) <= {None, *SPLITS}:
         ap.error(f"--table-split {','.join(args.table_split)}: each one of {', '.join(SPLITS)}")
+    per_rank = {n: args.global_batch // n if args.global_batch else args.batch for n in args.ranks}
+    global_batch = args.global_batch or args.batch * args.ranks[0]
     script = REPO / "generated" / args.model / "train_torch.py"
     features_path = script.with_name("features.json")
     if not script.is_file():

@@ -428,8 +428,6 @@ def test_compiled_linear_layers_of_unaligned_width_multiply_padded_inputs(monkey
     # compile_model runs a linear layer whose input width is not a multiple of 8 (DLRM's fc4: 507) on its input and
     # weight padded with zero columns (cuBLAS's aligned kernels); the values and gradients of nn.Linear
     m = view(REPO / "generated" / "dlrm" / "train_torch.py", "train_torch")
-    layers = sys.modules[m.SparseEmbedding.__module__]
-    compiled = sys.modules[layers.__name__.rsplit(".", 1)[0] + ".compiled"]
     gen = torch.Generator().manual_seed(2)
     torch.manual_seed(2)
     model = torch.nn.Sequential(torch.nn.Linear(13, 7), torch.nn.ReLU(), torch.nn.Linear(7, 16), torch.nn.Linear(16, 3))
@@ -437,7 +435,7 @@ def test_compiled_linear_layers_of_unaligned_width_multiply_padded_inputs(monkey
     results = []
     for padded in (False, True):
         if padded:
-            compiled.compile_model(model, torch.device("cpu"), backend="eager")   # (patches the layers' forward)
+            m.compile_model(model, torch.device("cpu"), backend="eager")   # (patches the layers' forward)
         model.zero_grad()
         xi = x.clone().requires_grad_()
         widths: list = []

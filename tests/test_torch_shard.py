@@ -221,9 +221,8 @@ dist.init_process_group("gloo")
 rank, size = dist.get_rank(), dist.get_world_size()
 vec, lr = 4 * size, 0.05     # 8 on 2 ranks, 12 on 3: each rank 4 columns when split by columns
 # as the trainer's setup: the gradients' all_reduces (replicas, dense layers) on a communicator of their own
-runtime = sys.modules[m.SparseEmbedding.__module__.rsplit(".", 1)[0] + ".distributed"]
-runtime.open_reduce_group()
-reduce_group, groups, all_reduce = runtime.reduce_group(), [], dist.all_reduce
+m.open_reduce_group()
+reduce_group, groups, all_reduce = m.reduce_group(), [], dist.all_reduce
 assert reduce_group is not None and reduce_group != dist.group.WORLD
 dist.all_reduce = lambda *args, **kwargs: groups.append(kwargs.get("group")) or all_reduce(*args, **kwargs)
 hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
@@ -350,7 +349,7 @@ checked += 1
 assert groups and all(g is reduce_group for g in groups), groups
 print(f"rank {rank}: {checked} cases equal", flush=True)
 dist.barrier()
-runtime.close_process_group()
+m.close_process_group()
 '''
 
 

@@ -22,12 +22,11 @@ def compile_model(model: torch.nn.Module, device: torch.device, backend: str | o
     for layer in model.modules():
         if type(layer) is torch.nn.Linear and layer.in_features % FEATURES_MULTIPLE:
             layer.forward = padded_linear(layer)  # type: ignore[method-assign]
-    for table in model.modules():
-        if isinstance(table, SparseEmbedding):
-            table.local_lookup = torch.compiler.disable(table.local_lookup)  # type: ignore[method-assign]
-            table.fetch = torch.compiler.disable(table.fetch)  # type: ignore[method-assign]
-            table.kernels = device.type == "cuda"
-            sharded = sharded or table.shard is not None
+        elif isinstance(layer, SparseEmbedding):
+            layer.local_lookup = torch.compiler.disable(layer.local_lookup)  # type: ignore[method-assign]
+            layer.fetch = torch.compiler.disable(layer.fetch)  # type: ignore[method-assign]
+            layer.kernels = device.type == "cuda"
+            sharded = sharded or layer.shard is not None
     if sharded and hasattr(torch._dynamo.config, "nested_graph_breaks"):
         torch._dynamo.config.nested_graph_breaks = True
     return torch.compile(model, backend=backend)

@@ -66,13 +66,14 @@ def settle(*keys: str) -> None:
                 then()
 
 
-def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM, later: str | None = None) -> torch.Tensor:
-    """Sum `value` over the ranks in place; `later`: launched now, done at settle(later)."""
+def all_reduce(value: torch.Tensor, op=dist.ReduceOp.SUM, later: str | None = None, then=None) -> torch.Tensor:
+    """Sum `value` over the ranks in place; `later`: launched now on the gradients' group, done at settle(later),
+    then `then()`."""
     if dist.is_initialized():
         if later is None:
             collective(dist.all_reduce, value, op=op)
         else:
-            collective_later(later, dist.all_reduce, value, op=op, group=reduce_group())
+            collective_later(later, dist.all_reduce, value, op=op, group=reduce_group(), then=then)
     return value
 
 
@@ -185,8 +186,7 @@ class GradientSync:
         small = [g for g in grads if g.numel() * g.element_size() <= self.FLAT_BYTES]
         for g in grads:
             if g.numel() * g.element_size() > self.FLAT_BYTES:
-                collective_later("dense", dist.all_reduce, g, group=reduce_group(),
-                                 then=lambda g=g: g.div_(self.size))
+                all_reduce(g, later="dense", then=lambda g=g: g.div_(self.size))
         for dtype in sorted({g.dtype for g in small}, key=str):
             group = [g for g in small if g.dtype == dtype]
             flat = torch.cat([g.reshape(-1) for g in group])
@@ -196,7 +196,7 @@ class GradientSync:
                 parts = flat.split([g.numel() for g in group])
                 torch._foreach_copy_(group, [part.view_as(g) for part, g in zip(parts, group)])
 
-            collective_later("dense", dist.all_reduce, flat, group=reduce_group(), then=back)
+            all_reduce(flat, later="dense", then=back)
         if not later:
             settle("dense")
 
