@@ -424,6 +424,36 @@ def test_interaction_backward_is_a_gather_with_index_selects_values():
     assert x.grad.dtype == y.grad.dtype == torch.float32
 
 
+def test_an_interaction_takes_its_slots_in_any_order_with_the_same_output():
+    # a sharded table yields its slots in its shard's order (the exchanged ones, then the replicated ones); an
+    # Interaction told that order multiplies the same pairs, so its output is the slot-order Interaction's exactly
+    # and the gradient of each slot's vectors is the same (up to the order of SelfDots' additions), eager and
+    # compiled; an order that is not one of its slots is refused
+    m = view(REPO / "generated" / "dlrm" / "train_torch.py", "train_torch")
+    layers = sys.modules[m.SparseEmbedding.__module__]
+    order = [3, 0, 5, 1, 4, 2]
+    in_slot_order, in_order = layers.Interaction(7), layers.Interaction(7)
+    in_order.take_order(order)
+    assert in_order.order == order and in_slot_order.order is None
+    assert in_order.pairs.tolist() != in_slot_order.pairs.tolist()
+    assert sorted(in_order.inverse.tolist()) == sorted(in_slot_order.inverse.tolist())
+    gen = torch.Generator().manual_seed(4)
+    bottom, slots, weights = (torch.randn(*shape, generator=gen) for shape in ((9, 8), (9, 6, 8), (9, 8 + 21 + 1)))
+    x, y = bottom.clone().requires_grad_(), slots.clone().requires_grad_()
+    expected = in_slot_order(x, y)
+    (expected * weights).sum().backward()
+    for fn in (in_order, torch.compile(in_order, fullgraph=True)):
+        xo, yo = bottom.clone().requires_grad_(), slots[:, order].clone().requires_grad_()
+        out = fn(xo, yo)
+        (out * weights).sum().backward()
+        assert torch.equal(out.detach(), expected.detach())
+        assert torch.allclose(xo.grad, x.grad, rtol=1e-5, atol=1e-5)
+        assert torch.allclose(yo.grad, y.grad[:, order], rtol=1e-5, atol=1e-5)
+    for bad in ([0, 1, 2, 3, 4], [0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 5, 6]):
+        with pytest.raises(ValueError, match="is not an order of 6 slots"):
+            layers.Interaction(7).take_order(bad)
+
+
 def test_compiled_linear_layers_of_unaligned_width_multiply_padded_inputs(monkeypatch):
     # compile_model runs a linear layer whose input width is not a multiple of 8 (DLRM's fc4: 507) on its input and
     # weight padded with zero columns (cuBLAS's aligned kernels); the values and gradients of nn.Linear

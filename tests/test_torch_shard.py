@@ -209,6 +209,43 @@ def test_a_rank_allocates_only_its_tables_and_they_start_as_in_the_whole_table()
     assert torch.equal(part.weight.detach(), whole.weight.detach()[list(range(100, 200)) + list(range(230, 251))])
 
 
+def test_only_a_table_that_interactions_alone_read_yields_its_shards_order():
+    # take_shard_orders reads the Model's forward (torch.fx): a sharded table whose output only Interactions read
+    # yields its slots in the shard's order; another reader of the output (a reshape), a forward it cannot trace,
+    # a table in slot order already or one process leave every table in slot order
+    m = load("dlrm")
+    cards = [7, 300, 40, 5]
+    with torch.device("meta"):
+        placement = m.place_tables(_tables(m, {"a": (cards, 8)}), 2, 0, replicate_rows=50)
+
+    class Reads(torch.nn.Module):
+        def __init__(self, also: str | None, placement=placement):
+            super().__init__()
+            self.also = also
+            self.a = m.SparseEmbedding(cards, 8, "sum", name="a", placement=placement)
+            self.i = m.Interaction(num_features=5)
+
+        def forward(self, dense, ids):
+            e = self.a(ids)
+            out = self.i(dense, e)
+            if self.also == "reshape":
+                return out.sum() + e.reshape(e.shape[0], -1).sum()
+            if self.also == "branch":
+                return out if dense.sum() > 0 else -out     # (not traceable: control flow on a value)
+            return out
+
+    model = Reads(None)
+    assert model.a.shard.order == [1, 0, 2, 3]
+    assert m.take_shard_orders(model) == ["a: its slots go to i in the shard's order (no gather into slot order)"]
+    assert model.a.shard_order and model.i.order == [1, 0, 2, 3]
+    for unchanged in (Reads("reshape"), Reads("branch"), Reads(None, placement=None)):
+        assert m.take_shard_orders(unchanged) == []
+        assert not unchanged.a.shard_order and unchanged.i.order is None
+    with torch.device("meta"):
+        in_order = m.place_tables(_tables(m, {"a": (cards, 8)}), 2, 0)    # every slot split: already in slot order
+    assert m.take_shard_orders(Reads(None, placement=in_order)) == []
+
+
 # ---- two processes: the sharded lookup and update ------------------------------------------------------------------
 
 WORKER = r'''
@@ -287,7 +324,9 @@ for cards, kind, nnz, combiner, split in cases:
 # process with the global batch, three SGD steps.
 import json
 features = json.loads(open(sys.argv[3]).read())
-for split in ("columns", "tables", "replicated", "tables+replicated"):
+# Each also with the Interaction taking the slots in the shard's order (take_shard_orders, as the trainer does).
+for split, in_shard_order in [(split, in_order) for split in ("columns", "tables", "replicated", "tables+replicated")
+                              for in_order in (False, True)]:
     with torch.device("meta"):      # the 13 slots of at most 140 rows replicated (auto on 3 ranks: whole tables)
         placement = m.place_tables(m.Model(features), size, rank, split={"replicated": "auto", "tables+replicated":
                                    "tables"}.get(split, split), replicate_rows=140 if "replicated" in split else 0)
@@ -298,6 +337,10 @@ for split in ("columns", "tables", "replicated", "tables+replicated"):
         model = m.Model(features, p)
         models.append((model, m.make_optimizer(model, 0.5, row_updates=True)))
     (part, part_opt), (whole, whole_opt) = models
+    if in_shard_order:    # (every slot split by columns on 2 ranks: in slot order already)
+        sorted_order = part.sparse_embedding1.shard.order == sorted(part.sparse_embedding1.shard.order)
+        assert len(m.take_shard_orders(part)) == (0 if sorted_order else 1), split
+        assert part.interaction1.order == (None if sorted_order else part.sparse_embedding1.shard.order)
     sync = m.GradientSync(list(part.parameters()))
     if split == "tables":
         sync.FLAT_BYTES = 1 << 14    # the dense layers' larger gradients are then averaged in place, one by one
@@ -317,7 +360,8 @@ for split in ("columns", "tables", "replicated", "tables+replicated"):
     theirs = whole.state_dict()
     for key, value in m.model_state(part).items():
         if rank == 0:
-            assert torch.allclose(value, theirs[key], atol=1e-5), (split, key, (value - theirs[key]).abs().max())
+            assert torch.allclose(value, theirs[key], atol=1e-5), (split, in_shard_order, key,
+                                                                   (value - theirs[key]).abs().max())
     checked += 1
 # Tables every rank holds whole and updates whole (dense SGD, no sharding): their gradient from every rank's
 # looked-up rows (SharedRowsGrad), the dense layers' by GradientSync; three steps against one process.
@@ -361,7 +405,7 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
                     ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     for rank in range(ranks):
-        assert f"rank {rank}: 77 cases equal" in proc.stdout, proc.stdout[-2000:]
+        assert f"rank {rank}: 81 cases equal" in proc.stdout, proc.stdout[-2000:]
 
 
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
@@ -516,11 +560,24 @@ def test_assembled_vectors_are_in_slot_order_eager_and_compiled():
             assert leaves[0].grad.is_contiguous()
 
 
+def _backward_nodes(out: torch.Tensor) -> set:
+    seen, todo = set(), [out.grad_fn]
+    while todo:
+        fn = todo.pop()
+        if fn is not None and fn not in seen:
+            seen.add(fn)
+            todo += [next_fn for next_fn, _ in fn.next_functions]
+    return {type(fn).__name__ for fn in seen}
+
+
+@pytest.mark.parametrize("in_shard_order", [False, True], ids=["slot-order", "shard-order"])
 @pytest.mark.parametrize("split", ["columns", "tables"])
-def test_a_sharded_tables_assembly_is_compiled_with_the_layers_that_read_it(monkeypatch, split):
+def test_a_sharded_tables_assembly_is_compiled_with_the_layers_that_read_it(monkeypatch, split, in_shard_order):
     # the trainer compiles the model with the tables' lookups and exchanges eager (fetch); assemble must be traced
     # with the Interaction: a compiled graph that ends in the assembled (batch, slots, vec) vectors gets their gradient
-    # copied contiguous each step (0.26 ms of a 2-rank Criteo-Kaggle step)
+    # copied contiguous each step (0.26 ms of a 2-rank Criteo-Kaggle step). With take_shard_orders (the trainer's,
+    # on several ranks) the Interaction takes the slots in the shard's order: the same output and gradients, and no
+    # gather of the slots into slot order either way (its backward wrote the replicated slots' whole gradient)
     monkeypatch.setattr(torch._dynamo.config, "nested_graph_breaks", False)   # the trainer's setting, not the test's
     torch._dynamo.reset()
     m = load("dlrm")
@@ -530,6 +587,10 @@ def test_a_sharded_tables_assembly_is_compiled_with_the_layers_that_read_it(monk
     torch.manual_seed(4)
     model = m.Model(features, placement)
     table = model.sparse_embedding1
+    if in_shard_order:
+        assert m.take_shard_orders(model) == ["sparse_embedding1: its slots go to interaction1 in the shard's order "
+                                              "(no gather into slot order)"]
+        assert table.shard_order and model.interaction1.order == table.shard.order != sorted(table.shard.order)
     shard, batch = table.shard, 6
     slots, vec = len(shard.cardinalities), shard.vec_size
     assert shard.replicated and len(shard.replicated) < slots    # both parts: exchanged and replicated
@@ -546,7 +607,17 @@ def test_a_sharded_tables_assembly_is_compiled_with_the_layers_that_read_it(monk
     ids = torch.zeros(batch, slots, 1, dtype=torch.int64)
     table.fetch = lambda ids: tuple(leaves)        # (no ranks here: the exchanged parts as given)
     eager = model(dense, ids)
+    assert ("SlotOrderBackward" in _backward_nodes(eager)) is not in_shard_order
     eager.sum().backward()
+    if in_shard_order:     # the same as the Model in slot order (its own copy, the same weights)
+        torch.manual_seed(4)
+        twin = m.Model(features, placement)
+        twin_leaves = [p.clone().requires_grad_() for p in parts]
+        twin.sparse_embedding1.fetch = lambda ids: tuple(twin_leaves)
+        expected = twin(dense, ids)
+        expected.sum().backward()
+        assert torch.equal(eager.detach(), expected.detach())
+        assert all(torch.allclose(a.grad, b.grad, atol=1e-6) for a, b in zip(leaves, twin_leaves))
     eager_grads = [leaf.grad.clone() for leaf in leaves]
     for leaf in leaves:
         leaf.grad = None

@@ -13,15 +13,15 @@ from pathlib import Path
 
 
 def view(path: Path, module_name: str | None = None) -> types.SimpleNamespace:
-    from codegen.runtime import (compiled, data, dense_optim, distributed, evaluation, kernels, layers, optimizers,
-                                 precision, row_optim, shards, sharding, startup)
+    from codegen.runtime import (compiled, data, dense_optim, distributed, evaluation, feature_order, kernels, layers,
+                                 optimizers, precision, row_optim, shards, sharding, startup)
 
     spec = importlib.util.spec_from_file_location(module_name or f"trainer_view_{abs(hash(str(path)))}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     names: dict = {}
-    for part in (compiled, data, dense_optim, distributed, evaluation, kernels, layers, precision, row_optim, shards,
-                 sharding, startup):
+    for part in (compiled, data, dense_optim, distributed, evaluation, feature_order, kernels, layers, precision,
+                 row_optim, shards, sharding, startup):
         names.update({k: v for k, v in vars(part).items() if not k.startswith("__")})
     names.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     job = module.JOB

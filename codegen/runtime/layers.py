@@ -51,6 +51,9 @@ class SparseEmbedding(nn.Module):
         # set by the trainer: a table every rank holds whole and updates whole takes its gradient from every rank's
         # looked-up rows (SharedRowsGrad) instead of GradientSync's all_reduce of the whole table
         self.shared_grad = False
+        # set by the trainer (feature_order.take_shard_orders): a sharded table read only by Interactions that take
+        # its slots in the shard's order (shard.order) yields them so, not gathered into slot order
+        self.shard_order = False
         self.weight = nn.Parameter(torch.empty(self.padding_row + 1, vec_size if self.shard is None else self.shard.width))
         self._init_rows()
 
@@ -94,7 +97,7 @@ class SparseEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if self.shard is not None:
-            return self.shard.assemble(self, self.fetch(ids))
+            return self.shard.assemble(self, self.fetch(ids), slot_order=not self.shard_order)
         return self.local_lookup(ids)
 
     def fetch(self, ids: torch.Tensor):
@@ -247,17 +250,42 @@ def _padded_forward(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
 
 class Interaction(nn.Module):
     """HugeCTR's (DLRM) Interaction: the bottom MLP output, then the dot products of every pair of [bottom MLP output,
-    slot embeddings] (strict lower triangle), then one zero of padding."""
+    slot embeddings] (strict lower triangle, in slot order), then one zero of padding."""
+
+    pairs: torch.Tensor      # buffers (_place_pairs)
+    inverse: torch.Tensor
 
     def __init__(self, num_features: int):
         super().__init__()
+        self.num_features = num_features
         self.padded = -(-num_features // FEATURES_MULTIPLE) * FEATURES_MULTIPLE
-        rows, cols = torch.tril_indices(num_features, num_features, offset=-1)
-        pairs = rows * self.padded + cols      # flat positions in the (padded x padded) dot matrix
+        self.order: list[int] | None = None    # the slot at each position of the embeddings (take_order)
+        self.register_buffer("pairs", torch.empty(0, dtype=torch.int64), persistent=False)
+        self.register_buffer("inverse", torch.empty(0, dtype=torch.int64), persistent=False)
+        self._place_pairs(list(range(num_features - 1)))
+
+    def take_order(self, order: list[int]) -> None:
+        """Its embeddings come with slot order[k] at position k (a sharded table's order, as its lookup yields the
+        slots): the same pairs are multiplied and the output is the same, so the embeddings need no gather into slot
+        order. That gather's backward wrote the replicated slots' whole gradient (106 µs of a 2-rank Criteo-Kaggle
+        step); without it their gradient is a slice of SelfDots' and the row update reads it in place."""
+        if sorted(order) != list(range(self.num_features - 1)):
+            raise ValueError(f"Interaction.take_order: {order} is not an order of {self.num_features - 1} slots")
+        self.order = list(order)
+        self._place_pairs(self.order)
+
+    def _place_pairs(self, order: list[int]) -> None:
+        # feature f of slot order (0: the bottom MLP output, 1 + s: slot s) sits at position[f] of SelfDots' input
+        position = [0] * self.num_features
+        for k, slot in enumerate(order):
+            position[1 + slot] = 1 + k
+        rows, cols = torch.tril_indices(self.num_features, self.num_features, offset=-1)
+        where = torch.tensor(position, dtype=torch.int64)
+        pairs = where[rows] * self.padded + where[cols]      # flat positions in the (padded x padded) dot matrix
         inverse = torch.full((self.padded * self.padded,), len(pairs), dtype=torch.int64)
         inverse[pairs] = torch.arange(len(pairs))     # each position's pair, or the zero column past the last
-        self.register_buffer("pairs", pairs, persistent=False)
-        self.register_buffer("inverse", inverse, persistent=False)
+        device = self.pairs.device
+        self.pairs, self.inverse = pairs.to(device), inverse.to(device)
 
     def forward(self, bottom_mlp: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
         batch, slots, vec = embeddings.shape

@@ -159,16 +159,17 @@ class Replicas:
 
         return gradient
 
-    def _in_slot_order(self, table: torch.nn.Module, others: torch.Tensor | None,
-                       replicated: torch.Tensor | None) -> torch.Tensor:
-        """(batch, slots, vec) in slot order from the other slots' vectors (in `order`) and the replicated ones'."""
-        if replicated is None:
-            assert others is not None, "a lookup of at least one slot"
-            return others if list(self.order) == sorted(self.order) else \
-                SlotOrder.apply(others, table.slot_inverse, table.slot_order, 1)
-        if others is None:
-            return replicated
-        return SlotOrder.apply(torch.cat([others, replicated], dim=1), table.slot_inverse, table.slot_order, 1)
+    def _in_order(self, table: torch.nn.Module, others: torch.Tensor | None, replicated: torch.Tensor | None,
+                  slot_order: bool = True) -> torch.Tensor:
+        """(batch, slots, vec) from the other slots' vectors (in `order`) and the replicated ones': in slot order, or
+        with `slot_order` False in `order` (the other slots, then the replicated ones; no gather either way)."""
+        if others is None or replicated is None:
+            assert others is not None or replicated is not None, "a lookup of at least one slot"
+            one = others if others is not None else replicated
+            return one if not slot_order or list(self.order) == sorted(self.order) else \
+                SlotOrder.apply(one, table.slot_inverse, table.slot_order, 1)
+        both = torch.cat([others, replicated], dim=1)
+        return both if not slot_order else SlotOrder.apply(both, table.slot_inverse, table.slot_order, 1)
 
 
 class TableShard(Replicas):
@@ -245,13 +246,13 @@ class TableShard(Replicas):
         back = ExchangeRows.apply(vectors, [batch * c for c in counts], [b * mine for b in sizes], nnz == 1)
         return back.reshape(slots, batch, -1)
 
-    def assemble(self, table: torch.nn.Module, parts: tuple) -> torch.Tensor:
-        """(batch, slots, vec) in slot order from `lookup`'s parts (in the compiled graph: gathers fused into the
-        layer that reads the vectors, both ways)."""
+    def assemble(self, table: torch.nn.Module, parts: tuple, slot_order: bool = True) -> torch.Tensor:
+        """(batch, slots, vec) in slot order (or, `slot_order` False, in `order`) from `lookup`'s parts (in the
+        compiled graph: gathers fused into the layer that reads the vectors, both ways)."""
         exchanged, replicated = parts
         if exchanged is not None:
             exchanged = ScaledGradient.apply(exchanged, 1.0 / self.placement.size).transpose(0, 1)
-        return self._in_slot_order(table, exchanged, replicated)
+        return self._in_order(table, exchanged, replicated, slot_order)
 
 
 class ColumnShard(Replicas):
@@ -324,16 +325,16 @@ class ColumnShard(Replicas):
         return ExchangeRows.apply(local.reshape(-1, self.width), [batch * slots] * size, [b * slots for b in sizes],
                                   nnz == 1)
 
-    def assemble(self, table: torch.nn.Module, parts: tuple) -> torch.Tensor:
-        """(batch, slots, vec) in slot order from `lookup`'s parts. In the compiled graph the column interleave and
-        the slot order are gathers fused into the layer that reads the vectors, both ways (eager, a 2-rank
-        Criteo-Kaggle step spent 0.7 ms in their two gather kernels)."""
+    def assemble(self, table: torch.nn.Module, parts: tuple, slot_order: bool = True) -> torch.Tensor:
+        """(batch, slots, vec) in slot order (or, `slot_order` False, in `order`) from `lookup`'s parts. In the
+        compiled graph the column interleave and the slot order are gathers fused into the layer that reads the
+        vectors, both ways (eager, a 2-rank Criteo-Kaggle step spent 0.7 ms in their two gather kernels)."""
         split, replicated = parts
         if split is not None:
             n = len(self.split_slots)
             split = ScaledGradient.apply(split, 1.0 / self.placement.size)
             split = split.reshape(self.placement.size, -1, n, self.width).permute(1, 2, 0, 3).reshape(-1, n, self.vec_size)
-        return self._in_slot_order(table, split, replicated)
+        return self._in_order(table, split, replicated, slot_order)
 
 
 class SlotOrder(torch.autograd.Function):

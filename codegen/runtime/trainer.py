@@ -23,6 +23,7 @@ from .distributed import (GradientSync, all_reduce, close_process_group, collect
                           open_reduce_group, peak_memory, settle, world)
 from .errors import DataError
 from .evaluation import evaluate
+from .feature_order import take_shard_orders
 from .job import Job, learning_rate
 from .layers import SparseEmbedding
 from .optimizers import make_optimizer
@@ -218,6 +219,9 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     torch.manual_seed(args.seed)
     with torch.device(device):   # initialised where it trains: a big table never exists on the host
         model = model_class(features, placement).to(device)
+    in_shard_order = take_shard_orders(model) if placement is not None else []
+    for line in in_shard_order:
+        log("  " + line)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     startup["build_s"] = round(time.perf_counter() - mark, 3)
@@ -278,6 +282,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         metrics["sharding"] = {"tables": placement.tables, "split": placement.split,
                                "replicated": placement.replicated, "bytes_per_rank": placement.load,
                                "lookups_per_sample_per_rank": placement.lookups,
+                               "in_shard_order": sorted(n for n, t in sharded_tables(model) if t.shard_order),
                                "local_shape_per_rank": [e.tolist() for e in every]}
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
     for data_pass, sources, eval_source in args.plan:
