@@ -77,6 +77,23 @@ def test_several_rank_counts_share_one_global_batch_and_one_rank_run():
     assert "over the tolerance -1.0 (one run each: a run's own AUC noise is not measured; --repeat 3" in proc.stdout
 
 
+def test_the_auc_noise_of_each_learning_rate_is_measured_over_repeated_runs():
+    # Two learning rates, two runs each on the same data: a row per run, each rate's AUC spread against the
+    # tolerance. On the CPU the runs of one rate are deterministic (spread 0); lr 0 does not learn and is flagged.
+    proc = bench("auc_noise.py", "--device", "cpu", "--rows", "40000", "--iters", "40", "--batch", "512",
+                 "--lrs", "0.002,0", "--repeat", "2")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith(("| 0.002 |", "| 0 |"))]
+    assert [(r[0].strip(), r[1].strip()) for r in rows] == [("0.002", "1"), ("0.002", "2"), ("0", "1"), ("0", "2")]
+    assert [r[-1].strip() for r in rows] == ["yes", "yes", "**no**", "**no**"], rows
+    assert rows[0][-2] == rows[1][-2], rows      # the same AUC to the fourth digit
+    assert "- lr 0.002: AUC " in proc.stdout and "over 2 runs (spread 0.0000, within 0.005)" in proc.stdout
+    assert "lr 0, run 1: did not learn" in proc.stdout and "lr 0.002, run 1: did not learn" not in proc.stdout
+    proc = bench("auc_noise.py", "--device", "cpu", "--repeat", "1")
+    assert proc.returncode == 2 and "--repeat must be at least 2" in proc.stderr
+    assert "synthetic rows" not in proc.stdout
+
+
 def test_continuous_passes_move_their_rows_and_resume_exactly():
     proc = bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
