@@ -5,8 +5,13 @@
     torchrun --nproc_per_node 2 bench/profile_step.py --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16
     torchrun --nproc_per_node 2 bench/profile_step.py --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16 \
         --window 200:250 --timeline       # per step: compute, NCCL, NCCL with nothing beside it, idle
+    python bench/profile_step.py --model dlrm --scale criteo-kaggle --batch 32768 --precision bf16 --mirror-ranks 2 \
+        --no-profile -- --table-split tables --replicate-rows 32768    # one GPU: a rank of 2, transfers free
 
-Under torchrun every rank trains (its own copy of the synthetic rows) and rank 0 prints.
+Under torchrun every rank trains (its own copy of the synthetic rows) and rank 0 prints. With --mirror-ranks N one
+process on one GPU is rank 0 of N whose peers mirror it (bench/mirror_ranks.py): it computes what a rank of N
+computes at --batch a rank, and no collective moves data or runs an NCCL kernel, so its rate (N x --batch a step)
+is what N GPUs would reach if every transfer were free and hidden: the compute bound of the speed-up.
 
 Writes synthetic rows (bench/train_throughput.py's planted signal) for generated/<model>/features.json, runs the
 committed train_torch.py in this process (--compile on, the path bench/train_throughput.py measures) under
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -52,21 +58,34 @@ def main() -> int:
                     help="with --window: per step, the time some compute kernel runs, the time NCCL's kernels run and "
                          "how much of it no compute kernel runs beside (the transfers the step waits for), and idle "
                          "time (from the profiler's trace of kernels on every stream)")
+    ap.add_argument("--mirror-ranks", type=int, metavar="N",
+                    help="one process, rank 0 of N mirror ranks (bench/mirror_ranks.py): the compute of a rank of N "
+                         "on one GPU, with transfers free (not under torchrun)")
+    ap.add_argument("--slot-order", action="store_true",
+                    help="an experiment on several ranks: sharded tables yield their slots in slot order (the "
+                         "trainer's take_shard_orders off), for an A/B of that change")
     ap.add_argument("extra", nargs="*", help="more train_torch.py arguments (after --)")
     args = ap.parse_args()
     if args.timeline and not args.window:
         ap.error("--timeline needs --window A:B (the steps to lay out)")
+    if args.mirror_ranks is not None and (args.mirror_ranks < 2 or "WORLD_SIZE" in os.environ):
+        ap.error("--mirror-ranks N: N at least 2, and one process (not under torchrun)")
     if not torch.cuda.is_available():
         print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
         return 2
     sys.path.insert(0, str(REPO / "bench"))
-    import os
 
     from train_throughput import criteo_kaggle, load_trainer, run_generated, synthesize
     quiet = int(os.environ.get("RANK", "0")) != 0
 
     if args.compile_mode:
         torch.compile = functools.partial(torch.compile, mode=args.compile_mode)
+    if args.mirror_ranks:
+        import mirror_ranks
+        mirror_ranks.install(args.mirror_ranks)
+    if args.slot_order:
+        from codegen.runtime import trainer
+        trainer.take_shard_orders = lambda model: []
     module, features_path = load_trainer(args.model)
     if args.trainer:
         import importlib.util

@@ -94,6 +94,65 @@ def test_the_auc_noise_of_each_learning_rate_is_measured_over_repeated_runs():
     assert "synthetic rows" not in proc.stdout
 
 
+MIRROR = r"""
+import json, sys
+from pathlib import Path
+import torch
+import torch.distributed as dist
+sys.path.insert(0, "bench")
+import mirror_ranks
+from train_throughput import load_trainer, synthesize
+
+mirror_ranks.init(2)
+assert (dist.get_rank(), dist.get_world_size(), dist.get_backend()) == (0, 2, "mirror")
+x = torch.arange(6)
+out = torch.empty(6, dtype=torch.int64)
+dist.all_to_all_single(out, x, [3, 3], [3, 3])
+assert out.tolist() == [0, 1, 2, 0, 1, 2]            # what this rank sends itself, from every peer
+out = torch.empty(5, dtype=torch.int64)
+dist.all_to_all_single(out, x, [2, 3], [2, 4])
+assert out.tolist() == [0, 1, 0, 1, 2]               # a block of another size: filled from the input
+out = torch.empty(12, dtype=torch.int64)
+dist.all_gather_into_tensor(out, x)
+assert out.tolist() == list(range(6)) * 2
+ones = torch.ones(3)
+dist.all_reduce(ones, group=dist.new_group(), async_op=True).wait()
+assert ones.tolist() == [1.0, 1.0, 1.0]
+dist.destroy_process_group()
+
+tmp = Path(sys.argv[1])
+module, features_path = load_trainer("dlrm")
+features = json.loads(features_path.read_text())
+synthesize(features, 4000, tmp / "train", files=2, seed=1)
+synthesize(features, 1000, tmp / "valid", files=1, seed=1)
+for split in ("tables", "columns"):
+    out = tmp / split
+    assert module.main(["--train", str(tmp / "train"), "--eval", str(tmp / "valid"), "--features", str(features_path),
+                        "--max-iter", "4", "--batch-size", "128", "--display", "2", "--eval-interval", "4",
+                        "--snapshot", "0", "--output-dir", str(out), "--device", "cpu", "--table-split", split,
+                        "--replicate-rows", "100"]) == 0
+    m = json.loads((out / "metrics.json").read_text())
+    print("run", split, m["world_size"], m["global_batch_size"], m["sharding"]["split"]["sparse_embedding1"],
+          m["sharding"]["in_shard_order"], m["iterations"])
+"""
+
+
+def test_one_process_trains_as_rank_zero_of_mirror_ranks(tmp_path):
+    # bench/mirror_ranks.py: every peer mirrors this rank (ids sent to itself come back from every peer, so its
+    # lookups stay valid); the DLRM trainer runs as rank 0 of 2 with tables split whole and by columns, replicated
+    # slots and the Interaction in the shard's order, in one process. profile_step refuses a count under 2.
+    script = tmp_path / "mirror.py"
+    script.write_text(MIRROR)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
+    proc = run_warm([sys.executable, str(script), str(tmp_path)], env=env, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("run ")]
+    assert lines == [["tables", "2", "256", "tables", "['sparse_embedding1']", "4"],
+                     ["columns", "2", "256", "columns", "['sparse_embedding1']", "4"]], proc.stdout[-3000:]
+    proc = bench("profile_step.py", "--mirror-ranks", "1")
+    assert proc.returncode == 2 and "--mirror-ranks N: N at least 2" in proc.stderr
+
+
 def test_continuous_passes_move_their_rows_and_resume_exactly():
     proc = bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
