@@ -30,8 +30,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from multi_gpu import default_lr, run  # noqa: E402  (bench/ is a folder of scripts, not a package)
-from train_throughput import REPO, SCRATCH, criteo_kaggle, synthesize  # noqa: E402
+from multi_gpu import dataset, default_lr, learned, report, run, step_kind  # noqa: E402  (bench/: scripts)
+from train_throughput import REPO, SCRATCH  # noqa: E402
 
 
 def largest_rise(losses: list[float]) -> float:
@@ -79,13 +79,8 @@ def main() -> int:
     rows = []       # (lr, run, metrics)
     with tempfile.TemporaryDirectory(prefix="ctrgen-noise-", dir=SCRATCH) as tmp_name:
         tmp = Path(tmp_name)
-        if args.scale == "criteo-kaggle":
-            features = criteo_kaggle(features)
-        features_path = tmp / "features.json"
-        features_path.write_text(json.dumps(features))
         files = 2 * args.ranks
-        ceiling = synthesize(features, args.rows, tmp / "data" / "train", files=files, seed=1)
-        synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
+        features_path, ceiling = dataset(features, args.scale, args.rows, files, tmp)
         print(f"{args.model}: {args.rows:,} synthetic rows in {files} files (planted AUC ceiling {ceiling:.4f}); "
               f"{where}", flush=True)
         for lr in lrs:
@@ -101,15 +96,13 @@ def main() -> int:
              "|---:|---:|---|---:|---|---:|---:|---|"]
     problems, aucs = [], {}
     for lr, k, m in rows:
-        losses = m.get("train_losses") or [float("nan")]
-        learned = abs(m["auc"] - 0.5) > 0.01 and losses[-1] < losses[0]
-        if not learned:
+        ok, losses = learned(m)
+        if not ok:
             problems.append(f"lr {lr:g}, run {k}: did not learn (AUC {m['auc']:.4f}, loss {losses[0]:.4f} → "
                             f"{losses[-1]:.4f})")
-        how = " + ".join(w for w, on in (("compiled", m.get("compiled")), ("CUDA graph", m.get("cuda_graph"))) if on)
-        table.append(f"| {lr:g} | {k} | {how or 'eager'} | {m['interval_samples_per_second'][-1]:,.0f} | "
+        table.append(f"| {lr:g} | {k} | {step_kind(m)} | {m['interval_samples_per_second'][-1]:,.0f} | "
                      f"{losses[0]:.4f} → {losses[-1]:.4f} | {largest_rise(losses):.4f} | {m['auc']:.4f} | "
-                     f"{'yes' if learned else '**no**'} |")
+                     f"{'yes' if ok else '**no**'} |")
         aucs.setdefault(lr, []).append(m["auc"])
     table.append("")
     for lr, values in aucs.items():
@@ -120,9 +113,7 @@ def main() -> int:
     text = "\n".join(table) + ("\n\n" + "; ".join(problems) if problems else "") + "\n"
     title = (f"{args.model} on {where}, torch {torch.__version__}; {args.ranks} rank(s), global batch {args.batch}, "
              f"{args.iters} iterations")
-    print(f"\n{title}\n{text}")
-    if args.out:
-        args.out.write_text(f"{title}\n\n{text}", encoding="utf-8")
+    report(title, text, args.out)
     return 1 if problems else 0
 
 

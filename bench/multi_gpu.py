@@ -65,6 +65,38 @@ def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batc
     return json.loads((out / "metrics.json").read_text())
 
 
+def dataset(features: dict, scale: str, rows: int, files: int, tmp: Path) -> tuple[Path, float]:
+    """The features (at --scale) written to tmp/features.json, `rows` synthetic training rows in `files` files
+    under tmp/data/train and 262,144 validation rows under tmp/data/valid; returns the features' path and the
+    data's planted AUC ceiling."""
+    if scale == "criteo-kaggle":
+        features = criteo_kaggle(features)
+    features_path = tmp / "features.json"
+    features_path.write_text(json.dumps(features))
+    ceiling = synthesize(features, rows, tmp / "data" / "train", files=files, seed=1)
+    synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
+    return features_path, ceiling
+
+
+def learned(m: dict) -> tuple[bool, list]:
+    """Whether a run learned (an AUC further than 0.01 from 0.5, a last training loss below its first), its losses."""
+    losses = m.get("train_losses") or [float("nan")]
+    return abs(m["auc"] - 0.5) > 0.01 and losses[-1] < losses[0], losses
+
+
+def step_kind(m: dict) -> str:
+    """How a run's step ran: compiled, replayed from a CUDA graph, or eager."""
+    return " + ".join(w for w, on in (("compiled", m.get("compiled")), ("CUDA graph", m.get("cuda_graph"))) if on) \
+        or "eager"
+
+
+def report(title: str, text: str, out: Path | None) -> None:
+    """Print the title and the table, and write them to `out` (Markdown) where given."""
+    print(f"\n{title}\n{text}")
+    if out:
+        out.write_text(f"{title}\n\n{text}", encoding="utf-8")
+
+
 def default_lr(model: str) -> float:
     """The global learning rate of a run unless --lr says otherwise: 1 for DLRM's SGD, 0.002 for the others.
     DLRM at lr 2 trains at the edge of stability: three one-GPU runs at Criteo-Kaggle scale spread 0.0077 in AUC,
@@ -135,13 +167,8 @@ def main() -> int:
     lr = args.lr if args.lr is not None else default_lr(args.model)
     with tempfile.TemporaryDirectory(prefix="ctrgen-ranks-", dir=SCRATCH) as tmp_name:
         tmp = Path(tmp_name)
-        if args.scale == "criteo-kaggle":
-            features = criteo_kaggle(features)
-            features_path = tmp / "features.json"
-            features_path.write_text(json.dumps(features))
         files = 2 * math.lcm(*args.ranks)      # every rank count reads whole files
-        ceiling = synthesize(features, args.rows, tmp / "data" / "train", files=files, seed=1)
-        synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
+        features_path, ceiling = dataset(features, args.scale, args.rows, files, tmp)
         print(f"{args.model}: {args.rows:,} synthetic rows in {files} files (planted AUC ceiling "
               f"{ceiling:.4f}); {where}", flush=True)
         rows = []      # (ranks, backend, sharded, configuration, metrics), a row per run
@@ -178,17 +205,15 @@ def main() -> int:
         split = "/".join(sorted(set(sharding.get("split", {}).values()))) if sharded == "on" else sharded
         copies = sum(len(v) for v in sharding.get("replicated", {}).values())
         split += f" + {copies} replicated" if copies else ""
-        losses = m.get("train_losses") or [float("nan")]
-        learned = abs(m["auc"] - 0.5) > 0.01 and losses[-1] < losses[0]
-        if not learned:
+        ok, losses = learned(m)
+        if not ok:
             problems.append(f"{ranks} rank(s), tables {split}: did not learn (AUC {m['auc']:.4f}, loss "
                             f"{losses[0]:.4f} → {losses[-1]:.4f})")
         rate = m["interval_samples_per_second"][-1]
-        how = " + ".join(w for w, on in (("compiled", m.get("compiled")), ("CUDA graph", m.get("cuda_graph"))) if on)
-        table.append(f"| {ranks} | {backend} | {split} | {how or 'eager'} | {m['global_batch_size']} | "
+        table.append(f"| {ranks} | {backend} | {split} | {step_kind(m)} | {m['global_batch_size']} | "
                      f"{m['iterations']} | {rate:,.0f} | "
                      f"{rate / base:.2f}× | {peaks} | {losses[0]:.4f} → {losses[-1]:.4f} | {m['auc']:.4f} | "
-                     f"{'yes' if learned else '**no**'} |")
+                     f"{'yes' if ok else '**no**'} |")
     aucs: dict = {}
     for *_, config, m in rows:
         aucs.setdefault(config, []).append(m["auc"])
@@ -204,9 +229,7 @@ def main() -> int:
             if args.repeat == 1 else ""))
     verdict = "; ".join(problems) if problems else f"every run learned; AUCs within {args.tolerance} ({diff:.4f})"
     text = "\n".join(table) + f"\n\n{verdict}\n"
-    print(f"\n{args.model} on {where}, torch {torch.__version__}\n{text}")
-    if args.out:
-        args.out.write_text(f"{args.model} on {where}, torch {torch.__version__}\n\n{text}", encoding="utf-8")
+    report(f"{args.model} on {where}, torch {torch.__version__}", text, args.out)
     return 1 if problems else 0
 
 
