@@ -2,8 +2,8 @@
 
 A machine with one GPU cannot run N ranks, but the compute of one rank of N (its lookups at batch B / N, its share
 of the dense layers, the sorts and row kernels of exchanged and replicated rows, the assembly and the scaling of
-the exchanged gradients) is the same work whoever the peers are. `init(N)` makes this process rank 0 of N with the
-"mirror" process group: every peer is taken to be a copy of this rank, so no collective moves data between GPUs
+the exchanged gradients) is the same work whoever the peers are. `install(N)` makes the trainer of this process rank
+0 of N (`init(N)`: at once) with the "mirror" process group: every peer is taken to be a copy of this rank, so no collective moves data between GPUs
 and none puts an NCCL kernel on the GPU.
 
 - all_to_all_single: the block every peer would send here is what this rank sends itself, where the sizes agree
@@ -13,7 +13,7 @@ and none puts an NCCL kernel on the GPU.
   as they are: an all_reduce of N equal values would scale them by N, which no step's timing depends on).
 
 What it measures is the compute stream alone, plus the copies of the exchanges' blocks, which NCCL would make on
-its own stream (bench/profile_step.py's timeline names them). It says nothing about transfers or their overlap.
+its own stream (bench/profile_step.py's kernel list shows them as device-to-device copies). It says nothing about transfers or their overlap.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def _done(result=None):
 
 
 class MirrorGroup(dist.ProcessGroup):
+    """A process group whose every collective completes at once, this rank standing in for each peer."""
+
     def __init__(self, rank: int, size: int):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
