@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from multi_gpu import dataset, default_lr, learned, report, run, step_kind  # noqa: E402  (bench/: scripts)
+from multi_gpu import VALID_ROWS, dataset, default_lr, learned, report, run, step_kind  # noqa: E402  (bench/: scripts)
 from train_throughput import REPO, SCRATCH  # noqa: E402
 
 
@@ -49,6 +49,7 @@ def main() -> int:
     ap.add_argument("--ranks", type=int, default=1, help="ranks of every run (torchrun; --batch / N a rank)")
     ap.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
     ap.add_argument("--rows", type=int, default=2_000_000, help="synthetic training rows")
+    ap.add_argument("--valid-rows", type=int, default=VALID_ROWS, help="synthetic validation rows, each evaluated")
     ap.add_argument("--batch", type=int, default=2048, help="the global batch of every run")
     ap.add_argument("--iters", type=int, default=600)
     ap.add_argument("--lrs", type=lambda v: [float(x) for x in v.split(",")], metavar="LR[,LR...]",
@@ -80,14 +81,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ctrgen-noise-", dir=SCRATCH) as tmp_name:
         tmp = Path(tmp_name)
         files = 2 * args.ranks
-        features_path, ceiling = dataset(features, args.scale, args.rows, files, tmp)
+        features_path, ceiling = dataset(features, args.scale, args.rows, files, tmp, args.valid_rows)
         print(f"{args.model}: {args.rows:,} synthetic rows in {files} files (planted AUC ceiling {ceiling:.4f}); "
               f"{where}", flush=True)
         for lr in lrs:
             for k in range(args.repeat):
                 m = run(script, features_path, tmp / "data", tmp / f"run_{lr}_{k}", ranks=args.ranks,
                         batch=args.batch // args.ranks, lr=lr / args.ranks, iters=args.iters, device=device,
-                        backend=args.backend, extra=common)
+                        backend=args.backend, extra=common, valid_rows=args.valid_rows)
                 rows.append((lr, k + 1, m))
                 print(f"lr {lr:g}, run {k + 1} of {args.repeat}: AUC {m['auc']:.4f}, "
                       f"{m['interval_samples_per_second'][-1]:,.0f} samples/s", flush=True)

@@ -45,14 +45,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from train_throughput import REPO, SCRATCH, criteo_kaggle, synthesize  # noqa: E402  (bench/ is a folder of scripts, not a package)
 
 
+VALID_ROWS = 262_144     # synthetic validation rows, each evaluated (--valid-rows)
+
+
 def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batch: int, lr: float, iters: int,
-        device: str, backend: str, extra: tuple = ()) -> dict:
+        device: str, backend: str, extra: tuple = (), valid_rows: int = VALID_ROWS) -> dict:
     cmd = [sys.executable]
     if ranks > 1:
         cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
     cmd += [str(script), "--train", str(data / "train"), "--eval", str(data / "valid"), "--features", str(features),
             "--max-iter", str(iters), "--batch-size", str(batch), "--lr", repr(lr), "--display", str(max(iters // 4, 1)),
-            "--eval-interval", str(iters), "--snapshot", "0", "--eval-batch-size", "16384", "--max-eval-batches", "16",
+            "--eval-interval", str(iters), "--snapshot", "0", *eval_args(valid_rows),
             "--output-dir", str(out), "--device", device, "--dist-backend", backend, *extra]
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "4"),
            # the generated trainer imports this checkout's runtime (codegen.runtime), installed or not
@@ -65,16 +68,23 @@ def run(script: Path, features: Path, data: Path, out: Path, *, ranks: int, batc
     return json.loads((out / "metrics.json").read_text())
 
 
-def dataset(features: dict, scale: str, rows: int, files: int, tmp: Path) -> tuple[Path, float]:
+def eval_args(valid_rows: int) -> tuple[str, ...]:
+    """Every validation row evaluated, in batches of at most 16,384."""
+    batch = min(16_384, valid_rows)
+    return "--eval-batch-size", str(batch), "--max-eval-batches", str(-(-valid_rows // batch))
+
+
+def dataset(features: dict, scale: str, rows: int, files: int, tmp: Path,
+            valid_rows: int = VALID_ROWS) -> tuple[Path, float]:
     """The features (at --scale) written to tmp/features.json, `rows` synthetic training rows in `files` files
-    under tmp/data/train and 262,144 validation rows under tmp/data/valid; returns the features' path and the
+    under tmp/data/train and `valid_rows` validation rows under tmp/data/valid; returns the features' path and the
     data's planted AUC ceiling."""
     if scale == "criteo-kaggle":
         features = criteo_kaggle(features)
     features_path = tmp / "features.json"
     features_path.write_text(json.dumps(features))
     ceiling = synthesize(features, rows, tmp / "data" / "train", files=files, seed=1)
-    synthesize(features, 262_144, tmp / "data" / "valid", files=1, seed=1)
+    synthesize(features, valid_rows, tmp / "data" / "valid", files=1, seed=1)
     return features_path, ceiling
 
 
@@ -118,6 +128,7 @@ def main() -> int:
                     help="torch.distributed backend (gloo lets ranks share one GPU)")
     ap.add_argument("--device", default="auto", help="auto, cuda or cpu")
     ap.add_argument("--rows", type=int, default=2_000_000, help="synthetic training rows")
+    ap.add_argument("--valid-rows", type=int, default=VALID_ROWS, help="synthetic validation rows, each evaluated")
     ap.add_argument("--batch", type=int, default=2048, help="batch per rank (one rank: this times --ranks)")
     ap.add_argument("--global-batch", type=int, metavar="B",
                     help="the batch of every run instead: B / N a rank (needed with several --ranks)")
@@ -168,13 +179,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ctrgen-ranks-", dir=SCRATCH) as tmp_name:
         tmp = Path(tmp_name)
         files = 2 * math.lcm(*args.ranks)      # every rank count reads whole files
-        features_path, ceiling = dataset(features, args.scale, args.rows, files, tmp)
+        features_path, ceiling = dataset(features, args.scale, args.rows, files, tmp, args.valid_rows)
         print(f"{args.model}: {args.rows:,} synthetic rows in {files} files (planted AUC ceiling "
               f"{ceiling:.4f}); {where}", flush=True)
         rows = []      # (ranks, backend, sharded, configuration, metrics), a row per run
         for k in range(args.repeat):
             one = run(script, features_path, tmp / "data", tmp / f"one_{k}", ranks=1, batch=global_batch,
-                      lr=lr, iters=args.iters, device=device, backend="auto", extra=common)
+                      lr=lr, iters=args.iters, device=device, backend="auto", extra=common,
+                      valid_rows=args.valid_rows)
             rows.append(("1", "-", "-", "one", one))
         for n in args.ranks:
             for shard in (("on", "off") if args.shard_tables == "both" else (args.shard_tables,)):
@@ -189,7 +201,7 @@ def main() -> int:
                     for k in range(args.repeat):
                         many = run(script, features_path, tmp / "data", tmp / f"many_{n}_{shard}_{split}_{k}",
                                    ranks=n, batch=per_rank[n], lr=lr / n, iters=args.iters, device=device,
-                                   backend=args.backend, extra=extra)
+                                   backend=args.backend, extra=extra, valid_rows=args.valid_rows)
                         rows.append((str(n), args.backend, "on" if many.get("shard_tables") else "off", label,
                                      many))
 

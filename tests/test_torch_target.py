@@ -76,10 +76,13 @@ def scripts(demo, tmp_path_factory) -> dict[str, Path]:
 
 
 def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
-               timeout: int = 600) -> subprocess.CompletedProcess:
+               timeout: int = 600, omp: str | None = "1") -> subprocess.CompletedProcess:
     """The script in a process forked from a warm Python; with torchrun=N under the real torchrun; with ranks=N as N
-    ranks with torchrun's environment, forked (stdout and stderr of every rank, the worst exit status)."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    ranks with torchrun's environment, forked (stdout and stderr of every rank, the worst exit status). The suite
+    runs several trainers side by side, one thread each (omp=None: the trainer's own default)."""
+    env = {**os.environ, "OMP_NUM_THREADS": omp or "", "PYTHONHASHSEED": "0"}
+    if omp is None:
+        del env["OMP_NUM_THREADS"]
     env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     if ranks:
         return run_job([sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args], cwd=folder,
@@ -153,6 +156,24 @@ def test_movielens_reaches_the_planted_structure(demo, scripts, tmp_path):
     # Logistic regression on the same ids is what this MLP should match; the oracle bounds it from above.
     assert t["baseline_auc_valid"]["onehot"] - 0.03 < metrics["auc"] < t["oracle_auc_valid"] + 0.02
     assert metrics["iterations"] == iters and metrics["world_size"] == 1 and not metrics["cuda_graph"]
+    assert metrics["threads"] == 1                              # OMP_NUM_THREADS=1 (run_script), the user's choice
+
+
+def test_the_trainer_takes_the_usable_cores_by_default(scripts, tmp_path):
+    """Without OMP_NUM_THREADS or --threads: the cores this process may use, shared by the ranks on this machine
+    (torch's own default is the machine's core count, which oversubscribes a container with a CPU quota)."""
+    from codegen.runtime.threads import usable_cores
+
+    cores = usable_cores()
+    proc = run_script(scripts["movielens"], "--max-iter", "2", "--batch-size", "64", "--display", "1",
+                      "--eval-interval", "2", "--max-eval-batches", "1", "--snapshot", "0", "--output-dir",
+                      str(tmp_path / "out"), omp=None)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"CPU threads: {cores} a rank ({cores} usable core(s) / 1 rank(s) on this machine)\n" in proc.stdout
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["threads"] == cores
+    proc = run_script(scripts["movielens"], "--max-iter", "1", "--threads", "0", "--output-dir", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "--threads 0: between 1 and 1024" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("name", [n for n in SPECS if n != "movielens"])

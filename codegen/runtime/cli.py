@@ -46,6 +46,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--snapshot", type=int, default=d["snapshot"], help="checkpoint every N iterations (0: never)")
     ap.add_argument("--seed", type=int, default=d["seed"], help="initialisation and shuffle seed")
     ap.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda")
+    ap.add_argument("--threads", type=int, metavar="N",
+                    help="intra-op CPU threads of each rank (default: OMP_NUM_THREADS when set, else the cores this "
+                         "process may use, cgroup quota included, divided by the ranks on this machine)")
     ap.add_argument("--cuda-graph", choices=("auto", "on", "off"), default="auto",
                     help="capture the train step as a CUDA graph (auto: one GPU, data on the GPU)")
     ap.add_argument("--precision", choices=PRECISIONS,

@@ -31,6 +31,7 @@ from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .shards import describe_placement
 from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
+from .threads import choose_threads
 
 
 @dataclass(frozen=True)
@@ -170,10 +171,13 @@ def load_data(args, sources: list[str], eval_source: str, features: dict,
 
 def train(args, job: Job, model_class, clock: Clock) -> dict:
     """Train ``model_class`` (the generated Model) as ``args`` and ``job`` say; returns metrics.json's content."""
+    threads, why = choose_threads(args.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    torch.set_num_threads(threads)
     device = setup(args)
     rank, size = world()
     bar = Bar(active=None if rank == 0 else False)
     log = bar.log if rank == 0 else (lambda *a, **k: None)
+    log(f"CPU threads: {threads} a rank ({why})")
     if args.tensorboard and not tensorboard_available():
         raise DataError("--tensorboard: the tensorboard package is not installed (fix: pip install tensorboard, "
                         "or leave --tensorboard out; metrics.jsonl holds every point)")
@@ -271,7 +275,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
                             resumed=state["iteration"] if args.resume is not None else None)
 
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
-               "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded}
+               "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded, "threads": threads}
     if shared:     # replicated tables updated whole: how each one's gradient is averaged over the ranks
         metrics["table_gradients"] = {name: "all_gather of looked-up rows" if t.shared_grad else "all_reduce"
                                       for name, t in model.named_modules() if isinstance(t, SparseEmbedding)}
