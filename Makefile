@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.ctrgen-installed
 # (they conflict with the NVTabular pins; docs/environment.md §8.2).
 PYTRITON := nvidia-pytriton==0.7.0
 
-.PHONY: demo test test-fast check regen venv clean mutate hostile browser-check
+.PHONY: demo test test-fast test-busy lint check regen venv clean mutate hostile browser-check
 
 venv: $(STAMP)
 
@@ -32,6 +32,11 @@ test: $(STAMP)
 # runs all of them.
 test-fast: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -m "not slow" -q
+
+# The project's sources: ruff and mypy as configured in pyproject.toml (.ci/run runs this before the suite).
+lint: $(STAMP)
+	$(BIN)/ruff check --no-cache codegen tools bench tests
+	$(BIN)/mypy
 
 check: $(STAMP)
 	$(BIN)/ctrgen check

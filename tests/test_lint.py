@@ -1,5 +1,6 @@
-"""Hygiene (issue 17 item 5): ruff and mypy as configured in pyproject.toml are clean, and the Python files ctrgen
-renders (the 800-line train_torch.py above all) pass the same lint rules, rendered fresh from the example specs."""
+"""Hygiene of what ctrgen renders: the Python files it writes (train_torch.py, task.py, etl.py, ...) pass the
+project's lint rules, rendered fresh from the example specs. The project's own sources are linted by `make lint`
+(ruff and mypy as configured in pyproject.toml), which `.ci/run` runs before the suite."""
 
 from __future__ import annotations
 
@@ -24,19 +25,6 @@ def _tool(name: str) -> str:
     if found is None:
         pytest.fail(f"{name} is not installed: install the [test] extra (make venv)")
     return found
-
-
-def test_ruff_is_clean():
-    proc = subprocess.run([_tool("ruff"), "check", "--no-cache", "codegen", "tools", "bench", "tests"], cwd=REPO,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-@pytest.mark.slow
-def test_mypy_is_clean(tmp_path):
-    proc = subprocess.run([_tool("mypy"), "--cache-dir", str(tmp_path / "cache")], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0 and "Success" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("spec", ["movielens", "dlrm", "wdl_continuous_etc", "deepfm_vertex"])

@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from conftest import REPO
-from test_torch_fast_paths import load, synthesize
+from test_torch_fast_paths import TRACED, load, synthesize
 from warm_python import run_job
 from warm_python import run as run_warm
 
@@ -551,7 +551,7 @@ def test_assembled_vectors_are_in_slot_order_eager_and_compiled():
         else:
             assert sorted(order) == [0, 1, 2, 3]
             given, expected = (whole.transpose(0, 1)[order],), (weights.transpose(0, 1)[order] / 2,)
-        for fn in (table.shard.assemble, torch.compile(table.shard.assemble, fullgraph=True)):
+        for fn in (table.shard.assemble, torch.compile(table.shard.assemble, fullgraph=True, backend=TRACED)):
             leaves = tuple(part.clone().requires_grad_() for part in given)
             out = fn(table, leaves if placement is columns else (leaves[0], None))
             (out * weights).sum().backward()

@@ -25,9 +25,9 @@ def cgroup_cores(root: Path = Path("/sys/fs/cgroup")) -> int | None:
     except (OSError, ValueError):
         pass
     try:                                                                         # cgroup v1
-        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-        return max(1, math.ceil(quota / period)) if quota > 0 and period > 0 else None
+        us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return max(1, math.ceil(us / period_us)) if us > 0 and period_us > 0 else None
     except (OSError, ValueError):
         return None
 
