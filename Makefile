@@ -27,6 +27,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 
+# The whole suite with two CPU-bound processes beside it (started and stopped by tools/busy.py): no test may depend on
+# the machine's load (docs/testing.md, "A busy machine").
+test-busy: $(STAMP)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python tools/busy.py --burners 2 -- $(BIN)/python -m pytest
+
 # The inner loop after a change to one renderer (about 45 s of CPU): every test not marked slow (no NVTabular build, Triton
 # server, trainer run or other process of seconds; `ctrgen check` of generated/ in-process included). `make test`
 # runs all of them.
