@@ -422,3 +422,22 @@ def test_a_spec_with_the_layer_builds_and_its_model_trains(tmp_path, name):
     assert logits.shape == (B, 1)
     F.binary_cross_entropy_with_logits(logits, torch.ones(B, 1)).backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+@pytest.mark.parametrize("middle, reason", [
+    ({"type": "GRU", "bottom": "r", "top": "s", "num_output": 8, "batchsize": 16, "SeqLength": 2, "vector_size": 16},
+     "its bprop never reads the output's gradient"),
+    ({"type": "Gather", "bottom": "r", "top": "s", "indices": [0, 2]}, "takes rows of dimension 0, the batch")])
+def test_gru_and_gather_are_refused_with_hugectr_s_reason(tmp_path, middle, reason):
+    """HugeCTR's GRU and Gather have no arithmetic a translation can follow (torch_target.NO_TRANSLATION)."""
+    from codegen.errors import UserError
+    from codegen.lock import load_features
+    from codegen.model.build import build_model
+    from codegen.spec.context import open_spec
+
+    ctx = open_spec(project(tmp_path, spec_with({"triton.enabled": False}, spec_with(_layers(middle)))))
+    with pytest.raises(UserError) as info:
+        build_model(ctx, *load_features(ctx, check_stale=False))
+    (problem,) = info.value.problems
+    assert problem.field == "model.layers[1]" and f"layer type {middle['type']!r}" in problem.message
+    assert reason in problem.message
