@@ -23,10 +23,20 @@ OPTIMIZERS: dict[str, tuple[str, Callable[[Any], list[tuple[str, Any]]], bool]] 
 # trainer takes these steps itself (PassOptimizer), without torch.optim.
 SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
 # The dense layer types render/torch_model.py translates (its `_layer` has one branch for each; a test holds the two
-# equal). BinaryCrossEntropyLoss is the graph's end: train_torch.py trains with that loss only.
+# equal). BinaryCrossEntropyLoss is the graph's end: train_torch.py trains with that loss only. GroupFusedInnerProduct
+# (a GroupLayer_t) reaches the graph as the FusedInnerProduct chain HugeCTR expands it into (graph/layers.py).
 LOSS = "BinaryCrossEntropyLoss"
 LAYER_TYPES = frozenset({
     "Reshape", "Concat", "Slice", "InnerProduct", "FusedInnerProduct", "ReLU", "ReLUHalf", "Sigmoid", "ELU",
     "Softmax", "Cast", "Dropout", "BatchNorm", "LayerNorm", "Add", "Sub", "ElementwiseMultiply", "MultiCross",
-    "Interaction", "FmOrder2", "WeightMultiply", "ReduceSum", "ReduceMean", LOSS,
+    "Interaction", "FmOrder2", "WeightMultiply", "ReduceSum", "ReduceMean", LOSS, "MLP", "Select",
 })
+# Layer types HugeCTR builds whose arithmetic no translation can follow: why, for the builder's refusal.
+NO_TRANSLATION = {
+    "GRU": "HugeCTR's GRULayer (src/layers/gru_layer.cu, 3.2 - 25.03) reads its input as cuDNN sequence-major data of "
+           "the DenseLayer's fixed batchsize (the samples of a batch mix), writes every time step into a "
+           "(batch, num_output) buffer and keeps the first, and its bprop never reads the output's gradient",
+    "Gather": "HugeCTR's GatherLayer (src/layers/gather_layer.cu; a Select of dimension 0 from 23.08) takes rows of "
+              "dimension 0, the batch: its output holds len(indices) samples whatever the batch size, which no "
+              "longer line up with the labels",
+}

@@ -37,6 +37,7 @@ NVT_ARRAYS = "tests/test_nvt_arrays.py"
 IMPORT_EXACT = "tests/test_import_exact.py"
 IMPORT_DIFF = "tests/test_import_differential.py"
 SHARD = "tests/test_torch_shard.py"
+PARITY = "tests/test_layer_parity.py"
 
 
 @dataclass(frozen=True)
@@ -313,6 +314,27 @@ MUTANTS = (
            "_TYPES = (int, float, str, bool, str.upper, str.lower, str.strip)",
            "_TYPES = (int, float, str, bool, str.lower, str.strip)", "values or argparse or differential or corpus",
            files=(IMPORT_EXACT, IMPORT_DIFF)),
+    # -- the layer translations tests/test_layer_parity.py holds against HugeCTR's arithmetic --
+    Mutant("torch-mlp-biases", "an MLP layer has a bias only where biases (or use_bias) give one",
+           "codegen/render/torch_model.py", '("" if bias else ", bias=False")', '""', "mlp", files=(PARITY,)),
+    Mutant("torch-select-dim", "Select takes dimension dim of the tensor, the batch being 0",
+           "codegen/render/torch_model.py", "[':'] * dim + ", "[':'] * (dim - 1) + ", "select", files=(PARITY,)),
+    Mutant("torch-group-fused-once", "a FusedInnerProduct of a group computes its output once (its other tops are "
+           "HugeCTR's backward buffers)", "codegen/render/torch_model.py",
+           'for out in outs if t == "InnerProduct" else outs[:1]:', "for out in outs:", "group_fused",
+           files=(PARITY,)),
+    Mutant("torch-no-translation-reason", "GRU and Gather are refused with HugeCTR's reason",
+           "codegen/model/torch_rules.py", 'why = f" ({NO_TRANSLATION[layer.type]})"', 'why = f""',
+           "refused_with", files=(PARITY,)),
+    Mutant("torch-interaction-padding", "the Interaction's last column is a zero of padding",
+           "codegen/runtime/layers.py", "pad = bottom_mlp.new_zeros(batch, 1)", "pad = bottom_mlp.new_ones(batch, 1)",
+           "interaction", files=(PARITY,)),
+    Mutant("torch-multicross-bias", "each MultiCross layer adds its bias vector (DCN)", "codegen/runtime/layers.py",
+           "(x @ self.weight[layer]).unsqueeze(-1) + self.bias[layer] + x",
+           "(x @ self.weight[layer]).unsqueeze(-1) + x", "multi_cross", files=(PARITY,)),
+    Mutant("torch-batchnorm-factor", "BatchNorm's factor is torch's momentum (cuDNN's exponentialAverageFactor)",
+           "codegen/render/torch_model.py", "momentum={py(float(p.get('factor', 1.0)))}",
+           "momentum={py(1.0 - float(p.get('factor', 1.0)))}", "batch_norm", files=(PARITY,)),
 )
 
 

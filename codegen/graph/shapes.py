@@ -470,8 +470,13 @@ def _sequence_mask(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
 
 
 def _select(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    x = b[0]
-    return [Shape((len(p.get("index") or []), *x.dims[1:]), x.rows)]
+    # SelectLayer (src/layers/select_layer.cu, 23.08.00 - 25.03.00): entries `index` of dimension `dim` (0: the batch)
+    x, dim, index = b[0], int(p.get("dim", 0)), [int(i) for i in p.get("index") or []]
+    _need(bool(index), "Select Layer does not support empty index")
+    _need(0 < dim < x.ndim, "Dim is beyond range in Select Layer" if dim else "Dim 0 is not allowed to do select "
+          "because it's batch dim.", f"dim {dim} on {_fmt(x)}")
+    _need(0 <= min(index) and max(index) < x.dims[dim - 1], "Value in index is beyond range of specified dim in Select Layer.")
+    return [Shape(x.dims[:dim - 1] + (len(index),) + x.dims[dim:], x.rows)]
 
 
 _RULES = {

@@ -5,7 +5,7 @@ each layer with its spec location) and run by the model builder when the spec's 
 from __future__ import annotations
 
 from ..graph.ir import TrainingJob
-from ..torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
+from ..torch_target import LAYER_TYPES, LOSS, NO_TRANSLATION, OPTIMIZERS, SPARSE_OPTIMIZERS
 
 DROP = "drop 'torch' from targets"
 
@@ -16,8 +16,9 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
     out: list[tuple[tuple, str, str]] = []
     for layer in g.layers:
         if layer.type not in LAYER_TYPES:
+            why = f" ({NO_TRANSLATION[layer.type]})" if layer.type in NO_TRANSLATION else ""
             out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target has no translation "
-                        f"for layer type {layer.type!r}", f"use the layer types of the presets, or {DROP}"))
+                        f"for layer type {layer.type!r}{why}", f"use the layer types of the presets, or {DROP}"))
     if not out and not any(layer.type == LOSS for layer in g.layers):
         out.append((("model",), f"the graph ends without a {LOSS}", f"end it with {LOSS}, or {DROP}"))
     kind = job.optimizer.type

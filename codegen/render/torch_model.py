@@ -125,7 +125,31 @@ class _Model:
 
 
 def _width(shape) -> int:
-    return shape.dims[-1]
+    return shape.width   # (an MLP's built width where HugeCTR records num_output: shapes.Shape.built_width)
+
+
+def _mlp(layer: Layer) -> str:
+    """HugeCTR's MLP (src/layers/mlp_layer.cu, 4.2 - 25.03) as an nn.Sequential: per width a linear layer (bias per
+    `biases`, else `use_bias`) and its activation (per `activations`, else `act_type`; Relu by default), the last
+    layer's included."""
+    p = dict(layer.params)
+    widths = [int(w) for w in p["num_outputs"]]
+    act = p.get("act_type")
+    acts = [a.member for a in p.get("activations") or []] or [act.member if act is not None else "Relu"] * len(widths)
+    biases = [bool(b) for b in p.get("biases") or []] or [bool(p.get("use_bias", True))] * len(widths)
+    parts, width = [], _width(layer.in_shapes[0])
+    for out, a, bias in zip(widths, acts, biases):
+        parts.append(f"nn.Linear({width}, {out}" + ("" if bias else ", bias=False") + ")")
+        parts += ["nn.ReLU()"] if a == "Relu" else []
+        width = out
+    return f"nn.Sequential({', '.join(parts)})"
+
+
+def _select(p: dict, source: str) -> str:
+    """HugeCTR's Select (src/layers/select_layer.cu, 23.08 - 25.03): the entries `index` of dimension `dim` (0 is the
+    batch, as in the torch tensor), in the order given."""
+    dim = int(p.get("dim", 0))
+    return f"{source}[{', '.join([':'] * dim + [py([int(i) for i in p['index']])])}]"
 
 
 def _layer(m: _Model, n: _Names, layer: Layer) -> None:
@@ -159,8 +183,13 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         act = p.get("act_type")
         if t == "FusedInnerProduct" and (act is None or act.member == "Relu"):
             expr = f"F.relu({expr})"
-        for out in outs:
+        # A FusedInnerProduct's tops after the first (Head, Body: _mask, _dRelu, _db) are HugeCTR's backward buffers.
+        for out in outs if t == "InnerProduct" else outs[:1]:
             m.forward.append(f"{out} = {expr}{comment}")
+    elif t == "MLP":
+        m.forward.append(f"{outs[0]} = {module(_mlp(layer))}({ins[0]})  # (B, {_width(layer.out_shapes[0])})")
+    elif t == "Select":
+        m.forward.append(f"{outs[0]} = {_select(p, ins[0])}{comment}")
     elif t in ("ReLU", "ReLUHalf"):
         m.forward.append(f"{outs[0]} = F.relu({ins[0]})")
     elif t == "Sigmoid":
