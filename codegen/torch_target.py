@@ -29,4 +29,7 @@ LAYER_TYPES = frozenset({
     "Reshape", "Concat", "Slice", "InnerProduct", "FusedInnerProduct", "ReLU", "ReLUHalf", "Sigmoid", "ELU",
     "Softmax", "Cast", "Dropout", "BatchNorm", "LayerNorm", "Add", "Sub", "ElementwiseMultiply", "MultiCross",
     "Interaction", "FmOrder2", "WeightMultiply", "ReduceSum", "ReduceMean", LOSS,
+    # DIN and BST (runtime/attention.py)
+    "PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral", "MatrixMultiply",
+    "SequenceMask", "MultiHeadAttention",
 })
