@@ -39,7 +39,7 @@ GRAPHS = {
     "3.3": [
         FRC, {"type": "Scale", "bottom": "item", "top": "item4", "axis": 1, "factor": 4},
         {"type": "DotProduct", "bottom": ["item4", "his"], "top": "prod"},
-        {"type": "PReLU_Dice", "bottom": "prod", "top": "dice", "elu_alpha": 0.2, "eps": 1e-8},
+        {"type": "PReLU_Dice", "bottom": "prod", "top": "dice", "elu_alpha": 0.2, "eps": 1e-3},
         {"type": "FusedReshapeConcatGeneral", "bottom": ["hist_emb", "cate_emb"], "top": "rows"},
         {"type": "Reshape", "bottom": "rows", "top": "rows3", "leading_dim": 16, "time_step": 5},
         {"type": "Reshape", "bottom": "dice", "top": "dice_flat", "leading_dim": 64},
@@ -138,9 +138,10 @@ def test_prelu_dice(built):
     """prelu_dice_layer_test.cpp / prelu_dice_layer.cu (v23.06.01); TOL. HugeCTR's own backward (not autograd's)."""
     rng = np.random.default_rng(1)
     x, dy = _rand(rng, BATCH * 4, 16), _rand(rng, BATCH * 4, 16)
+    x[:, 0] *= 0.01     # a column of small variance, where eps weighs
     (y,), g = _run_layer(built, "3.3", "dice", {"prod": x}, [dy])
-    np.testing.assert_allclose(y, ref.dice_forward(x, 0.2, 1e-8), **TOL)
-    np.testing.assert_allclose(g["prod"], ref.dice_backward(x, dy, 0.2, 1e-8), **TOL)
+    np.testing.assert_allclose(y, ref.dice_forward(x, 0.2, 1e-3), **TOL)
+    np.testing.assert_allclose(g["prod"], ref.dice_backward(x, dy, 0.2, 1e-3), **TOL)
 
 
 @pytest.mark.parametrize("top, bottom, axis, factor, rows", [("item4", "item", 1, 4, BATCH), ("gate16", "gate", 0, 16, BATCH)])
