@@ -30,6 +30,9 @@ LAYER_TYPES = frozenset({
     "Reshape", "Concat", "Slice", "InnerProduct", "FusedInnerProduct", "ReLU", "ReLUHalf", "Sigmoid", "ELU",
     "Softmax", "Cast", "Dropout", "BatchNorm", "LayerNorm", "Add", "Sub", "ElementwiseMultiply", "MultiCross",
     "Interaction", "FmOrder2", "WeightMultiply", "ReduceSum", "ReduceMean", LOSS, "MLP", "Select",
+    # DIN and BST (runtime/attention.py)
+    "PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral", "MatrixMultiply",
+    "SequenceMask", "MultiHeadAttention",
 })
 # Layer types HugeCTR builds whose arithmetic no translation can follow: why, for the builder's refusal.
 NO_TRANSLATION = {

@@ -765,8 +765,11 @@ TORCH_RULES = [
     ("optimizer", {"optimizer.type": "RMSProp", "hugectr_version": "23.06"},
      {"optimizer.type": "Ftrl", "hugectr_version": "23.06"}, "optimizer.type", "the torch target has no Ftrl optimizer"),
     ("layer-type", _layers({"type": "ReduceMean", "bottom": "r", "top": "s", "axis": 1}),
-     _layers({"type": "PReLU_Dice", "bottom": "r", "top": "s", "elu_alpha": 0.1, "eps": 1e-8}), "model.layers.1",
-     "layer 's': the torch target has no translation for layer type 'PReLU_Dice'"),
+     {"model": {"preset": "layers", "layers": [   # another loss than BinaryCrossEntropyLoss: not translated
+         {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
+         {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": 1},
+         {"type": "MultiCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}, "hugectr_version": "23.06"},
+     "model.layers.2", "layer 'loss': the torch target has no translation for layer type 'MultiCrossEntropyLoss'"),
 ]
 
 

@@ -44,6 +44,15 @@ def _two_labels() -> dict:
     return two
 
 
+def _ending_with(loss: str) -> dict:
+    """A layers model whose loss is ``loss``: another loss than BinaryCrossEntropyLoss is a type the torch target
+    does not translate."""
+    return {"model": {"preset": "layers", "layers": [
+        {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
+        {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": 1},
+        {"type": loss, "bottom": ["fc", "label"], "top": "loss"}]}, "hugectr_version": "23.06"}
+
+
 def _label_dim(width: int) -> dict:
     return {"model": {"preset": "layers", "layers": [
         {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
@@ -58,8 +67,8 @@ RULES = [
      spec_with({"optimizer.type": "Ftrl", "hugectr_version": "23.06"}), None, "optimizer.type",
      "the torch target has no Ftrl optimizer", f"use one of AdaGrad, Adam, MomentumSGD, Nesterov, RMSProp, SGD, or {DROP}"),
     ("layer-type", spec_with(_layers({"type": "ReduceMean", "bottom": "r", "top": "s", "axis": 1})),
-     spec_with(_layers({"type": "PReLU_Dice", "bottom": "r", "top": "s", "elu_alpha": 0.1, "eps": 1e-8})), None,
-     "model.layers[1]", "layer 's': the torch target has no translation for layer type 'PReLU_Dice'",
+     spec_with(_ending_with("MultiCrossEntropyLoss")), None,
+     "model.layers[2]", "layer 'loss': the torch target has no translation for layer type 'MultiCrossEntropyLoss'",
      f"use the layer types of the presets, or {DROP}"),
     ("single-label", spec_with({"hugectr_version": "23.06", "model.units": [128, 128], "features.label": ["rating"]}),
      spec_with({"hugectr_version": "23.06", "model.units": [128, 2], "features.label": ["rating", "liked"]}),
@@ -90,13 +99,13 @@ def test_without_the_torch_target_the_rules_do_not_run(tmp_path):
 
 def test_every_problem_of_a_spec_is_reported_at_once_on_its_line(tmp_path):
     bad = spec_with({**_label_dim(2), "optimizer.type": "Ftrl", "hugectr_version": "23.06"})
-    bad["model"]["layers"].insert(1, {"type": "PReLU_Dice", "bottom": "r", "top": "p", "elu_alpha": 0.1, "eps": 1e-8})
-    bad["model"]["layers"][2]["bottom"] = "p"
+    bad["model"]["layers"][2]["type"] = "MultiCrossEntropyLoss"
     problems = _refusal(tmp_path, bad).problems
-    assert sorted(p.field for p in problems) == ["input.label_dim", "model.layers[1]", "optimizer.type"]
+    assert sorted(p.field for p in problems) == ["input.label_dim", "model.layers[2]", "optimizer.type"]
     text = (tmp_path / "specs" / "m.yaml").read_text().splitlines()
     at = {p.field: text[p.line - 1].strip() for p in problems if p.line is not None}
-    assert at == {"input.label_dim": "label_dim: 2", "model.layers[1]": "- type: PReLU_Dice", "optimizer.type": "type: Ftrl"}
+    assert at == {"input.label_dim": "label_dim: 2", "model.layers[2]": "- type: MultiCrossEntropyLoss",
+                  "optimizer.type": "type: Ftrl"}
     assert [p.line for p in problems] == sorted(p.line for p in problems)
 
 

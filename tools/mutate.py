@@ -38,6 +38,8 @@ IMPORT_EXACT = "tests/test_import_exact.py"
 IMPORT_DIFF = "tests/test_import_differential.py"
 SHARD = "tests/test_torch_shard.py"
 PARITY = "tests/test_layer_parity.py"
+PARITY_SEQ = "tests/test_layer_parity_seq.py"
+ATTENTION = "codegen/runtime/attention.py"
 
 
 @dataclass(frozen=True)
@@ -291,6 +293,49 @@ MUTANTS = (
     Mutant("replica-lazy-adam", "lazy Adam leaves rows no rank looked up", "codegen/runtime/row_optim.py",
            "            keep = looked_up[:, None]\n", "            keep = torch.ones_like(looked_up)[:, None]\n",
            "equal_one_whole", files=(SHARD,)),
+    # -- the attention models' layers (runtime/attention.py) against HugeCTR's arithmetic --
+    Mutant("dice-epsilon", "PReLU_Dice adds eps to the variance under the square root", ATTENTION,
+           "p = torch.sigmoid((s - mean) / torch.sqrt(var + eps))",
+           "p = torch.sigmoid((s - mean) / (torch.sqrt(var) + eps))", "prelu_dice", files=(PARITY_SEQ,)),
+    Mutant("dice-alpha-backward", "PReLU_Dice's backward mixes alpha in as HugeCTR's does", ATTENTION,
+           "local = (p_s * s + p) * (1 - alpha) + alpha", "local = (p_s * s + p) * (1 - alpha)", "prelu_dice",
+           files=(PARITY_SEQ,)),
+    Mutant("scale-axis", "Scale axis 0 repeats along the width, axis 1 along the rows", ATTENTION,
+           "x.repeat_interleave(factor, dim=1 if axis == 0 else 0)",
+           "x.repeat_interleave(factor, dim=0 if axis == 0 else 1)", "scale", files=(PARITY_SEQ,)),
+    Mutant("scale-first-copy", "Scale's backward takes the first copy's gradient", ATTENTION,
+           "first = grad[:, ::ctx.factor] if ctx.axis == 0 else grad[::ctx.factor]",
+           "first = grad[:, ctx.factor - 1::ctx.factor] if ctx.axis == 0 else grad[ctx.factor - 1::ctx.factor]",
+           "scale", files=(PARITY_SEQ,)),
+    Mutant("dot-product-zero", "DotProduct's gradient is 0 where its output is 0", ATTENTION,
+           "        zero = y == 0\n", "        zero = torch.zeros_like(y, dtype=torch.bool)\n", "dot_product",
+           files=(PARITY_SEQ,)),
+    Mutant("fused-reshape-concat-target", "FusedReshapeConcat's second output is the last slot", ATTENTION,
+           "return x[:, :-1].reshape(-1, x.shape[-1]), x[:, -1]", "return x[:, 1:].reshape(-1, x.shape[-1]), x[:, 0]",
+           "fused_reshape_concat", files=(PARITY_SEQ,)),
+    Mutant("fused-reshape-concat-general-rows", "FusedReshapeConcatGeneral's rows are sample-major", ATTENTION,
+           "    x = torch.cat(xs, dim=-1)\n    return x.reshape(-1, x.shape[-1])\n",
+           "    x = torch.cat(xs, dim=-1)\n    return x.transpose(0, 1).reshape(-1, x.shape[-1])\n",
+           "fused_reshape_concat_general", files=(PARITY_SEQ,)),
+    Mutant("matrix-multiply-order", "MatrixMultiply multiplies its first input by its second",
+           "codegen/render/torch_model.py", "torch.matmul({ins[0]}, {ins[1]})", "torch.matmul({ins[1]}, {ins[0]})",
+           "matrix_multiply", files=(PARITY_SEQ,)),
+    Mutant("sequence-mask-int-length", "SequenceMask truncates a length to an int as the kernel reads it", ATTENTION,
+           "x.reshape(-1)[:x.shape[0]].to(torch.int64)", "x.reshape(-1)[:x.shape[0]].ceil().to(torch.int64)",
+           "sequence_mask", files=(PARITY_SEQ,)),
+    Mutant("sequence-mask-from-rows", "SequenceMask's `from` lengths mask rows, `to` lengths columns", ATTENTION,
+           "(rows[:, :, None] & cols[:, None, :])", "(rows[:, None, :] & cols[:, :, None])", "sequence_mask",
+           files=(PARITY_SEQ,)),
+    Mutant("mha-scale", "MultiHeadAttention scales the scores by 1/sqrt(size per head)", ATTENTION,
+           "return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), _heads(value, heads)",
+           "return q @ k.transpose(-1, -2) / math.sqrt(query.shape[-1]), _heads(value, heads)",
+           "multi_head_attention", files=(PARITY_SEQ,)),
+    Mutant("mha-head-split", "MultiHeadAttention's head h holds hidden units h*d to (h+1)*d", ATTENTION,
+           "return x.reshape(n, seq, heads, hidden // heads).transpose(1, 2)",
+           "return x.reshape(n, heads, seq, hidden // heads)", "multi_head_attention", files=(PARITY_SEQ,)),
+    Mutant("mha-mask", "MultiHeadAttention's mask subtracts 10000 from a masked score", ATTENTION,
+           "scores = scores - (1.0 - mask) * MASKED_SCORE", "scores = scores - mask * MASKED_SCORE",
+           "multi_head_attention", files=(PARITY_SEQ,)),
     Mutant("nvt-logop", "LogOp is log(x + 1)", "codegen/runtime/nvt_arrays.py",
            "return np.log(x.astype(op.output_dtype) + 1)", "return np.log(x.astype(op.output_dtype) + 2)",
            "demo_workflows or stacked", files=(NVT_ARRAYS,)),

@@ -22,6 +22,7 @@ from .. import __version__
 from ..features import Features
 from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
+from ..hugectr import versions as V
 from ..runtime.contract import FEATURES_FORMAT, layout_of
 from ..torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
@@ -120,8 +121,9 @@ class _Names:
 class _Model:
     init: list[str] = field(default_factory=list)      # lines of Model.__init__ after super().__init__()
     forward: list[str] = field(default_factory=list)   # lines of Model.forward before the return
-    helpers: set[str] = field(default_factory=set)     # helper classes / functions the model needs
+    helpers: set[str] = field(default_factory=set)     # helper classes / functions the model needs (runtime.layers)
     output: str = ""
+    release: str = ""                                  # the spec's HugeCTR release (layer forms that changed)
 
 
 def _width(shape) -> int:
@@ -235,10 +237,48 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     elif t in ("ReduceSum", "ReduceMean"):
         fn = "sum" if t == "ReduceSum" else "mean"
         m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(p.get('axis', 1))}, keepdim=True){comment}")
+    elif t in ("PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral",
+               "MatrixMultiply", "SequenceMask", "MultiHeadAttention"):   # DIN, BST: runtime.attention
+        _attention_layer(m, layer, ins, outs, comment)
     elif t == LOSS:
         m.output = ins[0]
     else:   # the model builder refuses a layer type outside LAYER_TYPES (model/torch_rules.py)
         raise AssertionError(f"layer {top!r}: type {t!r} has no branch here (LAYER_TYPES has it: {t in LAYER_TYPES})")
+
+
+def _attention_layer(m: _Model, layer: Layer, ins: list[str], outs: list[str], comment: str) -> None:
+    """The forward line of a layer of HugeCTR's attention models: a runtime.attention helper (none has
+    parameters) or torch.matmul."""
+    t, p = layer.type, dict(layer.params)
+    args = ", ".join(ins)
+    if t == "MatrixMultiply":       # 3D or 4D, batched over the leading dimensions (shapes.py refuses 2D)
+        m.forward.append(f"{outs[0]} = torch.matmul({ins[0]}, {ins[1]}){comment}")
+        return
+    if t == "PReLU_Dice":
+        call = f"prelu_dice({ins[0]}, alpha={py(float(p.get('elu_alpha', 0.0)))}, eps={py(float(p.get('eps', 0.0)))})"
+    elif t == "Scale":
+        call = f"scale({ins[0]}, axis={int(p.get('axis', 1))}, factor={int(float(p.get('factor', 1.0)))})"
+    elif t == "DotProduct":
+        call = f"dot_product({args})"
+    elif t == "FusedReshapeConcat":
+        call = f"fused_reshape_concat({args})"
+    elif t == "FusedReshapeConcatGeneral":
+        call = f"fused_reshape_concat_general({args})"
+    elif t == "SequenceMask" and V.holds("sequence_mask_from_to", m.release):
+        call = (f"sequence_mask_from_to({ins[0]}, {ins[1]}, max_from={int(p.get('max_sequence_len_from', 1))}, "
+                f"max_to={int(p.get('max_sequence_len_to', 1))})")
+    elif t == "SequenceMask":       # (a second input is not read before 23.08)
+        call = f"sequence_mask({ins[0]}, max_len={int(p.get('max_sequence_len', 1))})"
+    elif V.holds("mha_23_09", m.release):
+        mask = f", mask={ins[3]}" if len(ins) > 3 else ""
+        call = (f"multi_head_attention({ins[0]}, {ins[1]}, {ins[2]}, "
+                f"heads={int(p.get('num_attention_heads', 1))}{mask})")
+    elif len(layer.in_shapes[0].dims) == 2:     # 3D query, key, value (batch dimension included)
+        call = f"attention_scores({ins[0]}, {ins[1]}, {ins[2]}, heads={int(p.get('num_attention_heads', 1))})"
+    else:
+        call = f"attention_4d({ins[0]}, {ins[1]}, transpose_b={py(bool(p.get('transpose_b', False)))})"
+    m.helpers.add(call[:call.index("(")])
+    m.forward.append(f"{', '.join(outs)} = {call}{comment}")
 
 
 def _sparse_layout(job: TrainingJob, features: Features) -> list[dict]:
@@ -316,7 +356,7 @@ def _lr_schedule(job: TrainingJob) -> dict:
 def translate_graph(job: TrainingJob) -> _Model:
     """The graph as Model.__init__ and forward() lines (the builder checked that every layer translates)."""
     g = job.graph
-    n, m = _Names(), _Model()
+    n, m = _Names(), _Model(release=job.hugectr_version)
     for e in g.embeddings:
         sparse = next(s for s in g.sparse if s.name == e.bottom)
         m.init.append(f"self.{n.attr(e.name)} = SparseEmbedding(cardinalities[{py_str(sparse.name)}], "

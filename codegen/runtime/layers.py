@@ -1,6 +1,6 @@
 """The layers a generated Model is built from, where HugeCTR has no torch equivalent: SparseEmbedding (HugeCTR's
 embedding over all slots of a sparse input; sharded across ranks with --shard-tables), MultiCross, Interaction,
-WeightMultiply and fm_order2."""
+WeightMultiply and fm_order2 (and, from attention.py, the helpers of the attention models' layers)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The layers of the attention models (DIN, BST) live in attention.py; a generated file imports every helper from here
+from .attention import (attention_4d, attention_scores, dot_product, fused_reshape_concat,  # noqa: F401
+                        fused_reshape_concat_general, multi_head_attention, prelu_dice, scale, sequence_mask,
+                        sequence_mask_from_to)
 from .distributed import all_gather_rows
 from .kernels import GatherRows, RowKernels, table_gradient
 from .shards import Placement, make_shard, slot_starts
