@@ -70,14 +70,21 @@ class Builder(SparseParts, DenseLayers):
                 out.append(col)
         return tuple(out)
 
+    def rows_from_data(self) -> bool:
+        """Every table is sized by its workspace (no slot_size_array), so no slot needs a row count to generate."""
+        s, d = self.spec, self.spec.data
+        reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
+        return s.embedding_collection is None and not reader and all(not e.slot_size_array for e in s.embeddings)
+
     def columns(self) -> tuple[tuple[Column, ...], tuple[Column, ...], tuple[Column, ...]]:
         f = self.spec.features
         cats = self._select(f.categorical, self.features.categorical, "categorical")
         conts = self._select(f.continuous, self.features.continuous, "continuous")
         labels = self._select(f.label, self.features.labels, "label")
         # Cardinalities feed slot_size_array, the PyTorch tables and serving; a script imported from a Norm/Raw
-        # reader with hash embeddings has none and needs none.
-        needs_cards = self.spec.triton.enabled or "torch" in self.spec.targets
+        # reader with hash embeddings has none and needs none. The PyTorch trainer sizes tables that HugeCTR sizes
+        # by workspace_size_per_gpu_in_mb from its data at start-up (runtime/row_counts.py).
+        needs_cards = self.spec.triton.enabled or ("torch" in self.spec.targets and not self.rows_from_data())
         for i, c in enumerate(cats):
             if c.cardinality is None and needs_cards:
                 self.fail(("features", "categorical", i), f"column {c.name!r} has no cardinality in the workflow schema",

@@ -18,7 +18,8 @@ from .script import render_low_level_py, render_model_py
 from .summary import render_summary
 from .task import render_task_py
 from ..runtime.contract import FEATURES_FILE
-from .torch_model import render_features_json, render_train_torch
+from .torch_features import render_features_json
+from .torch_model import render_train_torch
 from .triton import render_triton
 from ..triton.layout import REPOSITORIES, share
 from .vertex import render_vertex

@@ -13,7 +13,6 @@ what it cannot translate, from the same facts (``codegen.torch_target``) this mo
 
 from __future__ import annotations
 
-import json
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -23,10 +22,11 @@ from ..features import Features
 from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..hugectr import versions as V
-from ..runtime.contract import FEATURES_FORMAT, layout_of
+from ..runtime.contract import layout_of
 from ..torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
 from .literals import py, py_str
+from .torch_features import features_json
 
 
 # Names the generated forward() uses itself, and nn.Module attributes a layer attribute must not shadow.
@@ -279,39 +279,6 @@ def _attention_layer(m: _Model, layer: Layer, ins: list[str], outs: list[str], c
         call = f"attention_4d({ins[0]}, {ins[1]}, transpose_b={py(bool(p.get('transpose_b', False)))})"
     m.helpers.add(call[:call.index("(")])
     m.forward.append(f"{', '.join(outs)} = {call}{comment}")
-
-
-def _sparse_layout(job: TrainingJob, features: Features) -> list[dict]:
-    out = []
-    by_name = {c.name: c for c in features.categorical}
-    for s in job.graph.sparse:
-        cols = []
-        for name, card, nnz, multi in zip(s.columns, s.cardinalities, s.nnz_per_slot,
-                                          s.multi_hot or (False,) * s.slot_num):
-            cols.append({"name": name, "dtype": by_name[name].dtype if name in by_name else "int64",
-                         "cardinality": int(card), "multi_hot": bool(multi), "nnz": int(nnz) if multi else 1})
-        out.append({"input": s.name, "nnz": max(c["nnz"] for c in cols), "columns": cols})
-    return out
-
-
-def features_json(job: TrainingJob, features: Features) -> dict:
-    """The data contract of train_torch.py (and of a server that loads its checkpoint): columns by role, slots in
-    slot order with cardinalities, the longest list each input pads to."""
-    g = job.graph
-    label_cols = [c for c in features.labels] if len(g.label_names) > 1 else []
-    if not label_cols:
-        label_cols = list(features.labels[:1])
-    return {
-        "ctrgen_torch_features": FEATURES_FORMAT,
-        "model": job.name,
-        "labels": [{"name": c.name, "dtype": c.dtype} for c in label_cols],
-        "continuous": [{"name": c.name, "dtype": c.dtype} for c in features.continuous][:g.dense_dim],
-        "sparse": _sparse_layout(job, features),
-    }
-
-
-def render_features_json(job: TrainingJob, features: Features) -> str:
-    return json.dumps(features_json(job, features), indent=2, ensure_ascii=False) + "\n"
 
 
 def _wrapped(items: list, indent: str, width: int = 116) -> str:

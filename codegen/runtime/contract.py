@@ -4,6 +4,11 @@ renderers import it without torch)."""
 FEATURES_FILE = "features.json"   # beside train_torch.py and in its --output-dir
 MANIFEST = "MANIFEST.json"        # what ctrgen wrote into a folder (generated/<name>/, a deployed repository)
 FEATURES_FORMAT = 1               # features.json's "ctrgen_torch_features"
+# Format 2 adds slots sized from the data ("cardinality": null, "rows_from": "data" until the trainer scans it) and
+# per such input its tables' HugeCTR capacity ("hugectr_tables"); a file without them stays format 1.
+ROWS_FROM_DATA_FORMAT = 2
+FEATURES_FORMATS = (FEATURES_FORMAT, ROWS_FROM_DATA_FORMAT)
+ROWS_FROM_DATA = "data"
 # The HugeCTR Triton backend's inputs, which the preprocessing model writes and the PyTorch model step reads (their
 # data types and the rest of the backend's rules: codegen/hugectr/backend.py).
 DES, CATCOLUMN, ROWINDEX = "DES", "CATCOLUMN", "ROWINDEX"

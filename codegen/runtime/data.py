@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from .contract import FEATURES_FORMAT, layout_of, local_path
+from .contract import FEATURES_FORMATS, layout_of, local_path
 from .errors import DataError
 from .kernels import RowKernels
 
@@ -29,7 +29,7 @@ def load_features(path: Path, layout: dict) -> dict:
         raise DataError(f"{path}: cannot read the features file ({exc.strerror}) (fix: pass --features)") from None
     except ValueError as exc:
         raise DataError(f"{path}: not JSON ({exc})") from None
-    if not isinstance(features, dict) or features.get("ctrgen_torch_features") != FEATURES_FORMAT:
+    if not isinstance(features, dict) or features.get("ctrgen_torch_features") not in FEATURES_FORMATS:
         raise DataError(f"{path}: not a ctrgen features file (fix: use the features.json generated with this script)")
     if layout_of(features) != layout:
         raise DataError(f"{path}: its columns {layout_of(features)} are not the ones this script was generated for "

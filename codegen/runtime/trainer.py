@@ -29,6 +29,7 @@ from .layers import SparseEmbedding
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
+from .row_counts import data_sources, describe, size_from_data, unsized
 from .shards import describe_placement
 from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
 from .threads import choose_threads
@@ -185,6 +186,11 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = precision != "fp32"
     torch.backends.cudnn.allow_tf32 = precision != "fp32"
     features = load_features(args.features, job.layout)
+    # Tables HugeCTR sizes by its workspace: rows from one scan of the data, before anything is built or written.
+    rows_from_data = size_from_data(features, [f for src in data_sources(args.plan) for f in data_files(src)]) \
+        if unsized(features) else {}
+    if rows_from_data:
+        log(describe(rows_from_data))
     rows_kind, continuous = job.optimizer.rows, job.passes is not None
     if continuous and size > 1:
         raise DataError(f"continuous training runs in one process, not {size} ranks (fix: start it without torchrun)")
@@ -276,6 +282,8 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
 
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded, "threads": threads}
+    if rows_from_data:
+        metrics["rows_from_data"] = rows_from_data
     if shared:     # replicated tables updated whole: how each one's gradient is averaged over the ranks
         metrics["table_gradients"] = {name: "all_gather of looked-up rows" if t.shared_grad else "all_reduce"
                                       for name, t in model.named_modules() if isinstance(t, SparseEmbedding)}
