@@ -208,12 +208,14 @@ def test_stale_generated_folder_is_refused_or_regenerated(project, tmp_path):
     assert "generated/movielens: out of date with its spec" in proc.stderr
     assert "fix: run 'ctrgen generate movielens.yaml', or pass --regenerate" in proc.stderr
     assert not (tmp_path / "run").exists()
-    # --regenerate writes a stale (here: never generated) folder, then goes on (to a refusal of its data here)
+    # --regenerate writes a stale folder (a never generated one is written anyway), then goes on (to a refusal of
+    # its data here)
     spec = variant(project, "regen", project["spec"].read_text().replace(str(project["data"] / "train"),
                                                                          str(tmp_path / "nothing")))
     proc = run_ctrgen("train", str(spec), "--regenerate", "--device", "cpu", "--out", str(tmp_path / "run"),
                       cwd=project["root"])
-    assert proc.returncode == 2 and "regenerated" in proc.stderr and "data.train" in proc.stderr, proc.stderr
+    folder = project["root"] / "generated" / "regen"
+    assert proc.returncode == 2 and f"generated {folder}" in proc.stderr and "data.train" in proc.stderr, proc.stderr
     assert compare(project["root"] / "generated" / "regen", render_spec(open_spec(spec)).files, "regen").clean
 
 

@@ -24,6 +24,9 @@ class ImportResult:
     unit: str                                   # which part of the source the model came from
     source: str = ""                            # the source path, for messages
     assumptions: list[str] = field(default_factory=list)
+    # The spec with the PyTorch target too (Parquet data: what train_torch.py reads); write_import keeps it when the
+    # model builds and translates with it, so that `ctrgen train` runs on the import as written.
+    torch_text: str = ""
 
 
 def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None,
@@ -72,5 +75,9 @@ def _finish(path: Path, imported: Imported, label: str, notes: list[str]) -> Imp
         raise _fail(path, f"the imported model does not fit the spec: {where}: {err['msg']}") from None
     header = (f"Imported by ctrgen from {label} (HugeCTR {spec['hugectr_version']}).\n"
               f"Regenerate the script with: ctrgen generate {spec['name']}.yaml")
+    torch_text = ""
+    if model.data.format == "parquet" and model.embedding_collection is None and model.reader_check is None and \
+            "torch" not in model.targets:
+        torch_text = write_spec(model.model_copy(update={"targets": [*model.targets, "torch"]}), header)
     return ImportResult(name=spec["name"], spec_text=write_spec(model, header), features=imported.features, unit=label,
-                        source=str(path), assumptions=notes)
+                        source=str(path), assumptions=notes, torch_text=torch_text)

@@ -58,8 +58,32 @@ def _write_checked(result: ImportResult, out: Path, spec_path: Path, lock_path: 
         if facts:
             raise UserError([Problem(result.source, m, "hugectr_version", None, None,
                                      "import for a release that has it (--hugectr-version)") for m in facts])
+        if result.torch_text:
+            _add_torch(result, tspec, tlock)
         for src, dst in ((tlock, lock_path), (tspec, spec_path)):
             if dst.is_symlink():
                 dst.unlink()
             os.replace(src, dst)
     return [spec_path, lock_path]
+
+
+def _add_torch(result: ImportResult, tspec: Path, tlock: Path) -> None:
+    """Write the spec with the torch target when the model builds and translates with it (its tables sized by
+    workspace_size_per_gpu_in_mb take their rows from the data at training time), else keep it without, saying why."""
+    from ..features import read_lock
+    from ..model.build import build_job as build
+    from ..model.torch_rules import torch_problems
+    from ..spec.context import open_spec
+
+    tspec.write_text(result.torch_text, encoding="utf-8")
+    try:
+        problems = [message for _, message, _ in torch_problems(build(open_spec(tspec), read_lock(tlock)))]
+    except UserError as exc:
+        problems = [p.message for p in sort_problems(exc.problems)]
+    if problems:
+        tspec.write_text(result.spec_text, encoding="utf-8")
+        result.assumptions.append(f"targets: no torch ({problems[0]})")
+    else:
+        result.spec_text = result.torch_text
+        result.assumptions.append("targets: torch added (ctrgen train runs generated/<name>/train_torch.py on the "
+                                  "Parquet data)")

@@ -61,11 +61,15 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     folder = ctx.root / "generated" / rendered.name
     drift = compare(folder, rendered.files, display=f"generated/{rendered.name}")
     if not drift.clean:
-        if not regenerate:
+        if not folder.exists():     # never generated (e.g. right after `ctrgen import`): nothing to overwrite
+            apply_write(plan_write(folder, rendered.files))
+            click.echo(f"generated {folder}", err=True)
+        elif not regenerate:
             raise UserError.one(folder, "out of date with its spec ('ctrgen check' finds it stale)",
                                 fix=f"run 'ctrgen generate {ctx.display}', or pass --regenerate")
-        apply_write(plan_write(folder, rendered.files))
-        click.echo(f"regenerated {folder} (it was stale)", err=True)
+        else:
+            apply_write(plan_write(folder, rendered.files))
+            click.echo(f"regenerated {folder} (it was stale)", err=True)
     if gpus is not None:
         found = gpu_count()
         if found < gpus:
