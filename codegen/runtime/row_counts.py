@@ -55,10 +55,12 @@ def _check_capacity(sparse: dict, rows: dict[str, int], largest: dict[str, int])
             used += rows[c["name"]]
             cap = int(table["max_vocabulary_size"])
             if used > cap:
-                before = f" ({used} with the slots before it)" if used != rows[c["name"]] else ""
+                name = c["name"]
+                need = f"largest id {largest[name]} needs {rows[name]}" if name in largest else \
+                    f"cardinality {rows[name]} needs as many"
+                before = f" ({used} with the slots before it)" if used != rows[name] else ""
                 raise DataError(
-                    f"column {c['name']!r}: largest id {largest.get(c['name'], rows[c['name']] - 1)} needs "
-                    f"{rows[c['name']]} rows of table {table['name']!r}{before}, more than HugeCTR's "
+                    f"column {name!r}: {need} rows of table {table['name']!r}{before}, more than HugeCTR's "
                     f"{cap} (max_vocabulary_size from workspace_size_per_gpu_in_mb "
                     f"{table['workspace_size_per_gpu_in_mb']} on {table['gpus']} GPU(s)) (fix: a larger "
                     "workspace_size_per_gpu_in_mb, or slot_size_array with the cardinalities)")
