@@ -269,12 +269,13 @@ def _run_with(hook: str, args: list[str], cwd: Path) -> subprocess.CompletedProc
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     # SIGINT as at a terminal: a child inherits an ignored SIGINT from a suite started as a background job (`make
     # test &`, a CI runner), and ctrgen, like Python, then leaves it ignored (the Ctrl-C test got exit 0 that way).
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300, preexec_fn=_default_sigint)
+    # A small launcher resets the disposition and execs the real command (no preexec_fn: unsafe with threads).
+    return subprocess.run([sys.executable, "-c", DEFAULT_SIGINT, sys.executable, "-c", code], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+DEFAULT_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 def _tree(root: Path) -> dict[str, bytes]:
