@@ -4,10 +4,24 @@ each layer with its spec location) and run by the model builder when the spec's 
 
 from __future__ import annotations
 
-from ..graph.ir import TrainingJob
+from ..graph.ir import Layer, TrainingJob
+from ..hugectr import versions as V
 from ..torch_target import LAYER_TYPES, LOSS, NO_TRANSLATION, OPTIMIZERS, SPARSE_OPTIMIZERS
 
 DROP = "drop 'torch' from targets"
+
+
+def _masked_softmax(layer: Layer, release: str) -> str | None:
+    """Why the two-input Softmax (MaskedSoftmaxLayer) cannot be followed, if it cannot: its kernel indexes the scores as
+    (batch, heads, rows, S), and up to 23.06 takes rows = S (masked_softmax_layer.cu)."""
+    dims = layer.in_shapes[0].dims
+    if len(dims) != 3:
+        return (f"HugeCTR's MaskedSoftmaxLayer indexes its scores as 4D (batch, heads, rows, S), not "
+                f"{len(dims) + 1}D")
+    if dims[1] != dims[2] and not V.holds("masked_softmax_rows", release):
+        return (f"up to 23.06 HugeCTR's MaskedSoftmaxLayer reads its scores as (batch, heads, S, S) with S = {dims[1]}, "
+                f"which scores of last dimension {dims[2]} do not fill in order")
+    return None
 
 
 def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
@@ -19,6 +33,10 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
             why = f" ({NO_TRANSLATION[layer.type]})" if layer.type in NO_TRANSLATION else ""
             out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target has no translation "
                         f"for layer type {layer.type!r}{why}", f"use the layer types of the presets, or {DROP}"))
+        elif layer.type == "Softmax" and len(layer.bottoms) == 2 and \
+                (masked := _masked_softmax(layer, job.hugectr_version)) is not None:
+            out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target cannot translate this "
+                        f"masked Softmax ({masked})", f"give it 4D scores (batch, heads, S, S), or {DROP}"))
     if not out and not any(layer.type == LOSS for layer in g.layers):
         out.append((("model",), f"the graph ends without a {LOSS}", f"end it with {LOSS}, or {DROP}"))
     kind = job.optimizer.type

@@ -198,6 +198,10 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         m.forward.append(f"{outs[0]} = torch.sigmoid({ins[0]})")
     elif t == "ELU":
         m.forward.append(f"{outs[0]} = F.elu({ins[0]}, alpha={py(float(p.get('elu_alpha', 1.0)))})")
+    elif t == "Softmax" and len(ins) == 2:     # HugeCTR builds a MaskedSoftmaxLayer (scores, mask)
+        m.helpers.add("masked_softmax")
+        m.forward.append(f"{outs[0]} = masked_softmax({ins[0]}, {ins[1]}, factor={py(float(p.get('factor', 1.0)))}, "
+                         f"per_row={py(V.holds('masked_softmax_rows', m.release))}){comment}")
     elif t == "Softmax":
         m.forward.append(f"{outs[0]} = F.softmax({ins[0]}, dim=-1)")
     elif t == "Cast":
