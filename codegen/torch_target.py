@@ -23,10 +23,13 @@ OPTIMIZERS: dict[str, tuple[str, Callable[[Any], list[tuple[str, Any]]], bool]] 
 # trainer takes these steps itself (PassOptimizer), without torch.optim.
 SPARSE_OPTIMIZERS = {"Adam": "SparseAdam", "SGD": "SGD", "AdaGrad": "Adagrad"}
 # The dense layer types render/torch_model.py translates (its `_layer` has one branch for each; a test holds the two
-# equal). BinaryCrossEntropyLoss is the graph's end: train_torch.py trains with that loss only. GroupFusedInnerProduct
-# (a GroupLayer_t) reaches the graph as the FusedInnerProduct chain HugeCTR expands it into (graph/layers.py).
+# equal). The loss layers end the graph: one BinaryCrossEntropyLoss of one label is the trainer's own loss; several
+# loss layers (one per label, MMoE), CrossEntropyLoss and MultiCrossEntropyLoss train through runtime/losses.py.
+# GroupFusedInnerProduct (a GroupLayer_t) reaches the graph as the FusedInnerProduct chain HugeCTR expands it into
+# (graph/layers.py).
 LOSS = "BinaryCrossEntropyLoss"
-LAYER_TYPES = frozenset({
+LOSSES = frozenset({LOSS, "CrossEntropyLoss", "MultiCrossEntropyLoss"})
+LAYER_TYPES = LOSSES | frozenset({
     "Reshape", "Concat", "Slice", "InnerProduct", "FusedInnerProduct", "ReLU", "ReLUHalf", "Sigmoid", "ELU",
     "Softmax", "Cast", "Dropout", "BatchNorm", "LayerNorm", "Add", "Sub", "ElementwiseMultiply", "MultiCross",
     "Interaction", "FmOrder2", "WeightMultiply", "ReduceSum", "ReduceMean", LOSS, "MLP", "Select",

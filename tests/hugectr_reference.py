@@ -222,3 +222,46 @@ def binary_cross_entropy(x, label):
     s = 1.0 / (1.0 + np.exp(-x))
     loss = -(label * np.log(s) + (1 - label) * np.log(1 - s)).mean()
     return loss, {"x": (s - label) / x.shape[0]}
+
+
+# ---- losses (src/loss.cu, test/utest/loss/*.cpp) ----------------------------------------------------------------------
+
+def cross_entropy_loss(x: np.ndarray, label: np.ndarray) -> tuple[float, np.ndarray]:
+    """CrossEntropyLoss of x (B, 2): cross_entropy_loss() of loss_test.cpp (v23.06.01) and CrossEntropy_Kernel
+    (loss.cu): a0, a1 the softmax of a row, class 1 where label[i] (the label tensor read flat) >= 0.5; loss the mean
+    of -log a_class, dx = (a - one-hot) / B."""
+    b = x.shape[0]
+    flat = label.reshape(-1)
+    loss, dx = 0.0, np.zeros_like(x)
+    for i in range(b):
+        e = np.exp(x[i])
+        a = e / e.sum()
+        c = 1 if flat[i] >= 0.5 else 0
+        loss += -np.log(a[c])
+        dx[i] = (a - np.eye(2)[c]) / b
+    return loss / b, dx
+
+
+def multi_cross_entropy_loss(x: np.ndarray, label: np.ndarray, weights: list[float]) -> tuple[float, np.ndarray]:
+    """MultiCrossEntropyLoss: MultiCrossEntropy_Kernel (loss.cu, v23.06.01) and multi_cross_entropy_loss_test.cpp:
+    element i of x (B, N) has target weight w[i mod N]; a label below -0.5 adds no loss and no gradient; the loss is
+    Σ w BCE / (B N), dx = w (σ(x) - y) / (B N)."""
+    size = x.size
+    loss, dx = 0.0, np.zeros_like(x)
+    for (i, j), v in np.ndenumerate(x):
+        y = label[i, j]
+        if y < -0.5:
+            continue
+        bce = v * (1 - y) + np.log1p(np.exp(-v)) if v >= 0 else -v * y + np.log1p(np.exp(v))
+        loss += weights[j] * bce
+        dx[i, j] = weights[j] * (1 / (1 + np.exp(-v)) - y) / size
+    return loss / size, dx
+
+
+def binary_cross_entropy_loss(x: np.ndarray, label: np.ndarray) -> tuple[float, np.ndarray]:
+    """BinaryCrossEntropyLoss of x (B, 1): binary_cross_entropy_loss() of loss_test.cpp (v23.06.01): the mean of
+    x (1 - y) + log(1 + e^-x), dx = (σ(x) - y) / B."""
+    p = 1 / (1 + np.exp(-x))
+    loss = np.mean(np.where(x >= 0, x * (1 - label) + np.log1p(np.exp(-np.abs(x))),
+                            -x * label + np.log1p(np.exp(-np.abs(x)))))
+    return float(loss), (p - label) / x.shape[0]

@@ -279,3 +279,27 @@ def mha_23_09_backward(q, k, v, heads: int, dy, mask=None) -> tuple[np.ndarray, 
     d_scores = probs * (d_probs - (d_probs * probs).sum(axis=-1, keepdims=True)) / root
     dqh, dkh = matmul_forward(d_scores, kh), matmul_forward(_t(d_scores), qh)
     return merge_heads(dqh), merge_heads(dkh), merge_heads(dvh)
+
+
+def masked_softmax_layer_forward(x: np.ndarray, mask: np.ndarray, scalar: float, per_row: bool) -> np.ndarray:
+    """The two-input Softmax, MaskedSoftmaxLayer: masked_softmax_fprop_cpu of masked_softmax_layer_test.cpp
+    (v23.06.01; mask element (i / (heads * S)) * S + j for row i of S scores, i.e. one row of S per sample) and of
+    core23_layer_test/masked_softmax_layer_test.cpp (v23.09.00; a (rows, S) block per sample: ``per_row``), with the
+    kernel's + 1e-6 in the denominator (masked_softmax_layer.cu, v23.06.01 and v23.09.00)."""
+    n, heads, rows, width = x.shape
+    block = rows if per_row else 1
+    flat, out = mask.reshape(-1), np.empty_like(x)
+    for b in range(n):
+        for h in range(heads):
+            for r in range(rows):
+                start = b * block * width + (r if per_row else 0) * width
+                z = x[b, h, r] * scalar - (1.0 - flat[start:start + width]) * MASKED_SCORE
+                e = np.exp(z - z.max())
+                out[b, h, r] = e / (e.sum() + 1e-6)
+    return out
+
+
+def masked_softmax_layer_backward(y: np.ndarray, dy: np.ndarray, scalar: float) -> np.ndarray:
+    """masked_softmax_bprop_cpu (masked_softmax_layer_test.cpp, v23.06.01): dx = y (dy - Σ dy y) * scalar per row of
+    the last dimension, y the forward output; no gradient reaches the mask."""
+    return y * (dy - (dy * y).sum(axis=-1, keepdims=True)) * scalar

@@ -414,7 +414,8 @@ def test_reader_check_reads_at_least_one_batch(tmp_path):
 
 
 def test_torch_target_trains_a_label_of_dimension_one(tmp_path):
-    """Reachable with explicit layers only (a preset's last layer has one unit, so HugeCTR's loss refuses it first)."""
+    """Reachable with explicit layers only (a preset's last layer has one unit, so HugeCTR's loss refuses it first).
+    A label of dimension 2 would need two Parquet label columns, which the features name as two labels."""
     from codegen.pipeline import render_spec
 
     def graph(width):
@@ -425,7 +426,7 @@ def test_torch_target_trains_a_label_of_dimension_one(tmp_path):
             "input.label_dim": width}
     assert "train_torch.py" in {str(k) for k in render_spec(open_spec(project(tmp_path / "ok", spec_with(graph(1))))).files}
     refused(lambda: render_spec(open_spec(project(tmp_path / "bad", spec_with(graph(2))))), "input.label_dim",
-            "the torch target trains a label of dimension 1")
+            "the torch target reads one Parquet label column per label")
 
 
 # ---- the embedding collection's tables: the C++ int of max_vocabulary_size up to 23.09, long long from 23.12 ---------
@@ -761,15 +762,20 @@ def _layers(middle: dict) -> dict:
         {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}, "hugectr_version": "23.06"}
 
 
+def _multi_loss(weights: list | None) -> dict:
+    return {"model": {"preset": "layers", "layers": [
+        {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
+        {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": 1},
+        {"type": "MultiCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss",
+         **({"target_weight_vec": weights} if weights is not None else {})}]}, "hugectr_version": "23.06"}
+
+
 TORCH_RULES = [
     ("optimizer", {"optimizer.type": "RMSProp", "hugectr_version": "23.06"},
      {"optimizer.type": "Ftrl", "hugectr_version": "23.06"}, "optimizer.type", "the torch target has no Ftrl optimizer"),
-    ("layer-type", _layers({"type": "ReduceMean", "bottom": "r", "top": "s", "axis": 1}),
-     {"model": {"preset": "layers", "layers": [   # another loss than BinaryCrossEntropyLoss: not translated
-         {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
-         {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": 1},
-         {"type": "MultiCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]}, "hugectr_version": "23.06"},
-     "model.layers.2", "layer 'loss': the torch target has no translation for layer type 'MultiCrossEntropyLoss'"),
+    # MultiCrossEntropyLoss translates; without a target weight per input column HugeCTR's constructor throws
+    ("loss-target-weights", _multi_loss([0.5]), _multi_loss(None), "model.layers.2",
+     "layer 'loss': the torch target cannot translate this MultiCrossEntropyLoss (its target_weight_vec holds 0"),
 ]
 
 
@@ -779,13 +785,14 @@ def test_torch_target_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
     refused(lambda: _render(tmp_path / "bad", spec_with(bad)), field, fragment)
 
 
-def test_torch_target_trains_a_single_label(tmp_path):
+def test_torch_target_trains_several_labels(tmp_path):
+    """Two label columns (each a label of dimension 1) translate (a label of dimension 2 stays refused:
+    test_torch_target_trains_a_label_of_dimension_one)."""
     two = copy.deepcopy(LOCK)
     two["labels"] = [{"name": "rating", "dtype": "float32"}, {"name": "liked", "dtype": "float32"}]
     labels = {"hugectr_version": "23.06", "model.units": [128, 2]}      # a two-wide output for two labels
-    _render(tmp_path / "ok", spec_with({**labels, "features.label": ["rating"], "model.units": [128, 128]}), two)
-    refused(lambda: _render(tmp_path / "bad", spec_with({**labels, "features.label": ["rating", "liked"]}), two),
-            "features.label", "the torch target trains a single label")
+    text = _render(tmp_path / "ok", spec_with({**labels, "features.label": ["rating", "liked"]}), two).files
+    assert "train_torch.py" in {str(k) for k in text}
 
 
 def test_torch_continuous_training_needs_a_row_sparse_optimizer(tmp_path):

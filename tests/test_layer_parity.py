@@ -55,8 +55,8 @@ class Translated:
         local = dict(self.names, **{self.n.var(b): x for b, x in zip(self.bottoms, inputs)})
         for line in self.m.forward:
             exec(line, local)
-        if self.m.output:
-            return local[self.m.output]
+        if self.m.loss_inputs:      # a loss layer: what it reads (forward() returns it)
+            return local[self.m.loss_inputs[0]]
         return local[self.n.var(self.tops[0])]
 
     def param(self, name: str) -> torch.Tensor:

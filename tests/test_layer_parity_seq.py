@@ -63,8 +63,10 @@ GRAPHS = {
         {"type": "Reshape", "bottom": "attended", "top": "a2", "leading_dim": 40},
         {"type": "Reshape", "bottom": "mm", "top": "m2", "leading_dim": 40},
         {"type": "Reshape", "bottom": "mask", "top": "mask2", "leading_dim": 5},
+        {"type": "Softmax", "bottom": ["score", "mask"], "top": "probs", "factor": 0.5},   # MaskedSoftmaxLayer
+        {"type": "Reshape", "bottom": "probs", "top": "p2", "leading_dim": 50},
         {"type": "Add", "bottom": ["a2", "m2"], "top": "sum"},
-        {"type": "Concat", "bottom": ["sum", "mask2"], "top": "final"},
+        {"type": "Concat", "bottom": ["sum", "mask2", "p2"], "top": "final"},
     ],
     # 23.09+: one MultiHeadAttention (with and without the mask), the two-input mask
     "23.09": [
@@ -75,7 +77,10 @@ GRAPHS = {
         {"type": "MultiHeadAttention", "bottom": ["q", "k", "v", "mask"], "top": "masked", "num_attention_heads": 2},
         {"type": "MultiHeadAttention", "bottom": ["q", "k", "v"], "top": "plain", "num_attention_heads": 4},
         {"type": "Add", "bottom": ["masked", "plain"], "top": "sum"},
-        {"type": "Reshape", "bottom": "sum", "top": "final", "leading_dim": 40},
+        {"type": "Softmax", "bottom": ["mask", "mask"], "top": "mprobs", "factor": 2.0},   # a mask block per sample
+        {"type": "Reshape", "bottom": "sum", "top": "s2", "leading_dim": 40},
+        {"type": "Reshape", "bottom": "mprobs", "top": "mp2", "leading_dim": 25},
+        {"type": "Concat", "bottom": ["s2", "mp2"], "top": "final"},
     ],
 }
 
@@ -266,6 +271,34 @@ def test_multi_head_attention_23_09(built, top, heads, masked):
     np.testing.assert_allclose(y, ref.mha_23_09_forward(q, k, v, heads, m), **TOL)
     for name, want in zip("qkv", ref.mha_23_09_backward(q, k, v, heads, dy, m)):
         np.testing.assert_allclose(g[name], want, **TOL)
+
+
+def test_masked_softmax_one_row_per_sample(built):
+    """The two-input Softmax up to 23.06: masked_softmax_layer_test.cpp (v23.06.01), a mask row of S per sample for
+    every head and row, scores scaled by `factor`; forward and backward, TOL. The mask is a SequenceMask's, one
+    sample's key positions masked whole but one."""
+    rng = np.random.default_rng(10)
+    x = _rand(rng, BATCH, 2, 5, 5)
+    mask = ref.sequence_mask(np.array([[5.0], [3.0], [1.0]]), 5)
+    dy = _rand(rng, BATCH, 2, 5, 5)
+    (y,), g = _run_layer(built, "23.06", "probs", {"score": x, "mask": mask}, [dy])
+    want = ref.masked_softmax_layer_forward(x, mask, 0.5, per_row=False)
+    np.testing.assert_allclose(y, want, **TOL)
+    np.testing.assert_allclose(g["score"], ref.masked_softmax_layer_backward(want, dy, 0.5), **TOL)
+    assert g["mask"] is None or not g["mask"].any()
+    assert np.abs(y[2, :, :, 1:]).max() < 1e-6      # a masked key position gets no weight
+
+
+def test_masked_softmax_block_per_sample(built):
+    """The two-input Softmax from 23.08: core23_layer_test/masked_softmax_layer_test.cpp (v23.09.00), a (rows, S)
+    mask block per sample (here the mask is also the scores); forward and backward, TOL."""
+    rng = np.random.default_rng(11)
+    mask = ref.sequence_mask_from_to(np.array([[5.0], [2.0], [4.0]]), np.array([[5.0], [3.0], [1.0]]), 5, 5)
+    dy = _rand(rng, BATCH, 1, 5, 5)
+    (y,), g = _run_layer(built, "23.09", "mprobs", {"mask": mask}, [dy])
+    want = ref.masked_softmax_layer_forward(mask, mask, 2.0, per_row=True)
+    np.testing.assert_allclose(y, want, **TOL)
+    np.testing.assert_allclose(g["mask"], ref.masked_softmax_layer_backward(want, dy, 2.0), **TOL)
 
 
 def _import(path: Path, name: str):

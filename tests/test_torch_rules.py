@@ -18,11 +18,11 @@ import pytest
 from codegen.errors import UserError
 from codegen.lock import load_features
 from codegen.model.build import build_model
-from codegen.model.torch_rules import torch_problems
+from codegen.model.torch_rules import LOSS_NAMES, torch_problems
 from codegen.spec.context import open_spec
-from codegen.torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
+from codegen.torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from conftest import REPO
-from test_boundaries import CRITEO_LOCK, LOCK, _layers, example, project, spec_with
+from test_boundaries import CRITEO_LOCK, LOCK, example, project, spec_with
 
 NO_TRITON = {"triton.enabled": False}
 
@@ -44,13 +44,13 @@ def _two_labels() -> dict:
     return two
 
 
-def _ending_with(loss: str) -> dict:
-    """A layers model whose loss is ``loss``: another loss than BinaryCrossEntropyLoss is a type the torch target
-    does not translate."""
+def _ending_with(loss: str, target_weights: list | None = None) -> dict:
+    """A layers model whose loss is ``loss`` (MultiCrossEntropyLoss: with ``target_weights``, if given)."""
+    weights = {"target_weight_vec": target_weights} if target_weights is not None else {}
     return {"model": {"preset": "layers", "layers": [
         {"type": "Reshape", "bottom": "sparse_embedding1", "top": "r", "leading_dim": 32},
         {"type": "InnerProduct", "bottom": "r", "top": "fc", "num_output": 1},
-        {"type": loss, "bottom": ["fc", "label"], "top": "loss"}]}, "hugectr_version": "23.06"}
+        {"type": loss, "bottom": ["fc", "label"], "top": "loss", **weights}]}, "hugectr_version": "23.06"}
 
 
 def _label_dim(width: int) -> dict:
@@ -66,15 +66,16 @@ RULES = [
     ("optimizer", spec_with({"optimizer.type": "RMSProp", "hugectr_version": "23.06"}),
      spec_with({"optimizer.type": "Ftrl", "hugectr_version": "23.06"}), None, "optimizer.type",
      "the torch target has no Ftrl optimizer", f"use one of AdaGrad, Adam, MomentumSGD, Nesterov, RMSProp, SGD, or {DROP}"),
-    ("layer-type", spec_with(_layers({"type": "ReduceMean", "bottom": "r", "top": "s", "axis": 1})),
-     spec_with(_ending_with("MultiCrossEntropyLoss")), None,
-     "model.layers[2]", "layer 'loss': the torch target has no translation for layer type 'MultiCrossEntropyLoss'",
-     f"use the layer types of the presets, or {DROP}"),
-    ("single-label", spec_with({"hugectr_version": "23.06", "model.units": [128, 128], "features.label": ["rating"]}),
-     spec_with({"hugectr_version": "23.06", "model.units": [128, 2], "features.label": ["rating", "liked"]}),
-     _two_labels(), "features.label", "the torch target trains a single label", f"use one label, or {DROP}"),
+    ("loss-target-weights", spec_with(_ending_with("MultiCrossEntropyLoss", [0.5])),
+     spec_with(_ending_with("MultiCrossEntropyLoss")), None, "model.layers[2]",
+     "layer 'loss': the torch target cannot translate this MultiCrossEntropyLoss (its target_weight_vec holds 0 "
+     "weights for 1 input columns: HugeCTR throws 'target_weight.size() != input_tensor.get_dims()[0]')",
+     f"give target_weight_vec one weight per input column, or {DROP}"),
     ("label-dim", spec_with(_label_dim(1)), spec_with(_label_dim(2)), None, "input.label_dim",
-     "the torch target trains a label of dimension 1", f"remove input.label_dim, or {DROP}"),
+     "the torch target reads one Parquet label column per label, and HugeCTR's Parquet reader takes label_dim + "
+     "dense_dim label and continuous columns, labels first: a label of dimension 2 needs as many label columns, "
+     "which the features name as labels of dimension 1",
+     f"list the label columns under features.label and remove input.label_dim, or {DROP}"),
     ("continuous", spec_with({"optimizer.type": "AdaGrad"}, example("wdl_continuous_etc")),
      spec_with({"optimizer.type": "MomentumSGD"}, example("wdl_continuous_etc")), CRITEO_LOCK, "optimizer.type",
      "continuous training with the torch target updates only the embedding rows of each pass, which needs a sparse "
@@ -117,8 +118,8 @@ def test_a_graph_without_the_loss_is_refused():
     assert torch_problems(job) == []
     lossless = dataclasses.replace(job, graph=dataclasses.replace(
         job.graph, layers=tuple(x for x in job.graph.layers if x.type != LOSS)))
-    assert torch_problems(lossless) == [(("model",), f"the graph ends without a {LOSS}",
-                                         f"end it with {LOSS}, or {DROP}")]
+    assert torch_problems(lossless) == [(("model",), "the graph ends without a loss layer",
+                                         f"end it with {LOSS_NAMES}, or {DROP}")]
 
 
 def test_the_builder_refuses_before_any_renderer_is_imported(tmp_path):
@@ -146,7 +147,8 @@ def test_the_builder_refuses_before_any_renderer_is_imported(tmp_path):
 
 
 def _translated_types() -> set[str]:
-    """The layer types render/torch_model.py's ``_layer`` has a branch for (``t == "X"``, ``t in ("X", "Y")``)."""
+    """The layer types render/torch_model.py's ``_layer`` has a branch for (``t == "X"``, ``t in ("X", "Y")``,
+    ``t in LOSSES``)."""
     source = (REPO / "codegen" / "render" / "torch_model.py").read_text(encoding="utf-8")
     func = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == "_layer")
     found: set[str] = set()
@@ -158,6 +160,8 @@ def _translated_types() -> set[str]:
                 found.add(right.value)
             elif isinstance(op, ast.Eq) and isinstance(right, ast.Name) and right.id == "LOSS":
                 found.add(LOSS)
+            elif isinstance(op, ast.In) and isinstance(right, ast.Name) and right.id == "LOSSES":
+                found.update(LOSSES)
             elif isinstance(op, ast.In) and isinstance(right, ast.Tuple):
                 found.update(e.value for e in right.elts if isinstance(e, ast.Constant))
     return found

@@ -106,6 +106,8 @@ BEHAVIOUR.update({
     "async_param_order_4_1": _s((4, 1)),
     # MaskedSoftMaxLayer in mixed precision: refused from 23.06; before, a plain Softmax that drops the mask is built
     "masked_softmax_mixed_refused": _s((23, 6)),
+    # MaskedSoftmaxLayer reads a (rows, S) mask block per sample from 23.08; before, one row of S (masked_softmax_layer.cu)
+    "masked_softmax_rows": _s((23, 8)),
     "matmul_2d_by_3d_check": _s((23, 6)),    # MatrixMultiply of a 2D by a 3D tensor: the rhs batch is checked
     "matmul_4d": _s((4, 3)),                 # 4D MatrixMultiply
     "mha_as_4_3": _s((4, 3)),                # MultiHeadAttention as ctrgen models it (4.3 and later)

@@ -4,10 +4,41 @@ each layer with its spec location) and run by the model builder when the spec's 
 
 from __future__ import annotations
 
-from ..graph.ir import TrainingJob
-from ..torch_target import LAYER_TYPES, LOSS, NO_TRANSLATION, OPTIMIZERS, SPARSE_OPTIMIZERS
+from ..graph.ir import Layer, TrainingJob
+from ..hugectr import versions as V
+from ..torch_target import LAYER_TYPES, LOSSES, NO_TRANSLATION, OPTIMIZERS, SPARSE_OPTIMIZERS
 
 DROP = "drop 'torch' from targets"
+
+
+def _masked_softmax(layer: Layer, release: str) -> str | None:
+    """Why the two-input Softmax (MaskedSoftmaxLayer) cannot be followed, if it cannot: its kernel indexes the scores as
+    (batch, heads, rows, S), and up to 23.06 takes rows = S (masked_softmax_layer.cu)."""
+    dims = layer.in_shapes[0].dims
+    if len(dims) != 3:
+        return (f"HugeCTR's MaskedSoftmaxLayer indexes its scores as 4D (batch, heads, rows, S), not "
+                f"{len(dims) + 1}D")
+    if dims[1] != dims[2] and not V.holds("masked_softmax_rows", release):
+        return (f"up to 23.06 HugeCTR's MaskedSoftmaxLayer reads its scores as (batch, heads, S, S) with S = {dims[1]}, "
+                f"which scores of last dimension {dims[2]} do not fill in order")
+    return None
+
+
+LOSS_NAMES = "BinaryCrossEntropyLoss, CrossEntropyLoss or MultiCrossEntropyLoss"
+
+
+def _loss(layer: Layer) -> tuple[str, str] | None:
+    """(why, fix) where a loss layer cannot be trained as HugeCTR trains it."""
+    p = dict(layer.params)
+    if p.get("use_regularizer"):
+        return ("its regularizer adds lambda times the L1 or L2 norm of the weights to the loss and their gradients, "
+                "which train_torch.py does not", "remove use_regularizer")
+    weights = list(p.get("target_weight_vec") or [])  # type: ignore[call-overload]
+    if layer.type == "MultiCrossEntropyLoss" and len(weights) != layer.in_shapes[0].width:
+        return (f"its target_weight_vec holds {len(weights)} weights for {layer.in_shapes[0].width} input columns: "
+                "HugeCTR throws 'target_weight.size() != input_tensor.get_dims()[0]'",
+                "give target_weight_vec one weight per input column")
+    return None
 
 
 def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
@@ -19,8 +50,15 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
             why = f" ({NO_TRANSLATION[layer.type]})" if layer.type in NO_TRANSLATION else ""
             out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target has no translation "
                         f"for layer type {layer.type!r}{why}", f"use the layer types of the presets, or {DROP}"))
-    if not out and not any(layer.type == LOSS for layer in g.layers):
-        out.append((("model",), f"the graph ends without a {LOSS}", f"end it with {LOSS}, or {DROP}"))
+        elif layer.type == "Softmax" and len(layer.bottoms) == 2 and \
+                (masked := _masked_softmax(layer, job.hugectr_version)) is not None:
+            out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target cannot translate this "
+                        f"masked Softmax ({masked})", f"give it 4D scores (batch, heads, S, S), or {DROP}"))
+        elif layer.type in LOSSES and (loss := _loss(layer)) is not None:
+            out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target cannot translate this "
+                        f"{layer.type} ({loss[0]})", f"{loss[1]}, or {DROP}"))
+    if not out and not any(layer.type in LOSSES for layer in g.layers):
+        out.append((("model",), "the graph ends without a loss layer", f"end it with {LOSS_NAMES}, or {DROP}"))
     kind = job.optimizer.type
     if kind not in OPTIMIZERS:
         out.append((("optimizer", "type"), f"the torch target has no {kind} optimizer",
@@ -29,9 +67,10 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
         out.append((("optimizer", "type"), "continuous training with the torch target updates only the embedding "
                     f"rows of each pass, which needs a sparse {kind} (torch has none)",
                     "use one of " + ", ".join(sorted(SPARSE_OPTIMIZERS)) + f", or {DROP}"))
-    if len(g.label_names) != 1:
-        out.append((("features", "label"), "the torch target trains a single label", f"use one label, or {DROP}"))
-    elif g.label_dims != (1,):
-        out.append((("input", "label_dim"), "the torch target trains a label of dimension 1",
-                    f"remove input.label_dim, or {DROP}"))
+    if any(d != 1 for d in g.label_dims):
+        out.append((("input", "label_dim"), "the torch target reads one Parquet label column per label, and HugeCTR's "
+                    "Parquet reader takes label_dim + dense_dim label and continuous columns, labels first: a label "
+                    f"of dimension {max(g.label_dims)} needs as many label columns, which the features name as "
+                    "labels of dimension 1", f"list the label columns under features.label and remove "
+                    f"input.label_dim, or {DROP}"))
     return out

@@ -23,7 +23,7 @@ from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..hugectr import versions as V
 from ..runtime.contract import layout_of
-from ..torch_target import LAYER_TYPES, LOSS, OPTIMIZERS, SPARSE_OPTIMIZERS
+from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
 from .literals import py, py_str
 from .torch_features import features_json
@@ -124,6 +124,8 @@ class _Model:
     helpers: set[str] = field(default_factory=set)     # helper classes / functions the model needs (runtime.layers)
     output: str = ""
     release: str = ""                                  # the spec's HugeCTR release (layer forms that changed)
+    losses: list[Layer] = field(default_factory=list)  # the loss layers, in graph order
+    loss_inputs: list[str] = field(default_factory=list)   # the local each one reads
 
 
 def _width(shape) -> int:
@@ -160,7 +162,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     outs = [n.var(x) for x in layer.tops]
     top = layer.tops[0]
     shape = ", ".join(str(d) for d in layer.out_shapes[0].dims) if layer.out_shapes else ""
-    comment = f"  # {fmt_shape(layer.out_shapes[0])}" if t != LOSS else ""
+    comment = f"  # {fmt_shape(layer.out_shapes[0])}" if t not in LOSSES else ""
 
     def module(expr: str) -> str:
         attr = n.attr(top)
@@ -198,6 +200,10 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         m.forward.append(f"{outs[0]} = torch.sigmoid({ins[0]})")
     elif t == "ELU":
         m.forward.append(f"{outs[0]} = F.elu({ins[0]}, alpha={py(float(p.get('elu_alpha', 1.0)))})")
+    elif t == "Softmax" and len(ins) == 2:     # HugeCTR builds a MaskedSoftmaxLayer (scores, mask)
+        m.helpers.add("masked_softmax")
+        m.forward.append(f"{outs[0]} = masked_softmax({ins[0]}, {ins[1]}, factor={py(float(p.get('factor', 1.0)))}, "
+                         f"per_row={py(V.holds('masked_softmax_rows', m.release))}){comment}")
     elif t == "Softmax":
         m.forward.append(f"{outs[0]} = F.softmax({ins[0]}, dim=-1)")
     elif t == "Cast":
@@ -240,8 +246,9 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     elif t in ("PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral",
                "MatrixMultiply", "SequenceMask", "MultiHeadAttention"):   # DIN, BST: runtime.attention
         _attention_layer(m, layer, ins, outs, comment)
-    elif t == LOSS:
-        m.output = ins[0]
+    elif t in LOSSES:
+        m.losses.append(layer)
+        m.loss_inputs.append(ins[0])
     else:   # the model builder refuses a layer type outside LAYER_TYPES (model/torch_rules.py)
         raise AssertionError(f"layer {top!r}: type {t!r} has no branch here (LAYER_TYPES has it: {t in LAYER_TYPES})")
 
@@ -332,13 +339,43 @@ def translate_graph(job: TrainingJob) -> _Model:
         m.forward.append(f"{n.var(e.name)} = self.{n.attr(e.name)}({n.var(e.bottom)})  # {fmt_shape(e.shape)}")
     for layer in g.layers:
         _layer(m, n, layer)
-    assert m.output, f"the graph ends without a {LOSS}: the model builder refuses it (model/torch_rules.py)"
+    assert m.losses, "the graph ends without a loss layer: the model builder refuses it (model/torch_rules.py)"
+    # forward() returns what the loss layers read, side by side (B, N) where there are several
+    m.output = m.loss_inputs[0] if len(m.loss_inputs) == 1 else f"torch.cat([{', '.join(m.loss_inputs)}], dim=1)"
     m.forward_args = [n.var(g.dense_name)] + [n.var(s.name) for s in g.sparse]  # type: ignore[attr-defined]
     return m
 
 
+def loss_terms(job: TrainingJob, m: _Model) -> list[dict] | None:
+    """The graph's loss layers as runtime.losses.LossTerm's arguments (output and label columns, label names, label
+    weight from Model.compile's loss_names / loss_weights, MultiCrossEntropyLoss's target weights); None for one
+    BinaryCrossEntropyLoss of one label of dimension 1 (the trainer's own BCE)."""
+    g = job.graph
+    if [x.type for x in m.losses] == [LOSS] and g.label_dims == (1,):
+        return None
+    starts = {name: sum(g.label_dims[:i]) for i, name in enumerate(g.label_names)}
+    dims = dict(zip(g.label_names, g.label_dims))
+    compiled = dict(job.compile_args)
+    weights = dict(zip(compiled.get("loss_names") or [], compiled.get("loss_weights") or []))
+    terms, column = [], 0
+    for layer in m.losses:
+        p, label = dict(layer.params), layer.bottoms[1]
+        width = _width(layer.in_shapes[0])
+        names = [label] if dims[label] == 1 or layer.type == "CrossEntropyLoss" else \
+            [f"{label}[{j}]" for j in range(dims[label])]
+        term = {"kind": layer.type, "outputs": (column, column + width),
+                "labels": (starts[label], starts[label] + dims[label]), "names": tuple(names),
+                "weight": float(weights.get(label, 1.0))}
+        if layer.type == "MultiCrossEntropyLoss":
+            term["target_weights"] = tuple(float(w) for w in p.get("target_weight_vec") or [])
+        terms.append(term)
+        column += width
+    return terms
+
+
 def render_train_torch(job: TrainingJob, features: Features, header: str) -> str:
     m = translate_graph(job)
+    terms = loss_terms(job, m)
     doc = features_json(job, features)
     opt_class, opt_kwargs, graph_safe = OPTIMIZERS[job.optimizer.type]
     passes = None
@@ -395,11 +432,13 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         passes=_passes_literal(passes) if passes is not None else None,
         sparse_optimizer_class=SPARSE_OPTIMIZERS.get(job.optimizer.type),
         layer_imports=sorted({"SparseEmbedding", *(h for h in m.helpers)}),
-        uses_torch=any(re.search(r"\btorch\.", line) for line in m.init + m.forward),
+        uses_torch=any(re.search(r"\btorch\.", line) for line in m.init + m.forward + [m.output]),
         uses_functional=any(re.search(r"\bF\.", line) for line in m.init + m.forward),
         init=m.init,
         forward=m.forward,
         forward_args=m.forward_args,  # type: ignore[attr-defined]
         output=m.output,
+        losses=[f"LossTerm({', '.join(f'{k}={py(v)}' for k, v in t.items())})" for t in terms] if terms else None,
+        loss_text=" and ".join(sorted({x.type for x in m.losses})),
         hugectr_version=job.hugectr_version,
     )

@@ -1,5 +1,6 @@
 """The layers of HugeCTR's attention models (DIN, BST) a generated Model is built from: PReLU_Dice, Scale,
-DotProduct, FusedReshapeConcat(General), SequenceMask and MultiHeadAttention (MatrixMultiply is ``torch.matmul``).
+DotProduct, FusedReshapeConcat(General), SequenceMask, MultiHeadAttention and the two-input (masked) Softmax
+(MatrixMultiply is ``torch.matmul``).
 
 Each follows its HugeCTR layer's arithmetic (src/layers/<name>_layer.cu and its unit test, cited per function),
 backward included where HugeCTR's hand-written backward is not the gradient of its forward (PReLU_Dice, Scale,
@@ -16,6 +17,8 @@ import torch.nn.functional as F
 
 # MaskedSoftmaxLayer subtracts this from a masked-out score (masked_softmax_layer.cu, 3.9 - 25.03)
 MASKED_SCORE = 10000.0
+# ... and adds this to the sum of exponentials before dividing by it (the same kernel)
+MASKED_SOFTMAX_EPS = 1e-6
 # PRelu_Dice_Layer's backward sets 1/sqrt(var + eps) to 0 below this (prelu_dice_layer.cu, 3.3 - 25.03)
 DICE_TINY_VARIANCE = 1e-8
 
@@ -129,6 +132,36 @@ def sequence_mask_from_to(lengths_from: torch.Tensor, lengths_to: torch.Tensor, 
     rows = torch.arange(max_from, device=lengths_from.device) < _lengths(lengths_from)[:, None]
     cols = torch.arange(max_to, device=lengths_to.device) < _lengths(lengths_to)[:, None]
     return (rows[:, :, None] & cols[:, None, :]).to(lengths_from.dtype).unsqueeze(1)
+
+
+class MaskedSoftmax(torch.autograd.Function):
+    """HugeCTR's two-input Softmax, MaskedSoftmaxLayer (masked_softmax_layer.cu, 3.9 - 25.03) of 4D scores
+    (n, heads, rows, S): y = exp(z - max z) / (Σ exp(z - max z) + 1e-6), z = x * factor - (1 - mask) * 10000, over
+    the last dimension. The kernel reads the mask flat, sample-major: up to 23.06 one row of S per sample for every
+    head and row ((n, 1, 1, S), SequenceMask's form then); from 23.08 a (rows, S) block per sample (``per_row``).
+    Backward as the kernel: dx = (y dy - y Σ dy y) * factor, y the output; the mask gets no gradient."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, mask: torch.Tensor, factor: float, per_row: bool) -> torch.Tensor:   # type: ignore[override]
+        n, rows, width = x.shape[0], x.shape[-2] if per_row else 1, x.shape[-1]
+        m = mask.reshape(-1)[:n * rows * width].reshape(n, 1, rows, width).float()
+        z = x.float() * factor - (1.0 - m) * MASKED_SCORE
+        e = torch.exp(z - z.amax(dim=-1, keepdim=True))
+        y = e / (e.sum(dim=-1, keepdim=True) + MASKED_SOFTMAX_EPS)
+        ctx.save_for_backward(y)
+        ctx.factor = factor
+        return y.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):   # type: ignore[override]
+        (y,) = ctx.saved_tensors
+        g = grad.float()
+        dx = (y * g - y * (g * y).sum(dim=-1, keepdim=True)) * ctx.factor
+        return dx.to(grad.dtype), None, None, None
+
+
+def masked_softmax(x: torch.Tensor, mask: torch.Tensor, factor: float, per_row: bool) -> torch.Tensor:
+    return MaskedSoftmax.apply(x, mask, factor, per_row)
 
 
 def _heads(x: torch.Tensor, heads: int) -> torch.Tensor:

@@ -27,8 +27,9 @@ class Optimizer:
 @dataclass(frozen=True)
 class Job:
     """One generated model: its name, docstring (the command line's help), the columns its code was written for
-    (``layout``), the spec's solver and fit values (``defaults``), learning-rate ``schedule``, ``optimizer`` and, for
-    continuous training, its ``passes`` ([{"train": [...], "eval": ...}])."""
+    (``layout``), the spec's solver and fit values (``defaults``), learning-rate ``schedule``, ``optimizer``, for
+    continuous training its ``passes`` ([{"train": [...], "eval": ...}]) and, where the graph does not end in one
+    BinaryCrossEntropyLoss of one label, its loss layers (``losses``: runtime.losses.LossTerm)."""
 
     name: str
     doc: str
@@ -37,6 +38,7 @@ class Job:
     schedule: dict
     optimizer: Optimizer
     passes: list | None = None
+    losses: tuple | None = None
 
 
 def learning_rate(schedule: dict, step: int, base: float) -> float:

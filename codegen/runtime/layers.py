@@ -14,8 +14,8 @@ import torch.nn.functional as F
 
 # The layers of the attention models (DIN, BST) live in attention.py; a generated file imports every helper from here
 from .attention import (attention_4d, attention_scores, dot_product, fused_reshape_concat,  # noqa: F401
-                        fused_reshape_concat_general, multi_head_attention, prelu_dice, scale, sequence_mask,
-                        sequence_mask_from_to)
+                        fused_reshape_concat_general, masked_softmax, multi_head_attention, prelu_dice, scale,
+                        sequence_mask, sequence_mask_from_to)
 from .distributed import all_gather_rows
 from .kernels import GatherRows, RowKernels, table_gradient
 from .shards import Placement, make_shard, slot_starts

@@ -22,10 +22,11 @@ from .data import Columns, Stream, count_rows, data_files, load_features, read_s
 from .distributed import (GradientSync, all_reduce, close_process_group, collective, epoch_seed, host_only,
                           open_reduce_group, peak_memory, settle, world)
 from .errors import DataError
-from .evaluation import evaluate
+from .evaluation import evaluate_job, per_label_text
 from .feature_order import take_shard_orders
 from .job import Job, learning_rate
 from .layers import SparseEmbedding
+from .losses import objective
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
@@ -51,8 +52,8 @@ class Step:
     autocast for bf16 / fp16; fp16 scales the loss (LossScaler) and is not captured (a step may be skipped)."""
 
     def __init__(self, model, optimizer, columns, batch_size: int, graph: bool, precision: str,
-                 scaler: LossScaler | None = None, sync: GradientSync | None = None):
-        self.model, self.optimizer, self.columns, self.sync = model, optimizer, columns, sync
+                 scaler: LossScaler | None = None, sync: GradientSync | None = None, losses: tuple | None = None):
+        self.model, self.optimizer, self.columns, self.sync, self.losses = model, optimizer, columns, sync, losses
         self.precision, self.scaler = precision, scaler
         self.loss_sum = torch.zeros((), device=columns.device)
         self.graph = None
@@ -63,7 +64,10 @@ class Step:
         label, *inputs = self.columns.batch(index)
         with autocast(self.columns.device, self.precision):
             logits = self.model(*inputs)
-        loss = F.binary_cross_entropy_with_logits(logits.float(), label)
+        if self.losses is None:
+            loss = reported = F.binary_cross_entropy_with_logits(logits.float(), label)
+        else:   # several loss layers, or another loss (runtime.losses): the value reported is HugeCTR's
+            loss, reported = objective(self.losses, logits.float(), label)
         if self.scaler is not None:
             self.scaler.step(loss, self.optimizer.grads if hasattr(self.optimizer, "grads") else
                              (lambda: [p.grad for g in self.optimizer.param_groups for p in g["params"]]),
@@ -74,7 +78,7 @@ class Step:
                 self.sync(later=True)      # the optimizer waits for it after the row updates
             self.optimizer.step()
         settle()
-        self.loss_sum += loss.detach()
+        self.loss_sum += reported.detach()
 
     def __call__(self, index: torch.Tensor | None) -> None:
         self.columns.advance()
@@ -315,7 +319,9 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         train_seconds += seconds
         if data_pass is not None:
             metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, "auc": metrics["auc"],
-                                                     "eval_loss": metrics["eval_loss"]})
+                                                     "eval_loss": metrics["eval_loss"],
+                                                     **({"auc_per_label": dict(metrics["auc_per_label"])}
+                                                        if "auc_per_label" in metrics else {})})
             if rank == 0:
                 save(args.output_dir / f"pass_{data_pass}.pt", {
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it,
@@ -361,7 +367,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
     bar = bar or Bar(active=False)
     recorder = recorder or Silent()
     log = bar.log if rank == 0 else (lambda *a, **k: None)
-    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler, grad_sync)
+    step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler, grad_sync, job.losses)
     local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
     steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
     if steps_per_epoch == 0:
@@ -435,11 +441,15 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                     step.loss_sum.zero_()
                     shown_at, shown_time = it, train_seconds
                 if it % args.eval_interval == 0 or it == total:
-                    auc, eval_loss = evaluate(model, valid_cols, args.eval_batch_size, precision,
-                                              progress=progress.evaluating(eval_batches))
+                    auc, eval_loss, per_label = evaluate_job(model, valid_cols, args.eval_batch_size, job.losses,
+                                                             precision, progress=progress.evaluating(eval_batches))
                     bar.clear()
-                    log(f"iter {it}: eval AUC {auc:.4f}, eval loss {eval_loss:.4f}", flush=True)
+                    log(f"iter {it}: eval AUC {auc:.4f}{per_label_text(per_label)}, eval loss {eval_loss:.4f}",
+                        flush=True)
                     recorder.scalar("eval/auc", it, auc)
+                    for name, value in (per_label or {}).items():
+                        recorder.scalar(f"eval/auc/{name}", it, value)
+                        metrics.setdefault("auc_per_label", {})[name] = round(value, 6)
                     recorder.scalar("eval/loss", it, eval_loss)
                     recorder.flush()
                     progress.update(it, force=True)
