@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from string import ascii_uppercase
 
+from typing import cast
+
+from ..spec.model import MMoEPreset, SharedBottomPreset
 from .ir import Embedding
 from .presets import Ctx, PresetError
 
@@ -50,7 +53,7 @@ def _towers(c: Ctx, inputs: list[str], units: list[int], dropout: float | None, 
 def _mmoe(c: Ctx) -> None:
     """Experts over the embeddings; per task a softmax gate weighs the experts' outputs (Scale spreads each gate
     weight across the expert width) and sums them into the task's tower."""
-    s = c.spec
+    s = cast(MMoEPreset, c.spec)
     _, width = _flat_input(c, "mmoe")
     tasks, n, last = ascii_uppercase[:len(c.labels)], s.experts, s.expert_units[-1]
     _fan_out(c, "reshape_embedding", ["expert_emb", "gating_emb"], width)
@@ -71,7 +74,7 @@ def _mmoe(c: Ctx) -> None:
 
 
 def _shared_bottom(c: Ctx) -> None:
-    s = c.spec
+    s = cast(SharedBottomPreset, c.spec)
     _flat_input(c, "shared_bottom")
     x = _stack(c, "reshape_embedding", s.units, s.dropout, "shared", "")
     tasks = ascii_uppercase[:len(c.labels)]

@@ -3,6 +3,9 @@ slots, user then item, and the sample's layer names. Graphs: docs/hugectr.md §3
 
 from __future__ import annotations
 
+from typing import cast
+
+from ..spec.model import NCFPreset, NeuMFPreset
 from .ir import Embedding
 from .presets import Ctx, PresetError
 
@@ -35,7 +38,7 @@ def _tower(c: Ctx, x: str, units: list[int], dropout: float | None, last: str) -
 
 
 def _ncf(c: Ctx) -> None:
-    s, e = c.spec, _user_item(c, "ncf")
+    s, e = cast(NCFPreset, c.spec), _user_item(c, "ncf")
     x = c.add("Reshape", e.name, "reshape_mlp", leading_dim=2 * e.vec_size)
     x = _tower(c, x, s.units, s.dropout, f"dropout{len(s.units)}")
     c.add("InnerProduct", x, "mlp_out", num_output=1)
@@ -54,7 +57,7 @@ def _gmf(c: Ctx) -> None:
 def _neumf(c: Ctx) -> None:
     """One table whose vectors hold the MLP part (vec - gmf_vec_size) and the GMF part; the sample slices the
     reshaped (user, item) row as [2 x MLP part | 2 x GMF part]."""
-    s = c.spec
+    s = cast(NeuMFPreset, c.spec)
     e = _user_item(c, "neumf", min_vec=s.gmf_vec_size + 1)
     if s.gmf_vec_size < 2:
         raise PresetError("model.gmf_vec_size", "the GMF part needs at least 2 numbers per vector", fix="e.g. 8")

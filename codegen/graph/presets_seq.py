@@ -1,10 +1,13 @@
-"""The behaviour-sequence models of HugeCTR's samples: DIN (samples/din/din_parquet.py) and BST
+"""The behaviour-sequence models of HugeCTR's samples: DIN (samples/din/din_parquet.py, 3.2 - 23.06+) and BST
 (samples/bst/bst_avg_pooling.py, bst_concat.py). The history and the target item are slots of the item (and
 category) embeddings; every width, history length and Scale factor is derived from those embeddings. Layer and tensor
 names are the samples'."""
 
 from __future__ import annotations
 
+from typing import cast
+
+from ..spec.model import BSTPreset, DINPreset
 from .ir import Embedding
 from .presets import Ctx, PresetError
 
@@ -31,29 +34,33 @@ def _same_slots(c: Ctx, items: Embedding, cats: Embedding, field: str, least: in
 def _din(c: Ctx) -> None:
     """Attention of the target item over the history: FusedReshapeConcat splits the last slot (the target) from the
     history of (item, category) vectors; a small FC scores each position against the target."""
-    s = c.spec
+    s = cast(DINPreset, c.spec)
     user, items, cats = (c.embedding(getattr(s, k), f"model.{k}") for k in ("user", "items", "categories"))
     h = _same_slots(c, items, cats, "model.items", 2) - 1       # history positions (the last slot is the target)
     w = items.vec_size + cats.vec_size                          # one (item, category) vector
     his, item = "FusedReshapeConcat_item_his_em", "FusedReshapeConcat_item"
     c.add("FusedReshapeConcat", [items.name, cats.name], [his, item])
-    c.add("Scale", item, "Scale_item", axis=1, factor=h)       # the target once per history row
-    c.add("Sub", ["Scale_item", his], "sub_ih")
-    c.add("ElementwiseMultiply", ["Scale_item", his], "ElementwiseMul_i")
-    c.add("Concat", ["Scale_item", his, "sub_ih", "ElementwiseMul_i"], "concat_i_h")
+    # tensors used several times: Slices on 3.2 with the 3.2 sample's names (item1, item_his1, ...), none later
+    item1, item2 = c.branches(item, 2, w, "item")
+    his1, his2, his3, his4, his5 = c.branches(his, 5, w, "item_his")
+    c.add("Scale", item1, "Scale_item", axis=1, factor=h)      # the target once per history row
+    sc1, sc2, sc3 = c.branches("Scale_item", 3, w, "Scale_item")
+    c.add("Sub", [sc1, his1], "sub_ih")
+    c.add("ElementwiseMultiply", [sc2, his2], "ElementwiseMul_i")
+    c.add("Concat", [sc3, his3, "sub_ih", "ElementwiseMul_i"], "concat_i_h")
     c.add("InnerProduct", "concat_i_h", "fc_att_i2", num_output=s.attention_units)
     c.add("InnerProduct", "fc_att_i2", "fc_att_i3", num_output=1)
     c.add("Reshape", "fc_att_i3", "reshape_score", leading_dim=h)
     c.add("Softmax", "reshape_score", "softmax_att_i")
     c.add("Scale", "softmax_att_i", "Scale_i", axis=0, factor=w)  # each weight across its vector's width
-    c.add("Reshape", his, "reshape_item_his", leading_dim=h * w)
+    c.add("Reshape", his4, "reshape_item_his", leading_dim=h * w)
     c.add("ElementwiseMultiply", ["Scale_i", "reshape_item_his"], "ElementwiseMul_ih")
     c.add("ReduceSum", "ElementwiseMul_ih", "reduce_ih", axis=1)
-    c.add("Reshape", his, "reshape_his", leading_dim=w, time_step=h)
+    c.add("Reshape", his5, "reshape_his", leading_dim=w, time_step=h)
     c.add("ReduceMean", "reshape_his", "reduce_item_his", axis=1)
     c.add("Reshape", "reduce_item_his", "reshape_reduce_item_his", leading_dim=w)
     c.reshape_flat(user, "reshape_user")
-    c.add("Concat", ["reshape_user", "reshape_reduce_item_his", "reduce_ih", item], "concat_din_i")
+    c.add("Concat", ["reshape_user", "reshape_reduce_item_his", "reduce_ih", item2], "concat_din_i")
     _dice_mlp(c, "concat_din_i", s.units, "fc_din_i", f"fc{len(s.units) + 1}")
 
 
@@ -61,7 +68,7 @@ def _bst(c: Ctx) -> None:
     """One transformer block over the (category, item) history, masked by the history length (the one dense
     column), pooled by mean (bst_avg_pooling.py) or flattened (bst_concat.py), then an MLP with the user and the
     target item."""
-    s = c.spec
+    s = cast(BSTPreset, c.spec)
     user, items, target, cats, target_cat = (c.embedding(getattr(s, k), f"model.{k}") for k in
                                              ("user", "items", "target_item", "categories", "target_category"))
     if c.dense_dim != 1:
