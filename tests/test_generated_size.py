@@ -13,7 +13,8 @@ from collections import defaultdict
 from conftest import REPO
 
 GENERATED = REPO / "generated"
-BUDGET_LINES = 25_000      # 78,426 before the runtime (issue 23), 30,721 before the repositories shared files, 22,270 after
+BUDGET_LINES = 36_000      # 78,426 before the runtime (issue 23), 30,721 before the repositories shared files, 22,270 after;
+#                            35,905 with the eight sample-family specs (issue 41 item 4: ncf ... shared_bottom, 13,635)
 
 
 def _files():

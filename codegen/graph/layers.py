@@ -10,7 +10,8 @@ from ..hugectr.arg_types import dense_layer_problem, dense_layer_type
 from ..spec.load import LoadedSpec
 from ..spec.model import ExplicitGraph, Spec
 from .ir import CallValue, Embedding, Enum, Layer, enum_values
-from .presets import RawLayer, expand_preset
+from .preset_table import expand_preset
+from .presets import RawLayer
 from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
 
 # GroupLayer_t members a spec's layers: may name (model.add(hugectr.GroupDenseLayer(...)) in model.py).

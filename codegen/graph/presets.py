@@ -40,6 +40,7 @@ class Ctx:
     label: str
     dense_name: str
     profile: Profile
+    labels: tuple[str, ...] = ()  # every label (multi-task presets: one loss per label)
     layers: list[RawLayer] = field(default_factory=list)
     uses: dict[str, int] = field(default_factory=dict)
 
@@ -133,7 +134,7 @@ def _dcn(c: Ctx) -> None:
     c.loss(f"fc{i}")
 
 
-def _dlrm(c: Ctx) -> None:
+def _dlrm_checks(c: Ctx) -> Embedding:
     s = c.spec
     if len(c.embeddings) != 1:
         raise PresetError("embeddings", "the dlrm preset interacts one embedding table with the bottom MLP",
@@ -147,11 +148,31 @@ def _dlrm(c: Ctx) -> None:
                           f"the bottom MLP ends at width {s.bottom_units[-1]} but embedding_vec_size is {e.vec_size} "
                           "(Interaction needs equal widths)",
                           fix=f"end bottom_units with {e.vec_size}")
+    return e
+
+
+def _dlrm(c: Ctx) -> None:
+    s, e = c.spec, _dlrm_checks(c)
     x, i = c.mlp(c.dense_name, s.bottom_units, None)
     c.add("Interaction", [x, e.name], "interaction1")
     x, i = c.mlp("interaction1", s.top_units, None, start=i)
     c.add("InnerProduct", x, f"fc{i}", num_output=1)
     c.loss(f"fc{i}")
+
+
+def _dlrm_mlp(c: Ctx) -> None:
+    """samples/dlrm/dgx_a100_mlp.py (4.2 - 23.09): the same DLRM with Layer_t.MLP stacks; Interaction's second top
+    (the gradient buffer) feeds the top MLP too."""
+    s, e = c.spec, _dlrm_checks(c)
+    # the sample's DenseLayerComputeConfig (23.04 and later): overlapped weight gradients; bias fused on the top MLP
+    cfg = c.profile.has_arg("DenseLayer", "compute_config")
+    bottom = {"compute_config": {"hugectr.DenseLayerComputeConfig": {"async_wgrad": True, "fuse_wb": False}}}
+    top = {"compute_config": {"hugectr.DenseLayerComputeConfig": {"async_wgrad": True, "fuse_wb": True}}}
+    c.add("MLP", c.dense_name, "mlp1", num_outputs=list(s.bottom_units), act_type="Relu", **(bottom if cfg else {}))
+    c.add("Interaction", ["mlp1", e.name], ["interaction1", "interaction_grad"])
+    c.add("MLP", ["interaction1", "interaction_grad"], "mlp2", num_outputs=[*s.top_units, 1],
+          activations=["Relu"] * len(s.top_units) + ["Non"], **(top if cfg else {}))
+    c.loss("mlp2")
 
 
 def _deepfm(c: Ctx) -> None:
@@ -188,12 +209,4 @@ def _deepfm(c: Ctx) -> None:
     c.loss("add")
 
 
-PRESETS = {"mlp": _mlp, "wdl": _wdl, "dcn": _dcn, "dlrm": _dlrm, "deepfm": _deepfm}
-
-
-def expand_preset(spec, embeddings: list[Embedding], dense_dim: int, labels: tuple[str, ...], dense_name: str,
-                  profile: Profile) -> list[RawLayer]:
-    ctx = Ctx(spec=spec, embeddings=embeddings, dense_dim=dense_dim, label=labels[0], dense_name=dense_name,
-              profile=profile)
-    PRESETS[spec.preset](ctx)
-    return ctx.layers
+PRESETS = {"mlp": _mlp, "wdl": _wdl, "dcn": _dcn, "dlrm": _dlrm, "dlrm_mlp": _dlrm_mlp, "deepfm": _deepfm}

@@ -48,6 +48,55 @@ def candidates(spec: dict) -> list[dict]:
     deep = [e.get("name", "sparse_embedding1") for e in embs if e.get("embedding_vec_size") != 1]
     if len(wide) == 1 and len(deep) == 1:
         out.append({"preset": "wdl", "wide": wide[0], "deep": deep[0], "units": hidden, **_dropout(layers)})
+    return out + _family_candidates(layers, types, hidden)
+
+
+def _tops(layer: dict) -> list[str]:
+    return [layer["top"]] if isinstance(layer["top"], str) else list(layer["top"])
+
+
+def _named(layers: list[dict], prefix: str, type_: str = "InnerProduct") -> list[dict]:
+    return [l for l in layers if l["type"] == type_ and _tops(l)[0].startswith(prefix)]
+
+
+def _family_candidates(layers: list[dict], types: list[str], hidden: list[int]) -> list[dict]:
+    """The sample families' presets (graph/presets_ncf.py, presets_seq.py, presets_multitask.py), found by the
+    samples' tensor names."""
+    out: list[dict] = []
+    first = {t: l for l in reversed(layers) for t in _tops(l)}   # the layer that makes each tensor
+    mlps = [l for l in layers if l["type"] == "MLP"]
+    if len(mlps) == 2 and "Interaction" in types:
+        out.append({"preset": "dlrm_mlp", "bottom_units": list(mlps[0].get("num_outputs", [])),
+                    "top_units": list(mlps[1].get("num_outputs", []))[:-1]})
+    if "mlp_out" in first:
+        out.append({"preset": "ncf", "units": hidden, **_dropout(layers)})
+    if "gmf_out" in first:
+        out.append({"preset": "gmf"})
+    if "neumf_out" in first and "mlp_embedding" in first:
+        _, (lo, hi) = first["mlp_embedding"]["ranges"]
+        out.append({"preset": "neumf", "gmf_vec_size": (hi - lo + 1) // 2, "units": hidden, **_dropout(layers)})
+    if "FusedReshapeConcat_item" in first and "reshape_user" in first:
+        items, cats = first["FusedReshapeConcat_item"]["bottom"]
+        out.append({"preset": "din", "user": first["reshape_user"]["bottom"], "items": items, "categories": cats,
+                    "attention_units": first["fc_att_i2"].get("num_output", 1) if "fc_att_i2" in first else 1,
+                    "units": _widths(_named(layers, "fc_din_i"))})
+    if "hist_emb_list" in first and {"reshape_user", "reshape_item_good", "reshape_item_cate"} <= set(first):
+        cats, items = first["hist_emb_list"]["bottom"]
+        mha = _named(layers, "attention_score", "MultiHeadAttention")
+        out.append({"preset": "bst", "user": first["reshape_user"]["bottom"], "items": items, "categories": cats,
+                    "target_item": first["reshape_item_good"]["bottom"],
+                    "target_category": first["reshape_item_cate"]["bottom"],
+                    "heads": mha[0].get("num_attention_heads", 1) if mha else 1,
+                    "ffn_units": first["attention_ffn1"].get("num_output", 1) if "attention_ffn1" in first else 1,
+                    "pooling": "avg" if "reduce_attention_ffn_layer_norm" in first else "concat",
+                    "units": _widths(_named(layers, "fc_bst_i"))[:-1]})
+    towers = {"tower_units": _widths(_named(layers, "A_fc"))[:len(_named(layers, "A_relu", "ReLU"))],
+              **_dropout(layers)}
+    if "expert_emb" in first and "expert0_in" in first:
+        experts = next(len(_tops(l)) for l in layers if "expert0_in" in _tops(l))
+        out.append({"preset": "mmoe", "experts": experts, "expert_units": _widths(_named(layers, "e0_fc")), **towers})
+    if "sliceA" in first:
+        out.append({"preset": "shared_bottom", "units": _widths(_named(layers, "shared")), **towers})
     return out
 
 

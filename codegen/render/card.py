@@ -16,6 +16,14 @@ PRESET_LINES = {
     "dcn": "Deep & Cross Network (HugeCTR samples/dcn)",
     "dlrm": "DLRM (HugeCTR samples/dlrm)",
     "deepfm": "DeepFM (HugeCTR samples/deepfm)",
+    "dlrm_mlp": "DLRM with Layer_t.MLP (HugeCTR samples/dlrm/dgx_a100_mlp.py)",
+    "ncf": "NCF (HugeCTR samples/ncf/ncf.py)",
+    "gmf": "GMF (HugeCTR samples/ncf/gmf.py)",
+    "neumf": "NeuMF (HugeCTR samples/ncf/neumf.py)",
+    "din": "Deep Interest Network (HugeCTR samples/din)",
+    "bst": "Behavior Sequence Transformer (HugeCTR samples/bst)",
+    "mmoe": "Multi-gate Mixture-of-Experts (HugeCTR samples/mmoe)",
+    "shared_bottom": "Shared-bottom multi-task model (HugeCTR samples/mmoe/shared_bottom.py)",
     "layers": "An explicit layer graph",
 }
 
