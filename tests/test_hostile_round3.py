@@ -1,0 +1,111 @@
+"""Hostile inputs, third round (issue 43): the commands other than the trainer. Each refusal is one line naming the
+file, exit 2, no traceback, nothing written; each accepted input gives a correct output."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import run_ctrgen
+
+RUN = {"ctrgen": "0.1.0", "name": "m", "spec": "m.yaml", "spec_sha256": "0" * 64, "command": ["python", "t.py"],
+       "data": {"--train": ["t.txt"]}, "generated": {"model.py": "1" * 64},
+       "graph": {"nodes": [["a", ["input"], "input"], ["b", ["loss"], "loss"]], "edges": [["a", "b"]]},
+       "hardware": {"machine": "x86_64", "cpus": 2, "system": "Linux", "python": "3.11", "gpus": []}}
+METRICS = {"iterations": 2, "auc": 0.7, "samples_per_second": 10.0, "peak_memory_bytes_per_rank": [1024]}
+POINTS = "".join(json.dumps({"step": s, "tag": "train/loss", "value": v}) + "\n" for s, v in ((1, 0.5), (2, 0.4)))
+
+
+def run_folder(d: Path, run: dict | str = RUN, metrics: dict | str = METRICS, points: str | bytes = POINTS) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "run.json").write_text(run if isinstance(run, str) else json.dumps(run))
+    (d / "metrics.json").write_text(metrics if isinstance(metrics, str) else json.dumps(metrics))
+    (d / "metrics.jsonl").write_bytes(points if isinstance(points, bytes) else points.encode())
+    return d
+
+
+def refused(proc, *needles: str) -> str:
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    for needle in needles:
+        assert needle in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+# ---- ctrgen report --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("points, needle", [
+    ('{"step": 1e400, "tag": "t", "value": 1}\n', "metrics.jsonl:1: not a point"),
+    ("[" * 1000 + "]" * 1000 + "\n", "metrics.jsonl:1: not a JSON point (metrics.jsonl nests more than 64"),
+    ("[" * 100_000 + "]" * 100_000 + "\n", "metrics.jsonl:1: line is more than 4096 bytes"),
+    (b'{"step": 1, "tag": "t", "value": 1}\n\xff\xfe\n{"step": 2, "tag": "t", "value": 1}\n',
+     "metrics.jsonl:2: not UTF-8"),
+    (POINTS + "not json\n" + POINTS, "metrics.jsonl:3: not a JSON point"),
+    ('{"step": true, "tag": "t", "value": 1}\n', "metrics.jsonl:1: not a point"),
+], ids=["step_1e400", "deep", "100000_deep", "not_utf8", "not_json", "step_true"])
+def test_report_refuses_a_bad_metrics_line_naming_it(tmp_path, points, needle):
+    run = run_folder(tmp_path / "run", points=points)
+    refused(run_ctrgen("report", str(run)), needle)
+    assert not (run / "report.html").exists()
+
+
+@pytest.mark.parametrize("run, needle", [
+    ({k: v for k, v in RUN.items() if k != "graph"}, "graph: must be an object of nodes and edges, not null"),
+    ({**RUN, "command": "python t.py"}, "command: must be a list of strings, not a string"),
+    ({**RUN, "name": 7}, "name: must be a string, not a number"),
+    ({**RUN, "graph": {"nodes": [], "edges": []}}, "graph.nodes: the model graph has no nodes"),
+    ({**RUN, "graph": {"nodes": [["a", "x", "input"]], "edges": []}}, "graph.nodes[0]: must be [id, [label lines]"),
+    ("[" * 100_000, "run.json nests more than 64 levels"),
+    ('{"x": 1e400}', "past the largest double"),
+], ids=["no_graph", "command_text", "name_number", "no_nodes", "node_shape", "deep", "1e400"])
+def test_report_refuses_a_bad_run_json_in_one_line(tmp_path, run, needle):
+    folder = run_folder(tmp_path / "run", run=run)
+    refused(run_ctrgen("report", str(folder)), "run.json", needle)
+
+
+def test_report_reads_run_json_and_metrics_jsonl_through_the_bounded_reader(tmp_path):
+    folder = run_folder(tmp_path / "run")
+    (folder / "run.json").write_bytes(b'{"name": "\xff"}')
+    refused(run_ctrgen("report", str(folder)), "run.json:1:11: run.json is not UTF-8")
+    folder = run_folder(tmp_path / "fifo")
+    (folder / "metrics.jsonl").unlink()
+    os.mkfifo(folder / "metrics.jsonl")
+    refused(run_ctrgen("report", str(folder)), "metrics.jsonl: metrics.jsonl is not a regular file")
+    folder = run_folder(tmp_path / "huge")
+    with open(folder / "metrics.jsonl", "wb") as fh:
+        fh.truncate(2 << 30)        # 2 GiB, a hole: refused by its size, never read
+    refused(run_ctrgen("report", str(folder)), "more than the 268435456 a metrics.jsonl may have")
+    folder = run_folder(tmp_path / "metrics", metrics={**METRICS, "samples_per_second": "fast"})
+    refused(run_ctrgen("report", str(folder)), "metrics.json: samples_per_second: must be a number, not a string")
+
+
+def test_report_reads_a_cut_last_line_as_the_end_and_draws_only_finite_points(tmp_path):
+    points = POINTS + json.dumps({"step": 3, "tag": "train/loss", "value": float("nan")}) + "\n" + \
+        json.dumps({"step": 4, "tag": "train/loss", "value": 1e308}) + "\n" + \
+        json.dumps({"step": 5, "tag": "train/loss", "value": -1e308}) + "\n" + '{"step": 6, "tag": "tr'
+    folder = run_folder(tmp_path / "run", points=points)
+    proc = run_ctrgen("report", str(folder))
+    assert proc.returncode == 0, proc.stderr
+    page = (folder / "report.html").read_text()
+    assert "4 points from metrics.jsonl" in page and "1 point(s) not drawn" in page
+    assert "The last line of metrics.jsonl was cut off" in page
+    coords = [float(c) for pts in re.findall(r'points="([^"]*)"', page) for p in pts.split() for c in p.split(",")]
+    assert len(coords) == 2 * 4 and all(math.isfinite(c) for c in coords)
+
+
+@pytest.mark.parametrize("out, needle", [
+    ("folder", "is a folder, not a file"), ("missing/r.html", "its folder missing does not exist"),
+    ("link.html", "is a symbolic link"),
+])
+def test_report_out_must_be_a_file_in_an_existing_folder(tmp_path, out, needle):
+    folder = run_folder(tmp_path / "run")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "link.html").symlink_to(tmp_path / "elsewhere.html")
+    refused(run_ctrgen("report", str(folder), "--out", out, cwd=tmp_path), "--out", needle)
+    assert not (tmp_path / "elsewhere.html").exists() and not (tmp_path / "missing").exists()
+    assert not list((tmp_path / "folder").iterdir())
