@@ -50,6 +50,8 @@ def _number(value: Any) -> bool:
 
 def read_run(path: Path) -> dict[str, Any]:
     """run.json, with the fields the report uses present and of their type."""
+    if not os.path.lexists(path):
+        raise UserError.one(path, "not found", fix="train with ctrgen train, which writes it")
     run = read_json(path, "run.json")
     _expect(isinstance(run, dict), path, "run.json", "an object", run)
     for name in ("name", "spec", "spec_sha256", "ctrgen"):
@@ -87,6 +89,8 @@ def _check_graph(graph: Any, path: Path) -> None:
 def read_metrics(path: Path) -> dict[str, Any]:
     """metrics.json (NaN allowed: a diverged run's loss is NaN and the page says so)."""
     fix = "let the run finish (the trainer writes it at the end)"
+    if not os.path.lexists(path):
+        raise UserError.one(path, "not found", fix=fix)
     metrics = read_json(path, "metrics.json", finite=False)
     _expect(isinstance(metrics, dict), path, "metrics.json", "an object", metrics, fix)
     for name in ("samples_per_second",):
@@ -102,6 +106,8 @@ def read_points(path: Path) -> Points:
     """metrics.jsonl streamed line by line (a file over MAX_METRICS_BYTES is refused before it is read). A last line
     without its line break that is no JSON is what a killed trainer leaves: it ends the record. Any other line that
     is not a point is refused naming its line."""
+    if not os.path.lexists(path):
+        raise UserError.one(path, "not found", fix="train with ctrgen train (the trainer writes it)")
     check_regular(path, "metrics.jsonl", MAX_METRICS_BYTES)
     points = Points()
     try:
