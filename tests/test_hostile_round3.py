@@ -31,7 +31,8 @@ def run_folder(d: Path, run: dict | str = RUN, metrics: dict | str = METRICS, po
 
 def refused(proc, *needles: str) -> str:
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line != "etl"]     # etl's progress bar label
+    assert "Traceback" not in proc.stderr and len(lines) == 1, proc.stderr
     for needle in needles:
         assert needle in proc.stderr, proc.stderr
     return proc.stderr
@@ -109,3 +110,94 @@ def test_report_out_must_be_a_file_in_an_existing_folder(tmp_path, out, needle):
     refused(run_ctrgen("report", str(folder), "--out", out, cwd=tmp_path), "--out", needle)
     assert not (tmp_path / "elsewhere.html").exists() and not (tmp_path / "missing").exists()
     assert not list((tmp_path / "folder").iterdir())
+
+
+# ---- ctrgen etl -----------------------------------------------------------------------------------------------------
+
+ETL = {"inputs": {"train": ["raw/r.csv"], "columns": {"userId": "int64", "movieId": "int64", "rating": "float64"}},
+       "split": {"valid_fraction": 0.2},
+       "groups": [{"columns": ["userId", "movieId"], "ops": ["Categorify"]},
+                  {"columns": ["rating"], "ops": [{"LambdaOp": {"compare": ">", "value": 3, "dtype": "int8"}}]}],
+       "output": {"dir": "data", "out_files_per_proc": 1, "shuffle": False}}
+ROWS = "userId,movieId,rating\n" + "".join(f"{i % 7},{i % 5},{i % 6}.0\n" for i in range(40))
+MODEL = {"version": 1, "name": "movielens", "hugectr_version": "3.3",
+         "data": {"format": "parquet", "train": ["data/train/_file_list.txt"], "eval": "data/valid/_file_list.txt"},
+         "features": {"label": ["rating"]}, "model": {"preset": "mlp", "units": [8]}, "targets": ["torch"]}
+
+
+def etl_folder(d: Path, change=lambda etl: None, rows: str = ROWS) -> Path:
+    etl = json.loads(json.dumps(ETL))
+    change(etl)
+    (d / "raw").mkdir(parents=True)
+    (d / "raw" / "r.csv").write_text(rows)
+    (d / "s.yaml").write_text(json.dumps({**MODEL, "etl": etl}))     # JSON is YAML
+    return d
+
+
+def _set(*path_value):
+    def change(etl):
+        *path, value = path_value
+        node = etl
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return change
+
+
+@pytest.mark.parametrize("change, rows, needle", [
+    (_set("inputs", "columns", "<b>userId</b>", "int64"), ROWS, "may not hold '/'"),
+    (_set("inputs", "columns", "../../../../x", "int64"), ROWS, "may not hold '/'"),
+    (_set("split", "seed", 2**64), ROWS, "etl.split.seed: must be less than or equal to 9223372036854775807"),
+    (_set("split", "valid_fraction", 1e-300), ROWS, "valid_fraction 1e-300 of the 40 train rows leaves the valid"),
+    (_set("output", "part_size", "0MB"), ROWS, "etl.output.part_size: a partition is between 1KB and 64GB"),
+    (_set("output", "out_files_per_proc", 1_000_000), ROWS, "(fix: use at most 10000)"),
+    (_set("output", "out_files_per_proc", 2**63), ROWS, "(fix: use at most 10000)"),
+    (lambda etl: None, ",".join(f"c{i}" for i in range(100_000)) + "\n1\n", "the header has 100000 columns"),
+], ids=["html_column", "dotdot_column", "seed_2_64", "fraction_1e-300", "part_size_0", "files_1e6", "files_2_63",
+        "100000_columns"])
+def test_etl_refuses_hostile_settings_before_writing(tmp_path, change, rows, needle):
+    d = etl_folder(tmp_path, change, rows)
+    refused(run_ctrgen("etl", "s.yaml", "--out", "gen", cwd=d), needle)
+    assert sorted(p.name for p in d.iterdir()) == ["raw", "s.yaml"]
+
+
+@pytest.mark.parametrize("address, needle", [
+    ("tcp://127.0.0.1:1", "cannot reach the Dask scheduler: Connection refused"),
+    ("999.1.1.1:8786", "cannot reach the Dask scheduler"), ("tcp://host", "not a Dask scheduler address"),
+    ("http://h:1", "not a Dask scheduler address"), ("h:99999", "not a Dask scheduler address"),
+])
+def test_etl_scheduler_that_is_malformed_or_unreachable_is_one_line(tmp_path, address, needle):
+    d = etl_folder(tmp_path)
+    refused(run_ctrgen("etl", "s.yaml", "--out", "gen", "--scheduler", address, cwd=d), f"--scheduler: {needle}")
+    assert sorted(p.name for p in d.iterdir()) == ["raw", "s.yaml"]
+
+
+@pytest.mark.slow
+def test_etl_reads_tab_separated_files_and_quoted_headers(tmp_path):
+    tsv = etl_folder(tmp_path / "tsv", _set("inputs", "sep", "\t"), ROWS.replace(",", "\t"))
+    quoted = etl_folder(tmp_path / "quoted", rows=ROWS.replace("userId,movieId,rating", '"userId","movieId","rating"'))
+    for d in (tsv, quoted):
+        proc = run_ctrgen("etl", "s.yaml", "--out", "gen", cwd=d, process=True)
+        assert proc.returncode == 0, proc.stderr
+        lock = json.loads((d / "s.features.lock.json").read_text())
+        assert [(c["name"], c["cardinality"]) for c in lock["categorical"]] == [("userId", 10), ("movieId", 8)]
+
+
+@pytest.mark.slow
+def test_etl_refused_after_running_leaves_the_old_output_in_place(tmp_path, monkeypatch):
+    """A check on the new output (Norm keys of 32 bits) refuses before the old train/, valid/, workflow/ go."""
+    from codegen.errors import UserError
+    from codegen.etl import run as etl_run
+
+    d = etl_folder(tmp_path, _set("output", "format", "norm"))
+    etl_run.run_etl(d / "s.yaml", out_root=d / "gen")
+    before = {p: p.stat().st_ino for p in (d / "data").rglob("*")}
+
+    def refuse(ctx, fresh):
+        raise UserError.one(ctx.display, "more than 32-bit Norm keys hold", field="solver.i64_input_key")
+
+    monkeypatch.setattr(etl_run, "_check_norm_keys", refuse)
+    with pytest.raises(UserError, match="32-bit"):
+        etl_run.run_etl(d / "s.yaml", out_root=d / "gen")
+    assert {p: p.stat().st_ino for p in (d / "data").rglob("*")} == before
+    assert not [p for p in d.iterdir() if p.name.startswith(".data.tmp")]

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from hostile_cases import add, big_sparse
+from hostile_cases import ETL, ROWS, _etl, add, big_sparse
 from hostile_outcomes import Run
 
 # ---- ctrgen report: a run folder (run.json, metrics.json, metrics.jsonl) --------------------------------------------
@@ -80,3 +80,56 @@ add("report", "metrics_cut_last_line", _report(_points(POINTS + '{"step": 3, "ta
     check=_page_says("2 points from metrics.jsonl", "was cut off"), quick=True)
 add("report", "metrics_nan_value", _report(_points(POINTS + '{"step": 3, "tag": "train/loss", "value": NaN}\n')),
     "accepted", check=_page_says("1 point(s) not drawn"))
+
+
+# ---- ctrgen etl: spec settings, column names, the scheduler, CSV headers ----------------------------------------------
+
+def _etl_with(*path_value: Any) -> dict:
+    *path, value = path_value
+    etl = json.loads(json.dumps(ETL))
+    node = etl
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return etl
+
+
+ETLS: dict[str, tuple[Callable[[Path], Run], str, str]] = {
+    "column_html": (_etl(etl=_etl_with("inputs", "columns", "<b>userId</b>", "int64")), "refused", "may not hold '/'"),
+    "column_dotdot": (_etl(etl=_etl_with("inputs", "columns", "../../../../x", "int64")), "refused",
+                      "may not hold '/'"),
+    "split_seed_2_64": (_etl(etl=_etl_with("split", "seed", 2**64)), "refused", "split.seed"),
+    "valid_fraction_1e-300": (_etl(etl=_etl_with("split", "valid_fraction", 1e-300)), "refused",
+                              "leaves the valid split empty"),
+    "part_size_0MB": (_etl(etl=_etl_with("output", "part_size", "0MB")), "refused", "part_size"),
+    "out_files_1e6": (_etl(etl=_etl_with("output", "out_files_per_proc", 1_000_000)), "refused", "at most 10000"),
+    "out_files_2_63": (_etl(etl=_etl_with("output", "out_files_per_proc", 2**63)), "refused", "at most 10000"),
+    "header_100000_columns": (_etl(",".join(f"c{i}" for i in range(100_000)) + "\n1\n"), "refused",
+                              "100000 columns"),
+}
+for _name, (_build, _expect, _reason) in ETLS.items():
+    add("etl", _name, _build, _expect, reason=_reason, quick=_name == "column_dotdot")
+
+
+def _etl_scheduler(address: str) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        run = _etl()(d)
+        return Run(d, [*(run.argv or []), "--scheduler", address])
+    return build
+
+
+add("etl", "scheduler_unreachable", _etl_scheduler("tcp://127.0.0.1:1"), "refused", reason="cannot reach")
+add("etl", "scheduler_malformed", _etl_scheduler("tcp://[::1"), "refused", reason="not a Dask scheduler address",
+    quick=True)
+
+
+def _lock_cards(d: Path) -> str:
+    lock = json.loads((d / "s.features.lock.json").read_text(encoding="utf-8"))
+    cards = [(c["name"], c["cardinality"]) for c in lock["categorical"]]
+    return "" if cards == [("userId", 10), ("movieId", 8)] else f"silent wrong: the lock holds {cards}"
+
+
+add("etl", "sep_tab", _etl(ROWS.replace(",", "\t"), etl=_etl_with("inputs", "sep", "\t")), "accepted",
+    check=_lock_cards)
+add("etl", "quoted_header", _etl(ROWS.replace("userId,movieId,rating", '"userId","movieId","rating"')), "accepted",
+    check=_lock_cards)

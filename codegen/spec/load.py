@@ -80,6 +80,8 @@ def _message(err: dict) -> str:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         return "unknown field"
+    if err["type"] == "value_error":          # a validator's own sentence, without pydantic's prefix
+        return msg.removeprefix("Value error, ")
     if err["type"] == "missing":
         return "field required"
     if err["type"] in ("literal_error", "enum"):
@@ -111,7 +113,14 @@ def _fix(err: dict) -> str:
     if err["type"] == "extra_forbidden":
         return "remove it or check its spelling ('ctrgen schema' lists the fields)"
     if err["type"] == "string_pattern_mismatch":
+        pattern = str((err.get("ctx") or {}).get("pattern", ""))
+        if "\\x00-\\x1f" in pattern:       # free text (paths, column names, separators): no control characters
+            return "remove the control character (a tab is allowed as a separator only)"
+        if "KB|MB|GB" in pattern:
+            return "write a size such as 100MB"
         return "use letters, digits and '_' only, not starting with a digit"
+    if err["type"] in ("less_than_equal", "less_than") and (err.get("ctx") or {}).get("le") is not None:
+        return f"use at most {err['ctx']['le']}"
     return ""
 
 
