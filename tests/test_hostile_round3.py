@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_ctrgen
+from conftest import REPO, run_ctrgen
 
 RUN = {"ctrgen": "0.1.0", "name": "m", "spec": "m.yaml", "spec_sha256": "0" * 64, "command": ["python", "t.py"],
        "data": {"--train": ["t.txt"]}, "generated": {"model.py": "1" * 64},
@@ -201,3 +201,47 @@ def test_etl_refused_after_running_leaves_the_old_output_in_place(tmp_path, monk
         etl_run.run_etl(d / "s.yaml", out_root=d / "gen")
     assert {p: p.stat().st_ino for p in (d / "data").rglob("*")} == before
     assert not [p for p in d.iterdir() if p.name.startswith(".data.tmp")]
+
+
+# ---- ctrgen port ----------------------------------------------------------------------------------------------------
+
+def port_folder(d: Path, crlf: bool = False, version: str = '"3.3"') -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    text = (REPO / "specs" / "movielens.yaml").read_text().replace('hugectr_version: "3.3"', f"hugectr_version: {version}")
+    (d / "s.yaml").write_bytes(text.replace("\n", "\r\n").encode() if crlf else text.encode())
+    (d / "s.features.lock.json").write_bytes((REPO / "specs" / "movielens.features.lock.json").read_bytes())
+    return d
+
+
+@pytest.mark.parametrize("out, needle", [
+    ("missing/o.yaml", "its folder missing does not exist"),
+    ("s.features.lock.json", "is a features lock"),
+    ("link.yaml", "is a symbolic link"),
+    ("folder", "is a folder, not a file"),
+])
+def test_port_out_never_into_a_missing_folder_over_a_lock_or_through_a_link(tmp_path, out, needle):
+    d = port_folder(tmp_path)
+    (d / "folder").mkdir()
+    (d / "link.yaml").symlink_to(tmp_path / "outside.yaml")
+    before = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file() and not p.is_symlink()}
+    refused(run_ctrgen("port", "s.yaml", "--to", "3.4", "--out", out, cwd=d), "--out", needle)
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.is_file() and not p.is_symlink()} == before
+    assert not (tmp_path / "outside.yaml").exists() and not (d / "missing").exists()
+
+
+def test_port_keeps_the_mode_and_the_line_ends_and_reads_a_str_tag(tmp_path):
+    d = port_folder(tmp_path, crlf=True, version="!!str 3.3")
+    os.chmod(d / "s.yaml", 0o644)
+    os.chmod(d / "s.features.lock.json", 0o640)
+    proc = run_ctrgen("port", "s.yaml", "--to", "3.4", "--out", "o.yaml", cwd=d)
+    assert proc.returncode == 0, proc.stderr
+    data = (d / "o.yaml").read_bytes()
+    assert b'hugectr_version: "3.4"\r\n' in data and data.count(b"\n") == data.count(b"\r\n")
+    assert (d / "o.yaml").stat().st_mode & 0o777 == 0o644
+    assert (d / "o.features.lock.json").stat().st_mode & 0o777 == 0o640
+    proc = run_ctrgen("port", "s.yaml", "--to", "3.4", cwd=d)        # in place: 0644 stays 0644
+    assert proc.returncode == 0, proc.stderr
+    assert (d / "s.yaml").stat().st_mode & 0o777 == 0o644 and (d / "s.yaml").read_bytes() == data
+    (d / "t.yaml").write_text((d / "o.yaml").read_text().replace('"3.4"', "!foo 3.3"))
+    refused(run_ctrgen("port", "t.yaml", "--to", "3.4", "--out", "u.yaml", cwd=d),
+            "hugectr_version: must be a string, not a value tagged !foo")

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
-from hostile_cases import ETL, ROWS, _etl, add, big_sparse
+from hostile_cases import ETL, ROWS, SPEC, _etl, add, big_sparse, dump, spec_folder
 from hostile_outcomes import Run
 
 # ---- ctrgen report: a run folder (run.json, metrics.json, metrics.jsonl) --------------------------------------------
@@ -133,3 +133,43 @@ add("etl", "sep_tab", _etl(ROWS.replace(",", "\t"), etl=_etl_with("inputs", "sep
     check=_lock_cards)
 add("etl", "quoted_header", _etl(ROWS.replace("userId,movieId,rating", '"userId","movieId","rating"')), "accepted",
     check=_lock_cards)
+
+
+# ---- ctrgen port: --out, modes, line ends, tags ---------------------------------------------------------------------
+
+def dump_spec_with_tag() -> str:
+    text = dump(SPEC)
+    assert "hugectr_version: '3.3'" in text
+    return text.replace("hugectr_version: '3.3'", "hugectr_version: !!str 3.3")
+
+
+def _port(out: str | None = None, prepare: Callable[[Path], Any] = lambda d: None, spec_text: str | None = None,
+          crlf: bool = False) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        spec_folder(d, spec_text if spec_text is not None else SPEC)
+        if crlf:
+            (d / "s.yaml").write_bytes((d / "s.yaml").read_bytes().replace(b"\n", b"\r\n"))
+        os.chmod(d / "s.yaml", 0o644)
+        prepare(d)
+        return Run(d, ["port", "s.yaml", "--to", "3.4", *(["--out", out] if out else [])])
+    return build
+
+
+def _port_check(name: str, crlf: bool = False) -> Callable[[Path], str]:
+    def check(d: Path) -> str:
+        data = (d / name).read_bytes()
+        if (d / name).stat().st_mode & 0o777 != 0o644:
+            return f"silent wrong: {name} is mode {oct((d / name).stat().st_mode & 0o777)}, the spec 0o644"
+        if crlf and data.count(b"\n") != data.count(b"\r\n"):
+            return f"silent wrong: {name} lost its CRLF line ends"
+        return "" if b'hugectr_version: "3.4"' in data else f"silent wrong: {name} is not ported"
+    return check
+
+
+add("port", "out_in_missing_folder", _port("missing/o.yaml"), "refused", reason="does not exist", quick=True)
+add("port", "out_is_the_lock", _port("s.features.lock.json"), "refused", reason="features lock", quick=True)
+add("port", "out_is_a_link", _port("l.yaml", lambda d: (d / "l.yaml").symlink_to(d.parent / "outside.yaml")),
+    "refused", reason="symbolic link")
+add("port", "in_place_keeps_mode", _port(), "accepted", check=_port_check("s.yaml"), quick=True)
+add("port", "out_keeps_mode_and_crlf", _port("o.yaml", crlf=True), "accepted", check=_port_check("o.yaml", True))
+add("port", "str_tag", _port("o.yaml", spec_text=dump_spec_with_tag()), "accepted", check=_port_check("o.yaml"))
