@@ -245,3 +245,34 @@ def test_port_keeps_the_mode_and_the_line_ends_and_reads_a_str_tag(tmp_path):
     (d / "t.yaml").write_text((d / "o.yaml").read_text().replace('"3.4"', "!foo 3.3"))
     refused(run_ctrgen("port", "t.yaml", "--to", "3.4", "--out", "u.yaml", cwd=d),
             "hugectr_version: must be a string, not a value tagged !foo")
+
+
+# ---- ctrgen query and serve -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf"])
+def test_query_tolerance_must_be_finite_and_not_negative(tmp_path, value):
+    refused(run_ctrgen("query", "http://127.0.0.1:1", "--data", "x.csv", "--tolerance", value, cwd=tmp_path),
+            "--tolerance: must be a finite number >= 0")
+
+
+@pytest.mark.parametrize("url", ["https://127.0.0.1:8000", "ftp://h:1"])
+def test_query_refuses_a_url_it_would_not_send_as_asked(tmp_path, url):
+    (tmp_path / "x.csv").write_text("a\n1\n")
+    refused(run_ctrgen("query", url, "--data", "x.csv", cwd=tmp_path), "ctrgen query speaks plain HTTP only")
+
+
+def test_serve_names_the_real_cause_of_a_host_it_cannot_bind():
+    import socket
+
+    from codegen.errors import UserError
+    from codegen.serve.repository import check_ports
+
+    with pytest.raises(UserError, match="--host: not an address of this machine"):
+        check_ports("999.1.1.1", {"--http-port": 18090})
+    with pytest.raises(UserError, match="--host: cannot listen there"):
+        check_ports("192.0.2.1", {"--http-port": 18090})      # TEST-NET-1: no interface of this machine
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(UserError, match=f"--grpc-port: port {s.getsockname()[1]} is in use"):
+            check_ports("127.0.0.1", {"--grpc-port": s.getsockname()[1]})

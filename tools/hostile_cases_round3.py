@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
-from hostile_cases import ETL, ROWS, SPEC, _etl, add, big_sparse, dump, spec_folder
+from hostile_cases import ETL, REPO, ROWS, SPEC, _etl, add, big_sparse, dump, spec_folder
 from hostile_outcomes import Run
 
 # ---- ctrgen report: a run folder (run.json, metrics.json, metrics.jsonl) --------------------------------------------
@@ -173,3 +174,31 @@ add("port", "out_is_a_link", _port("l.yaml", lambda d: (d / "l.yaml").symlink_to
 add("port", "in_place_keeps_mode", _port(), "accepted", check=_port_check("s.yaml"), quick=True)
 add("port", "out_keeps_mode_and_crlf", _port("o.yaml", crlf=True), "accepted", check=_port_check("o.yaml", True))
 add("port", "str_tag", _port("o.yaml", spec_text=dump_spec_with_tag()), "accepted", check=_port_check("o.yaml"))
+
+
+# ---- ctrgen query / serve: --tolerance, URLs, --host -----------------------------------------------------------------
+
+def _query_args(*args: str) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "x.csv").write_text("userId,movieId\n1,2\n")
+        return Run(d, ["query", *args, "--data", "x.csv"])
+    return build
+
+
+add("query", "tolerance_nan", _query_args("http://127.0.0.1:1", "--tolerance", "nan"), "refused",
+    reason="--tolerance", quick=True)
+add("query", "tolerance_negative", _query_args("http://127.0.0.1:1", "--tolerance", "-1"), "refused",
+    reason="--tolerance")
+add("query", "https_url", _query_args("https://127.0.0.1:8000"), "refused", reason="plain HTTP only")
+
+
+def _serve_host(host: str) -> Callable[[Path], Run]:
+    def build(d: Path) -> Run:
+        shutil.copytree(REPO / "generated" / "movielens", d / "model")
+        return Run(d, ["serve", "model/triton", "--host", host, "--http-port", "18090", "--grpc-port", "18091",
+                       "--metrics-port", "0", "--timeout", "1"])
+    return build
+
+
+add("serve", "host_999", _serve_host("999.1.1.1"), "refused", reason="not an address of this machine")
