@@ -202,3 +202,18 @@ def _serve_host(host: str) -> Callable[[Path], Run]:
 
 
 add("serve", "host_999", _serve_host("999.1.1.1"), "refused", reason="not an address of this machine")
+
+
+# ---- ctrgen import: 20,000 %%writefile cells (was quadratic: ~7 minutes; now about a second) -------------------------
+
+def _writefile_notebook(d: Path) -> Run:
+    d.mkdir(parents=True, exist_ok=True)
+    cells = []
+    for i in range(20_000):
+        cells.append({"cell_type": "code", "source": f"%%writefile f{i}.py\nx = {i}\n", "metadata": {}, "outputs": []})
+        cells.append({"cell_type": "code", "source": f"!python f{i}.py --lr 0.1\n", "metadata": {}, "outputs": []})
+    (d / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return Run(d, ["import", "nb.ipynb", "--hugectr-version", "23.06", "--out", "out"])
+
+
+add("import", "writefile_20000_cells", _writefile_notebook, "refused", reason="no hugectr.Model")
