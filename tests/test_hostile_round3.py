@@ -313,3 +313,59 @@ def test_import_reads_a_notebook_of_many_writefile_cells_in_linear_work(tmp_path
         assert proc.returncode == 2 and "no hugectr.Model(...) is built here" in proc.stderr, proc.stderr
         work[n] = scanned[0]
     assert work[200] >= 200 and work[400] <= 2 * work[200] + 10 and work[800] <= 2 * work[400] + 10, work
+
+
+# ---- the generated Vertex AI submit.py ------------------------------------------------------------------------------
+
+def _submit():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("submit_vertex", REPO / "generated" / "deepfm_vertex" / "vertex" /
+                                                  "submit.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _job(values: dict, prefix: str = "gs://bucket/runs"):
+    from types import SimpleNamespace as NS
+
+    m = _submit()
+    trials = [NS(id=tid, state=NS(name="SUCCEEDED"), parameters=[],
+                 final_measurement=NS(metrics=[NS(metric_id=m.METRIC, value=v)])) for tid, v in values.items()]
+    return m, NS(trials=trials, study_spec=NS(metrics=[NS(goal=NS(name="MAXIMIZE"))]), name="j",
+                 trial_job_spec=NS(base_output_directory=NS(output_uri_prefix=prefix)))
+
+
+def test_submit_ranks_a_nan_trial_last():
+    m, job = _job({"1": float("nan"), "2": 0.78, "3": 0.7})
+    assert m.best_trial(job).id == "2"
+    m, job = _job({"1": float("nan")})
+    assert m.best_trial(job) is None
+
+
+@pytest.mark.parametrize("prefix, tid", [("gs://b/../../../../x", "1"), ("gs:///etc", "1"), ("/etc/model", "1"),
+                                         ("gs://b/runs", "../../x"), ("gs://b/runs", "/etc")])
+def test_submit_deploy_refuses_an_unchecked_trial_path(prefix, tid):
+    m, job = _job({tid: 0.7}, prefix)
+    with pytest.raises(SystemExit) as exc:
+        m.trial_model_dir(job, job.trials[0], "/gcs")
+    assert str(exc.value).startswith("submit.py: ")
+    m, job = _job({"12": 0.7}, "gs://bucket/runs/a")
+    assert m.trial_model_dir(job, job.trials[0], "/gcs") == "/gcs/bucket/runs/a/12/model"
+
+
+def test_submit_trials_save_and_from_json_are_checked_before_reading(tmp_path):
+    m = _submit()
+    (tmp_path / "folder").mkdir()
+    for path, needle in ((tmp_path / "missing" / "j.json", "its folder does not exist"),
+                         (tmp_path / "folder", "is a folder")):
+        with pytest.raises(SystemExit, match=needle):
+            m.check_save(str(path))
+    fifo = tmp_path / "job.json"
+    os.mkfifo(fifo)
+    with pytest.raises(SystemExit, match="not a regular file"):      # no hang waiting for a writer
+        m.load_job(type("A", (), {"from_json": str(fifo), "job": None})())
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SystemExit, match="not a tuning job's description"):
+        m.load_job(type("A", (), {"from_json": str(tmp_path / "deep.json"), "job": None})())
