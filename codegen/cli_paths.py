@@ -44,3 +44,22 @@ def check_writable_path(path: Path, option: str) -> None:
     if any(real == p or real.startswith(p + "/") for p in _PSEUDO_FS) and not real.startswith("/dev/shm/"):
         raise UserError.one(path, "is under /proc, /sys or /dev, where no files can be written", field=option,
                             fix="name a folder on a disk")
+
+
+def check_out_file(path: Path, option: str = "--out") -> None:
+    """A file ctrgen replaces (report.html, a ported spec): its folder must exist, and the path must not be a folder,
+    a symbolic link (the new file would be written where the link points, or the link replaced without a word) or
+    anything but a regular file."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        what = "does not exist" if not os.path.lexists(parent) else "is not a folder"
+        raise UserError.one(path, f"its folder {parent} {what}", field=option,
+                            fix="create the folder first, or choose a path in an existing one")
+    if path.is_symlink():
+        raise UserError.one(path, "is a symbolic link; ctrgen does not write through links", field=option,
+                            fix="remove the link, or give the file it points to")
+    if path.is_dir():
+        raise UserError.one(path, "is a folder, not a file", field=option, fix="give a file path inside it")
+    if os.path.lexists(path) and not path.is_file():
+        raise UserError.one(path, "is not a regular file (a FIFO, device or socket)", field=option,
+                            fix="give a file path")

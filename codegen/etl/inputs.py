@@ -7,14 +7,19 @@ the declared column types, so a value that does not parse is found with its colu
 
 from __future__ import annotations
 
+import csv
 import os
+import re
+import socket
 from pathlib import Path
+from typing import Callable
 
 from ..errors import UserError
 from ..inputs import check_regular
 
 # A header of a few thousand columns is ~100 kB.
 MAX_HEADER_CHARS = 1 << 20
+MAX_HEADER_COLUMNS = 10_000
 INTEGER = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
@@ -122,7 +127,10 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
     if len(line) > MAX_HEADER_CHARS:
         raise UserError.one(shown, f"the first line is longer than {MAX_HEADER_CHARS} characters: no CSV header",
                             field=field, fix="check the file and etl.inputs.sep")
-    header = line.rstrip("\r\n").split(sep)
+    header = _header(line, sep)
+    if len(header) > MAX_HEADER_COLUMNS:
+        raise UserError.one(shown, f"the header has {len(header)} columns, more than the {MAX_HEADER_COLUMNS} the ETL "
+                                   "reads", field=field, fix="check the file and etl.inputs.sep")
     for name in columns:
         if name not in header:
             raise UserError.one(shown, f"column {name!r} is missing (the header has: {', '.join(header)[:200]})",
@@ -186,3 +194,56 @@ def check_inputs(plan, base: Path) -> int:
         check_file(base / plan.join.path, plan.join_format, dict(plan.join.columns), plan.join.sep,
                    _shown(base / plan.join.path), "etl.join")
     return rows
+
+
+def _header(line: str, sep: str) -> list[str]:
+    """The CSV header's names as pyarrow and pandas read them: quotes ("userId") are CSV quoting, not part of the
+    name."""
+    line = line.rstrip("\r\n")
+    if len(sep) != 1:
+        return line.split(sep)
+    return next(csv.reader([line], delimiter=sep), [])
+
+
+_SCHEDULER = re.compile(r"(?:(tcp|tls|ucx)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+
+
+def check_scheduler(address: str, timeout: float = 5.0) -> None:
+    """--scheduler: ``[tcp|tls|ucx://]HOST:PORT``, and for TCP a scheduler that accepts a connection, checked before
+    the ETL starts (Dask's own failure is a traceback after a long wait)."""
+    m = _SCHEDULER.fullmatch(address)
+    if m is None or not 0 < int(m.group(3)) < 65536:
+        raise UserError.one(address, "not a Dask scheduler address", field="--scheduler",
+                            fix="give [tcp://]HOST:PORT, e.g. tcp://10.0.0.5:8786")
+    if m.group(1) == "ucx":
+        return
+    host = m.group(2).strip("[]")
+    try:
+        socket.create_connection((host, int(m.group(3))), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or str(exc) or type(exc).__name__
+        raise UserError.one(address, f"cannot reach the Dask scheduler: {why}", field="--scheduler",
+                            fix="start the scheduler (dask scheduler) or check its address") from None
+
+
+def check_split(ctx, plan, rows: int, uniform: Callable, chunk: int = 1 << 22) -> None:
+    """Without etl.inputs.valid, valid_fraction of the train rows is held out by the generated script's own
+    ``uniform(row, seed) < fraction``: both splits must get a row (1e-300 of 40 rows holds out none, and NVTabular
+    fails on an empty split). Counted in chunks, stopping as soon as both splits have one."""
+    import numpy as np
+
+    if plan.valid is not None:
+        return
+    fraction, seed = plan.split.valid_fraction, plan.split.seed
+    valid = train = 0
+    for first in range(0, rows, chunk):
+        held = int(np.count_nonzero(uniform(np.arange(first, min(rows, first + chunk), dtype=np.int64), seed)
+                                    < fraction))
+        valid, train = valid + held, train + min(chunk, rows - first) - held
+        if valid and train:
+            return
+    line, col = ctx.loaded.where("etl", "split", "valid_fraction")
+    empty = "valid" if not valid else "train"
+    raise UserError.one(ctx.display, f"valid_fraction {fraction} of the {rows} train rows leaves the {empty} split "
+                                     "empty", field="etl.split.valid_fraction", line=line, col=col,
+                        fix="choose a fraction that leaves rows in both splits, or give etl.inputs.valid")

@@ -23,7 +23,7 @@ from ..features import Features, read_lock
 from ..output import owned_files, safe_target
 from ..lock import lock_drift
 from ..spec.context import SpecContext, open_spec
-from .inputs import check_inputs
+from .inputs import check_inputs, check_scheduler, check_split
 from .plan import EtlPlan, build_plan, output_dir
 from .render import render_etl_py
 
@@ -142,9 +142,11 @@ def _move_into_place(tmp: Path, out: Path) -> None:
 
 
 def run_script(script: str | Path, base: Path, out: Path, *, workers: int | None = None,
-               scheduler: str | None = None, progress: Callable[[str], None] | None = None) -> dict:
+               scheduler: str | None = None, progress: Callable[[str], None] | None = None,
+               before_move: Callable[[Path], None] | None = None) -> dict:
     """Run etl.py (a path, or its text) into a temporary folder beside ``out``, then move train/, valid/ and
-    workflow/ into ``out``; nothing is left behind on failure. Returns the script's stats."""
+    workflow/ into ``out``; nothing is left behind on failure. ``before_move(tmp)`` checks the new output before it
+    replaces the old one (a refusal leaves the old output as it was). Returns the script's stats."""
     out = Path(out).resolve()
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -157,6 +159,8 @@ def run_script(script: str | Path, base: Path, out: Path, *, workers: int | None
         # Run as a module of its own (not __main__): its functions travel to Dask workers by value.
         namespace = runpy.run_path(str(script), run_name="ctrgen_etl")
         stats = namespace["run"](base, tmp, workers=workers, scheduler=scheduler, progress=progress)
+        if before_move is not None:
+            before_move(tmp)
         _move_into_place(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -198,15 +202,26 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
                             f"{len(devices)} GPUs (one worker each)", field="--workers",
                             fix=f"use --workers {len(devices)} or change etl.cluster.devices")
 
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    lock_shown = ctx.lock_display
+    if check_lock and not ctx.lock_path.is_file():
+        raise UserError.one(lock_shown, "no features lock to check", fix=f"run 'ctrgen etl {ctx.display}' "
+                            "without --check-lock to write it")
+
     step("check inputs")
-    check_inputs(plan, base)
+    rows = check_inputs(plan, base)
+    # The split with the script's own function, before anything is written (its module level only imports).
+    namespace: dict = {"__name__": "ctrgen_etl_check", "__file__": str(ctx.root / "etl.py")}
+    exec(compile(text, "etl.py", "exec"), namespace)  # noqa: S102 - ctrgen's own rendered script
+    check_split(ctx, plan, rows, namespace["uniform"])
     etl_py = None
     if write_script:
         folder = (out_root if out_root is not None else ctx.root / "generated") / ctx.spec.name
         etl_py = write_etl_py(folder, text, force=force)
     started = time.perf_counter()
     stats = run_script(text if etl_py is None else etl_py, base, out, workers=workers, scheduler=scheduler,
-                       progress=step)
+                       progress=step, before_move=lambda tmp: _check_output(ctx, plan, tmp))
     seconds = time.perf_counter() - started
 
     step("features lock")
@@ -214,12 +229,8 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
     norm_files = None
     if plan.output.norm is not None:
         norm_files = _write_norm(ctx, plan, fresh, out)
-    lock_shown = ctx.lock_display
     drift: list[str] = []
     if check_lock:
-        if not ctx.lock_path.is_file():
-            raise UserError.one(lock_shown, "no features lock to check", fix=f"run 'ctrgen etl {ctx.display}' "
-                                "without --check-lock to write it")
         drift = lock_drift(ctx, read_lock(ctx.lock_path), fresh)
         message = f"{'stale' if drift else 'matches'}: {lock_shown}"
     else:
@@ -232,15 +243,31 @@ def run_etl(spec_path: Path, *, workers: int | None = None, scheduler: str | Non
                      workers=where, lock_message=message, drift=drift, norm_files=norm_files)
 
 
+def _check_output(ctx: SpecContext, plan: EtlPlan, tmp: Path) -> None:
+    """What must hold before the new output replaces the old one: both splits have rows, and Norm keys of the
+    spec's width hold every category."""
+    for split in SPLITS:
+        if _rows_out(tmp / split) == 0:
+            raise UserError.one(ctx.display, f"the ETL wrote no {split} rows", field="etl.split.valid_fraction",
+                                fix="choose a fraction that leaves rows in both splits, or give etl.inputs.valid")
+    if plan.output.norm is not None:
+        _check_norm_keys(ctx, _features(ctx, plan, tmp / "workflow"))
+
+
+def _check_norm_keys(ctx: SpecContext, fresh: Features) -> None:
+    cards = tuple(int(c.cardinality or 0) for c in fresh.categorical)
+    if not ctx.spec.solver.i64_input_key and sum(cards) > 2**32:
+        raise UserError.one(ctx.display, f"the cardinalities add up to {sum(cards)} keys, more than 32-bit Norm keys "
+                            "hold", field="solver.i64_input_key", fix="set solver.i64_input_key: true (64-bit keys)")
+
+
 def _write_norm(ctx: SpecContext, plan: EtlPlan, fresh: Features, out: Path) -> dict[str, int]:
     """etl.output.format: norm: the Parquet output as HugeCTR Norm files, in the key width the spec trains with."""
     from .norm_output import NormLayout, write_norm
 
     i64 = bool(ctx.spec.solver.i64_input_key)
     cards = tuple(int(c.cardinality or 0) for c in fresh.categorical)
-    if not i64 and sum(cards) > 2**32:
-        raise UserError.one(ctx.display, f"the cardinalities add up to {sum(cards)} keys, more than 32-bit Norm keys "
-                            "hold", field="solver.i64_input_key", fix="set solver.i64_input_key: true (64-bit keys)")
+    _check_norm_keys(ctx, fresh)
     n = plan.output.norm
     assert n is not None
     layout = NormLayout(labels=tuple(c.name for c in fresh.labels), dense=tuple(c.name for c in fresh.continuous),

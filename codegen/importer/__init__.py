@@ -47,8 +47,13 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     units = [Unit(text, path.name)] if kind == "script" else _notebook(path, text)
     found: list[tuple[Unit, object]] = []
     first_error: UserError | None = None
+    runs = None
     for unit in units:
-        unit_argv, note = (argv, "") if argv is not None or kind == "script" else notebook_argv(text, unit)
+        if argv is None and kind != "script" and runs is None:
+            from .argv import NotebookRuns
+
+            runs = NotebookRuns(text)       # read once for all units (once per unit is quadratic)
+        unit_argv, note = (argv, "") if runs is None else notebook_argv(text, unit, runs)
         try:
             script = extract(unit.text, str(path), unit_argv)
             if note:
@@ -108,14 +113,15 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     return _finish(path, imported, label, notes)
 
 
-def notebook_argv(notebook_text: str, unit: Unit) -> tuple[list[str] | None, str]:
-    """The command line of the notebook's first run of the file a ``%%writefile`` unit writes, and a note saying so."""
-    from .argv import describe, notebook_command_lines
+def notebook_argv(notebook_text: str, unit: Unit, index=None) -> tuple[list[str] | None, str]:
+    """The command line of the notebook's first run of the file a ``%%writefile`` unit writes, and a note saying so
+    (``index``: the notebook's :class:`~.argv.NotebookRuns`, read once by the caller)."""
+    from .argv import NotebookRuns, describe
 
     m = re.match(r"cell \d+ \(%%writefile (\S+)\)$", unit.name)
     if m is None:
         return None, ""
-    runs = notebook_command_lines(notebook_text, m.group(1).lstrip("./"))
+    runs = (index or NotebookRuns(notebook_text)).of(m.group(1).lstrip("./"))
     if not runs:
         return None, ""
     cell, first = runs[0]

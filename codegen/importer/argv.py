@@ -53,6 +53,11 @@ def command_lines(text: str, script: str) -> list[list[str]]:
     """Every command line in ``text`` (shell lines, a README, a notebook cell's ``!``/``%run`` lines) that runs
     ``script`` (a file name or a relative path; a run of ``dir/NAME.py`` or ``/abs/dir/NAME.py`` matches
     ``dir/NAME.py``), as argument lists, in order. Backslash-continued lines are joined."""
+    return [args for path, args in _runs(text) if _runs_script(path, script)]
+
+
+def _runs(text: str) -> list[tuple[str, list[str]]]:
+    """(script path as written, without ``./``; arguments) of every command line in ``text`` that runs a script."""
     found = []
     for line in text.replace("\\\n", " ").splitlines():
         line = line.strip()
@@ -64,35 +69,49 @@ def command_lines(text: str, script: str) -> list[list[str]]:
         path = m.group(2).strip("\"'")
         if path.startswith("./"):
             path = path[2:]
-        if path != script and not path.endswith("/" + script):
-            continue
         args = _arguments(m.group(3))
         if args is not None:
-            found.append(args)
+            found.append((path, args))
     return found
 
 
+def _runs_script(path: str, script: str) -> bool:
+    return path == script or path.endswith("/" + script)
+
+
+class NotebookRuns:
+    """Every script run in a notebook's code cells (``!`` and ``%run`` lines, ``%%bash``/``%%sh``/``%%script``
+    cells), read once and indexed by the file name run: looking up the runs of each ``%%writefile`` file costs what
+    that file's runs cost, so a notebook of many cells is read in time linear in its size."""
+
+    def __init__(self, notebook_text: str):
+        self.by_name: dict[str, list[tuple[int, str, list[str]]]] = {}
+        try:
+            cells = json.loads(notebook_text).get("cells", [])
+        except (json.JSONDecodeError, AttributeError):
+            return
+        for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            src = cell.get("source", "")
+            src = "".join(s for s in src if isinstance(s, str)) if isinstance(src, list) else src
+            if not isinstance(src, str) or src.startswith("%%writefile"):
+                continue
+            shell = src.startswith(("%%bash", "%%sh", "%%script"))
+            lines = src.replace("\\\n", " ").splitlines()
+            picked = lines[1:] if shell else [ln for ln in lines if ln.lstrip().startswith(("!", "%run"))]
+            for path, args in _runs("\n".join(picked)):
+                self.by_name.setdefault(path.rsplit("/", 1)[-1], []).append((number, path, args))
+
+    def of(self, script: str) -> list[tuple[int, list[str]]]:
+        """(cell number, arguments) of every run of ``script``, in notebook order."""
+        runs = self.by_name.get(script.rsplit("/", 1)[-1], [])
+        return [(number, args) for number, path, args in runs if _runs_script(path, script)]
+
+
 def notebook_command_lines(notebook_text: str, script: str) -> list[tuple[int, list[str]]]:
-    """(cell number, arguments) of every run of ``script`` in a notebook's code cells (``!`` and ``%run`` lines,
-    ``%%bash``/``%%sh``/``%%script`` cells)."""
-    try:
-        cells = json.loads(notebook_text).get("cells", [])
-    except (json.JSONDecodeError, AttributeError):
-        return []
-    out = []
-    for number, cell in enumerate(cells if isinstance(cells, list) else [], start=1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        src = cell.get("source", "")
-        src = "".join(s for s in src if isinstance(s, str)) if isinstance(src, list) else src
-        if not isinstance(src, str) or src.startswith("%%writefile"):
-            continue
-        shell = src.startswith(("%%bash", "%%sh", "%%script"))
-        lines = src.replace("\\\n", " ").splitlines()
-        picked = [ln for ln in lines[1:]] if shell else [ln for ln in lines if ln.lstrip().startswith(("!", "%run"))]
-        for args in command_lines("\n".join(picked), script):
-            out.append((number, args))
-    return out
+    """(cell number, arguments) of every run of ``script`` in a notebook's code cells."""
+    return NotebookRuns(notebook_text).of(script)
 
 
 class _Strict(argparse.ArgumentParser):

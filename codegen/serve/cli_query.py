@@ -5,6 +5,7 @@ Exit status: 0 ok, 1 a served score differs from the offline one by more than --
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -30,6 +31,14 @@ and prints the largest difference; exit 1 when it exceeds --tolerance.
 """
 
 
+def _tolerance(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """NaN would make every comparison 'agrees' false (or, negated, true); -1 no score could meet."""
+    if not math.isfinite(value) or value < 0:
+        raise UserError.one(repr(value), "must be a finite number >= 0", field="--tolerance",
+                            fix=f"e.g. --tolerance {TOLERANCE:g}")
+    return value
+
+
 @click.command("query", epilog=EPILOG, short_help="Send raw rows through a served ensemble and print the scores.",
                context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("target", metavar="REPO-or-URL")
@@ -42,8 +51,8 @@ and prints the largest difference; exit 1 when it exceeds --tolerance.
               help="train_torch.py's output folder (model.pt, features.json): compare with offline scores")
 @click.option("--repo", type=click.Path(path_type=Path),
               help="with a URL and --compare: the repository the server serves (workflow, train_torch.py)")
-@click.option("--tolerance", type=float, default=TOLERANCE, show_default=True,
-              help="largest accepted |served - offline|")
+@click.option("--tolerance", type=float, default=TOLERANCE, show_default=True, callback=_tolerance,
+              help="largest accepted |served - offline| (a finite number >= 0)")
 @click.option("--quiet", "-q", is_flag=True, help="print no scores, only the summary")
 def query_command(target: str, data: Path, rows: int | None, model: str | None, batch_size: int | None,
                   checkpoint: Path | None, repo: Path | None, tolerance: float, quiet: bool) -> None:

@@ -97,7 +97,12 @@ def endpoint(target: str, *, timeout: float = 300.0):
             server.stop()
             shutil.rmtree(scratch, ignore_errors=True)
         return
-    url = target.split("://", 1)[-1].rstrip("/")
+    scheme, sep, rest = target.partition("://")
+    if sep and scheme.lower() != "http":
+        # The client speaks plain HTTP: an https:// URL sent without TLS would be a silent downgrade.
+        raise UserError.one(target, f"a {scheme}:// URL cannot be queried: ctrgen query speaks plain HTTP only",
+                            field="REPO-or-URL", fix="give http://HOST:PORT (for TLS, a local tunnel or proxy)")
+    url = (rest if sep else target).rstrip("/")
     if ":" not in url or exists or not _host_port(url):
         raise UserError.one(target, "neither a repository folder nor a server URL", field="REPO-or-URL",
                             fix="pass the folder 'ctrgen assemble' wrote, or http://HOST:PORT of 'ctrgen serve'")

@@ -49,12 +49,27 @@ def _check_entries(repo: Path) -> None:
 
 
 def check_ports(host: str, ports: dict[str, int | None]) -> None:
-    from .server import port_in_use
+    import errno
+    import socket
 
+    try:
+        socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError) as exc:      # 999.1.1.1, a name that does not resolve
+        raise UserError.one(host, f"not an address of this machine: {getattr(exc, 'strerror', None) or exc}",
+                            field="--host", fix="give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
     for option, port in ports.items():
-        if port is not None and port_in_use(host, port):
-            raise UserError.one(f"{host}:{port}", f"port {port} is in use", field=option,
-                                fix=f"stop what listens there, or pass {option} with a free port")
+        if port is None:
+            continue
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((host, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise UserError.one(f"{host}:{port}", f"port {port} is in use", field=option,
+                                        fix=f"stop what listens there, or pass {option} with a free port") from None
+                raise UserError.one(f"{host}:{port}", f"cannot listen there: {exc.strerror or exc}", field="--host",
+                                    fix="give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
 
 
 def server_for(repo: Path, scratch: Path, *, host: str, http_port: int, grpc_port: int,

@@ -22,9 +22,10 @@ a comparison with a number, which ctrgen writes itself.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from ..errors import field_path
 
@@ -36,13 +37,30 @@ Float = Annotated[float, Field(allow_inf_nan=False)]
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)   # as the rest of the spec: no coercion
 
-# Column names of user files: any printable text without control characters (emitted with repr()).
-ColumnName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+def _column_name(value: str) -> str:
+    # NVTabular names a file after each categorical column (categories/unique.<name>.parquet): a '/' or '\\' would
+    # write it elsewhere, '.' and '..' are folders.
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError("a column name may not hold '/' or '\\' or be '.' or '..' (NVTabular writes a file named "
+                         "after it)")
+    return value
+
+
+# Column names of user files: printable text without control characters (emitted with repr()), no path separator.
+ColumnName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$"),
+                       AfterValidator(_column_name)]
 PathText = Annotated[str, Field(min_length=1, pattern=r"^[^\x00-\x1f\x7f]+$")]
 # Raw column dtypes as pandas / pyarrow spell them; "str" for text (categorical ids kept as strings).
 RawDtype = Literal["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64",
                    "bool", "str"]
-Separator = Annotated[str, Field(min_length=1, max_length=8, pattern=r"^[^\x00-\x1f\x7f]+$")]
+# A tab is the one control character a separator may be (TSV files).
+Separator = Annotated[str, Field(min_length=1, max_length=8, pattern=r"^(\t|[^\x00-\x1f\x7f]+)$")]
+# Seeds reach numpy as uint64 (seed + 1 in the split's hash): at most INT64_MAX.
+Seed = Annotated[int, Field(ge=0, le=2**63 - 1)]
+# More files than this per split is no dataset layout (each is a Parquet file per split and worker).
+MAX_OUT_FILES = 10_000
 
 
 class EtlInputs(Strict):
@@ -191,7 +209,7 @@ class EtlCross(Strict):
 
 class EtlSplit(Strict):
     valid_fraction: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.2
-    seed: NonNegInt = Field(0, description="the split depends on the row number and this seed only")
+    seed: Seed = Field(0, description="the split depends on the row number and this seed only")
 
 
 class EtlNorm(Strict):
@@ -203,17 +221,26 @@ class EtlNorm(Strict):
     check_type: Literal["Sum", "Non"] = Field("Sum", description="Check_t the files are written for (seed 003: Sum)")
 
 
+def _part_size(value: str) -> str:
+    number, unit = re.fullmatch(r"([0-9.]+)([A-Z]+)", value).groups()  # type: ignore[union-attr]
+    size = float(number) * {"B": 1, "KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30}[unit]
+    if not 1 << 10 <= size <= 64 << 30:
+        raise ValueError("a partition is between 1KB and 64GB (Dask works on one at a time per worker)")
+    return value
+
+
 class EtlOutput(Strict):
     dir: PathText = Field(..., description="where train/, valid/ and workflow/ are written (relative to the spec)")
-    out_files_per_proc: PosInt = Field(
+    out_files_per_proc: Annotated[int, Field(gt=0, le=MAX_OUT_FILES)] = Field(
         2, description="parquet files per split; fixed whatever the number of Dask workers, so that the output "
                        "does not depend on it")
     shuffle: bool = Field(True, description="shuffle the training rows within each partition (seeded)")
-    seed: NonNegInt = Field(0, description="seed of the shuffle")
+    seed: Seed = Field(0, description="seed of the shuffle")
     reader: Literal["hugectr", "torch", "none"] = Field(
         "hugectr", description="on-disk dtypes: hugectr/torch = int64 categorical ids, float32 continuous and labels; "
                                "none = the workflow's dtypes")
-    part_size: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(B|KB|MB|GB)$")] = Field(
+    part_size: Annotated[str, Field(pattern=r"^[0-9]+(\.[0-9]+)?(B|KB|MB|GB)$"),
+                         AfterValidator(_part_size)] = Field(
         "100MB", description="nvt.Dataset part_size (the partitions Dask works on)")
     format: Literal["parquet", "norm"] = Field(
         "parquet", description="norm: also write HugeCTR Norm files and file lists under <dir>/norm/ (keys of "

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from ..errors import Problem, UserError, field_path
@@ -68,7 +68,14 @@ _CPP_LIMITS = {INT32_MAX: "2**31-1, the C++ int it becomes", UINT64_MAX: "2**64-
                FLT_MAX: "FLT_MAX, the C++ float it becomes"}
 
 
+def _tag(node: Any) -> str:
+    tag = getattr(node, "tag", None)
+    return str(getattr(tag, "value", tag))
+
+
 def _got(value: Any) -> str:
+    if isinstance(value, TaggedScalar):
+        return f"a value tagged {_tag(value)}"
     for t, name in _TYPE_NAMES.items():
         if isinstance(value, t):
             shown = repr(value) if not isinstance(value, (list, dict)) else ""
@@ -80,6 +87,8 @@ def _message(err: dict) -> str:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         return "unknown field"
+    if err["type"] == "value_error":          # a validator's own sentence, without pydantic's prefix
+        return msg.removeprefix("Value error, ")
     if err["type"] == "missing":
         return "field required"
     if err["type"] in ("literal_error", "enum"):
@@ -111,7 +120,14 @@ def _fix(err: dict) -> str:
     if err["type"] == "extra_forbidden":
         return "remove it or check its spelling ('ctrgen schema' lists the fields)"
     if err["type"] == "string_pattern_mismatch":
+        pattern = str((err.get("ctx") or {}).get("pattern", ""))
+        if "\\x00-\\x1f" in pattern:       # free text (paths, column names, separators): no control characters
+            return "remove the control character (a tab is allowed as a separator only)"
+        if "KB|MB|GB" in pattern:
+            return "write a size such as 100MB"
         return "use letters, digits and '_' only, not starting with a digit"
+    if err["type"] in ("less_than_equal", "less_than") and (err.get("ctx") or {}).get("le") is not None:
+        return f"use at most {err['ctx']['le']}"
     return ""
 
 
@@ -191,7 +207,10 @@ def _round_trip(path: Path, text: str) -> Any:
 
 
 def _plain(node: Any) -> Any:
-    """ruamel containers -> plain dicts/lists (pydantic would otherwise see ordered subclasses)."""
+    """ruamel containers -> plain dicts/lists (pydantic would otherwise see ordered subclasses); a scalar tagged
+    ``!!str`` is the string it spells (YAML's standard tag), another tag is left for the field check to name."""
+    if isinstance(node, TaggedScalar) and _tag(node) in ("tag:yaml.org,2002:str", "!!str"):
+        return str(node.value)
     if isinstance(node, dict):
         return {str(k): _plain(v) for k, v in node.items()}
     if isinstance(node, list):

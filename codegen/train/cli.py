@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..cli_paths import out_path
+from ..cli_paths import check_out_file, out_path
 from ..errors import UserError
 
 EPILOG_TRAIN = """\b
@@ -103,5 +103,7 @@ def report_command(run_dir: Path, out: Path | None) -> None:
     from .report import render_report
 
     target = out if out is not None else run_dir / "report.html"
-    replace_file(target, render_report(run_dir))
+    page = render_report(run_dir)
+    check_out_file(target)
+    replace_file(target, page)
     click.echo(f"wrote {target}")

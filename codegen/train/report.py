@@ -4,17 +4,15 @@ of this module, not a generator template (it is no input of generated code)."""
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
 import jinja2
 
 from ..errors import UserError
 from ..runtime.progress import METRICS_JSONL, TENSORBOARD_DIR
 from .record import RUN_FILE
+from .run_folder import read_metrics, read_points, read_run
 from .svg import graph_layout, line_chart
 
 TEMPLATE = "report.html.j2"
@@ -30,32 +28,6 @@ def _template() -> jinja2.Template:
     return env.from_string(text)
 
 
-def _json(path: Path, fix: str) -> Any:
-    if not path.is_file():
-        raise UserError.one(path, "not found", fix=fix)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise UserError.one(path, f"not JSON ({exc})", fix=fix) from None
-
-
-def read_points(path: Path) -> dict[str, list[tuple[int, float]]]:
-    """metrics.jsonl as tag -> [(step, value)] in file order (one resumed run rewrote it: steps increase)."""
-    if not path.is_file():
-        raise UserError.one(path, "not found", fix="train with ctrgen train (the trainer writes it)")
-    series: dict[str, list[tuple[int, float]]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            point = json.loads(line)
-            series.setdefault(str(point["tag"]), []).append((int(point["step"]), float(point["value"])))
-        except (ValueError, KeyError, TypeError):
-            raise UserError.one(path, "not a {\"step\", \"tag\", \"value\"} point", line=number,
-                                fix="train again; the trainer writes one point per line") from None
-    return series
-
-
 def _size(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024:
@@ -67,9 +39,10 @@ def _size(n: float) -> str:
 def render_report(run_dir: Path) -> str:
     if not run_dir.is_dir():
         raise UserError.one(run_dir, "run folder not found", fix="pass the --out folder of ctrgen train")
-    run = _json(run_dir / RUN_FILE, "train with ctrgen train, which writes it")
-    metrics = _json(run_dir / "metrics.json", "let the run finish (the trainer writes it at the end)")
-    series = read_points(run_dir / METRICS_JSONL)
+    run = read_run(run_dir / RUN_FILE)
+    metrics = read_metrics(run_dir / "metrics.json")
+    read = read_points(run_dir / METRICS_JSONL)
+    series = read.series
     charts = [c for c in (line_chart(title, {t: series[t] for t in tags if t in series}) for title, tags in CHARTS)
               if c is not None]
     summary = [
@@ -90,4 +63,4 @@ def render_report(run_dir: Path) -> str:
     return _template().render(
         run=run, summary=summary, hardware=hardware, charts=charts, graph=graph_layout(**run["graph"]),
         command=" ".join(run["command"]), tensorboard=(run_dir / TENSORBOARD_DIR).is_dir(),
-        points=sum(len(v) for v in series.values()))
+        points=sum(len(v) for v in series.values()), left_out=read.left_out, cut=read.cut_last_line)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..inputs import DBL_MAX
+
 WIDTH, HEIGHT = 480, 220
 LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 36
 COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
@@ -58,22 +60,23 @@ def line_chart(title: str, series: dict[str, list[tuple[int, float]]]) -> Chart 
         x0, x1 = x0 - 1, x1 + 1
     if y1 == y0:
         pad = abs(y0) * 0.05 or 1.0
-        y0, y1 = y0 - pad, y1 + pad
+        y0, y1 = max(y0 - pad, -DBL_MAX), min(y1 + pad, DBL_MAX)
     chart = Chart(title, x0, x1, y0, y1, [])
 
+    # Halves: the span of two finite doubles (-1e308 .. 1e308) may overflow to Infinity; half of it never does.
     def px(step: float, value: float) -> tuple[float, float]:
-        return (chart.left + (step - x0) / (x1 - x0) * chart.plot_w,
-                chart.top + (y1 - value) / (y1 - y0) * chart.plot_h)
+        return (chart.left + (step / 2 - x0 / 2) / (x1 / 2 - x0 / 2) * chart.plot_w,
+                chart.top + (y1 / 2 - value / 2) / (y1 / 2 - y0 / 2) * chart.plot_h)
 
     for i, (tag, values) in enumerate(sorted(series.items())):
         if values:
             coords = " ".join(f"{_num(x)},{_num(y)}" for x, y in (px(s, v) for s, v in values))
             chart.series.append(Series(tag, COLOURS[i % len(COLOURS)], coords, [s for s, _ in values]))
     for k in range(5):
-        value = y0 + (y1 - y0) * k / 4
+        value = y0 + (y1 / 2 - y0 / 2) * k / 2
         chart.y_ticks.append((_num(px(x0, value)[1]), _tick(value)))
     for k in range(5):
-        step = x0 + (x1 - x0) * k / 4
+        step = x0 + (x1 / 2 - x0 / 2) * k / 2
         chart.x_ticks.append((_num(px(step, y0)[0]), _tick(step)))
     return chart
 
