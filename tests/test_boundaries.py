@@ -378,8 +378,11 @@ def test_hmem_cache_hit_rate_bounds(tmp_path):
     ("etl.output.out_files_per_proc", 1, 0, "greater than 0"),
     ("etl.inputs.sep", "|" * 8, "|" * 9, "at most 8 characters"),
     ("etl.groups.0.columns.0", "u" * 256, "u" * 257, "at most 256 characters"),
-    ("etl.output.part_size", "1B", "1TB", "should match pattern"),
-], ids=["fraction-low", "fraction-high", "split-seed", "files-per-proc", "separator", "column-name", "part-size"])
+    ("etl.output.part_size", "1KB", "1023B", "a partition is between 1KB and 64GB"),
+    ("etl.output.part_size", "64GB", "65GB", "a partition is between 1KB and 64GB"),
+    ("etl.output.part_size", "1GB", "1TB", "should match pattern"),
+], ids=["fraction-low", "fraction-high", "split-seed", "files-per-proc", "separator", "column-name", "part-size-low",
+        "part-size-high", "part-size-unit"])
 def test_etl_bounds(tmp_path, field, ok, bad, fragment):
     base = example("movielens", keep_etl=True)
     load_spec(project(tmp_path / "ok", spec_with({field: ok}, base)))

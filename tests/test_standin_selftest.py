@@ -75,7 +75,7 @@ REJECTED = [
      "Model() got an unexpected keyword argument 'mos_params': HugeCTR 23.06 does not have it (it exists in "
      "HugeCTR 3.2 up to (not including) 3.3)"),
     ("4.3", 'dense(L.InnerProduct, ["emb"], ["x"], dense_layer_switches=None, compute_config=None)',
-     "'compute_config': HugeCTR 4.3 does not have it (it exists in HugeCTR 23.06 and later)"),
+     "'compute_config': HugeCTR 4.3 does not have it (it exists in HugeCTR 23.04 and later)"),
     # enum members and functions by release
     ("3.3", "hugectr.Layer_t.MLP", "hugectr.Layer_t.MLP does not exist in HugeCTR 3.3 (it exists in HugeCTR 4.2 and "
                                    "later)"),

@@ -39,7 +39,10 @@ def render_summary(job: TrainingJob) -> str:
 
     def shape(s) -> str:
         batch = _rows(s, per_gpu) if batch_shapes else "None"
-        return _shape(s.dims if isinstance(s, Shape) else s, batch, batch_shapes)
+        dims = s.dims if isinstance(s, Shape) else s
+        if batch_shapes and isinstance(s, Shape) and s.built_width is not None:   # the built tensor (MLP)
+            dims = (*dims[:-1], s.built_width)
+        return _shape(dims, batch, batch_shapes)
 
     lines = [BANNER]
     if batch_shapes:

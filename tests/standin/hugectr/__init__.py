@@ -22,15 +22,15 @@ from __future__ import annotations
 from ._release import NAME as __version__  # noqa: F401
 from ._enums import ENUMS as _ENUMS, ABSENT as _ABSENT
 from ._api import (AsyncParam, CreateETC, CreateHMemCache, CreateMOS, CreateOptimizer, CreateSolver,  # noqa: F401
-                   DataReaderParams, DataReaderSparseParam, DataSourceParams, DenseLayer, HybridEmbeddingParam,
-                   Input, SparseEmbedding, ETC_SPAN, MOS_SPAN, HugeCTRError)
+                   DataReaderParams, DataReaderSparseParam, DataSourceParams, DenseLayer, DenseLayerComputeConfig,
+                   HybridEmbeddingParam, Input, SparseEmbedding, COMPUTE_CONFIG_SPAN, ETC_SPAN, MOS_SPAN, HugeCTRError)
 from ._collection import SPAN as _EBC_SPAN, EmbeddingCollectionConfig, EmbeddingTableConfig  # noqa: F401
 from ._model import Model  # noqa: F401
 from ._release import NAME as _NAME
 
 globals().update({name: e for name, e in _ENUMS.items() if name not in _ABSENT})
 
-_ONLY_IN = {"CreateMOS": MOS_SPAN, "CreateETC": ETC_SPAN, "CreateHMemCache": ETC_SPAN,
+_ONLY_IN = {"DenseLayerComputeConfig": COMPUTE_CONFIG_SPAN, "CreateMOS": MOS_SPAN, "CreateETC": ETC_SPAN, "CreateHMemCache": ETC_SPAN,
             "EmbeddingTableConfig": _EBC_SPAN, "EmbeddingCollectionConfig": _EBC_SPAN}
 for _name, _span in _ONLY_IN.items():
     if not _span.covers():

@@ -306,8 +306,18 @@ DENSE = [
     P("num_outputs", lambda: [], "list[int]", _s((4, 2))), P("use_bias", True, "bool", _s((4, 2))),
     P("activations", lambda: [], "list", _s((4, 2))), P("biases", lambda: [], "list", _s((4, 2))),
     P("dense_layer_switches", None, "any", _s((3, 7), (23, 6))),
-    P("compute_config", None, "any", _s((23, 6))),
+    P("compute_config", None, "obj:DenseLayerComputeConfig", _s((23, 4))),
 ]
+COMPUTE_CONFIG_SPAN = _s((23, 4))
+
+
+class DenseLayerComputeConfig(_Obj):
+    """hugectr.DenseLayerComputeConfig (23.04+, src/pybind/model.cpp): per-layer compute options of a DenseLayer."""
+    _kind = "DenseLayerComputeConfig"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(_call("hugectr.DenseLayerComputeConfig",
+                               [P("async_wgrad", False, "bool"), P("fuse_wb", False, "bool")], args, kwargs))
 
 
 class DenseLayer(_Obj):
