@@ -4,7 +4,7 @@
 A two-label spec (tests/test_multilabel.py's MMoE-like one) renders; its config.pbtxt files parse back through
 Triton's ModelConfig; then the runtime's ``Serve`` runs in this process on a two-label checkpoint through a stand-in
 ``triton_python_backend_utils`` (the real server runs the model in tests/test_triton_torch_serving.py) and its
-outputs equal the offline forward, label by label.
+outputs equal the offline forward, label by label. One slow test serves a two-label model with the real server.
 """
 
 from __future__ import annotations
@@ -197,3 +197,71 @@ def test_query_prints_a_column_per_output_and_compares_each(capsys, tmp_path):
     one = QueryResult(served[:, :1], ("OUTPUT0",))           # one output: today's lines, no header
     _print_scores(one)
     assert capsys.readouterr().out.splitlines() == ["0\t0.25", "1\t0.125"]
+
+
+# ---- end to end: a real server answers both labels -----------------------------------------------------------------
+
+TWO_LABEL_MODEL = """model:
+  preset: layers
+  layers:
+    - {type: Reshape, bottom: sparse_embedding1, top: r, leading_dim: 24}
+    - {type: Concat, bottom: [r, dense], top: x}
+    - {type: InnerProduct, bottom: x, top: shared, num_output: 8}
+    - {type: ReLU, bottom: shared, top: shared_relu}
+    - {type: InnerProduct, bottom: shared_relu, top: a_fc, num_output: 1}
+    - {type: InnerProduct, bottom: shared_relu, top: b_fc, num_output: 1}
+    - {type: BinaryCrossEntropyLoss, bottom: [a_fc, clicked], top: loss_a}
+    - {type: BinaryCrossEntropyLoss, bottom: [b_fc, liked], top: loss_b}
+features: {label: [clicked, liked]}
+"""
+
+
+@pytest.mark.slow
+def test_a_served_two_label_model_answers_each_label_like_the_offline_model(tmp_path):
+    """~16 s: a real NVTabular ETL, 20 training iterations and a private Triton server (`ctrgen query REPO
+    --compare`) on tests/test_serve.py's ad log with a second label: a column per label, each equal offline."""
+    import test_serve
+    from codegen.demo import etl
+    from tests.conftest import run_ctrgen
+    from tests.test_torch_target import train
+
+    nvt = etl.import_nvtabular()
+    from merlin.schema import Tags
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    rng = np.random.default_rng(41)
+    for name, rows in (("train", 1500), ("valid", 200)):
+        frame = test_serve._synthetic_log(rows, rng)
+        frame["liked"] = (frame["hour"] < 12).astype(np.float32)         # a second label of its own
+        frame.to_parquet(raw / f"{name}.parquet")
+    ops = nvt.ops
+    label = ["clicked", "liked"] >> ops.AddMetadata(tags=[Tags.BINARY_CLASSIFICATION.value, "target"])
+    workflow = nvt.Workflow((["site", "device", "hour"] >> ops.Categorify()) + (["price"] >> ops.FillMissing() >>
+                            ops.Normalize(out_dtype="float32")) + label)
+    dtypes = {"site": np.int64, "device": np.int64, "hour": np.int64, "price": np.float32, "clicked": np.float32,
+              "liked": np.float32}
+    paths = etl.fit_transform_save(workflow, raw / "train.parquet", raw / "valid.parquet", tmp_path / "etl",
+                                   cats=["site", "device", "hour"], conts=["price"], labels=["clicked", "liked"],
+                                   dtypes=dtypes, seed=7)
+    spec = tmp_path / f"{test_serve.NAME}.yaml"
+    text = test_serve.spec_text(paths["train"].parent).replace("model: {preset: mlp, units: [16]}\n", TWO_LABEL_MODEL)
+    spec.write_text(text)
+    for args in (("lock", str(spec)), ("generate", str(spec), "--out", str(tmp_path / "generated"))):
+        result = run_ctrgen(*args)
+        assert result.returncode == 0, result.stderr
+    generated = tmp_path / "generated" / test_serve.NAME
+    train(generated, tmp_path / "checkpoint", 20, 128)
+    repo = tmp_path / "repo"
+    result = run_ctrgen("assemble", str(spec), "--workflow", str(paths["workflow"]), "--checkpoint",
+                        str(tmp_path / "checkpoint"), "--generated", str(generated), "--out", str(repo))
+    assert result.returncode == 0, result.stderr
+    result = run_ctrgen("query", str(repo), "--data", str(raw / "valid.parquet"), "--rows", "50", "--batch-size", "16",
+                        "--compare", str(tmp_path / "checkpoint"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "row\tclicked\tliked"
+    scores = np.array([[float(x) for x in line.split("\t")[1:]] for line in lines[1:51]])
+    assert scores.shape == (50, 2) and ((scores > 0) & (scores < 1)).all()
+    assert not np.allclose(scores[:, 0], scores[:, 1])
+    assert [line.split(":")[0] for line in lines[51:]] == ["served = offline (clicked)", "served = offline (liked)"]
