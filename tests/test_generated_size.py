@@ -1,7 +1,7 @@
 """What a reviewer diffs: the committed generated/ stays small and holds each large file once (issue 23).
 
 No generated file of more than 200 lines is a copy of another: a Triton repository's graph JSON is
-generated/<name>/<name>.json and the PyTorch repository's preprocessing model and ensemble are triton/'s, which
+generated/<name>/<name>.json and the PyTorch repository's preprocessing model and ensemble (one label) are triton/'s, which
 `ctrgen assemble` composes (codegen/triton/layout.py). generated/ as a whole stays under its budget.
 """
 
@@ -13,10 +13,12 @@ from collections import defaultdict
 from conftest import REPO
 
 GENERATED = REPO / "generated"
-BUDGET_LINES = 37_000      # 78,426 before the runtime (issue 23), 30,721 before the repositories shared files, 22,270 after;
+BUDGET_LINES = 38_500      # 78,426 before the runtime (issue 23), 30,721 before the repositories shared files, 22,270 after;
 #                            35,905 with the eight sample-family specs (issue 41 item 4: ncf ... shared_bottom, 13,635);
-#                            36,459 with submit.py's input checks (issue 43). Issue 42 item 5 moves the static parts of
-#                            task.py, submit.py and etl.py into codegen/, which will bring it down again.
+#                            36,459 with submit.py's input checks (issue 43); about 38,300 with mmoe's and
+#                            shared_bottom's torch target (issue 41 item 3: 953 lines each, of which 345 their own
+#                            ensemble, one output per label). Issue 42 item 5 moves the static parts of task.py,
+#                            submit.py and etl.py into codegen/, which will bring it down again.
 
 
 def _files():

@@ -21,6 +21,7 @@ from tests.specfactory import MOVIELENS_LOCK, write_spec
 
 GENERATED = REPO / "generated"
 TORCH_SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if "torch" in open_spec(p).spec.targets)
+MULTI_LABEL = {"mmoe": ("50k_label", "married_label"), "shared_bottom": ("50k_label", "married_label")}
 
 
 def configs(name: str) -> dict[str, mc.ModelConfig]:
@@ -34,16 +35,18 @@ def dtypes(tensors) -> dict[str, str]:
 
 
 def test_every_torch_spec_has_a_torch_repository():
-    # Every example trains with torch but the HugeCTR 3.2 continuous-training one (CreateMOS, HugeCTR only) and the
-    # multi-task MMoE and shared-bottom (several labels: the torch target trains one).
-    hugectr_only = {"wdl_continuous", "mmoe", "shared_bottom"}
+    # Every example trains with torch but the HugeCTR 3.2 continuous-training one (CreateMOS, HugeCTR only).
+    hugectr_only = {"wdl_continuous"}
     assert TORCH_SPECS == sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if p.stem not in hugectr_only)
     for name in TORCH_SPECS:
         assert sorted(configs(name)) == [name, f"{name}_ens", f"{name}_nvt"]
         assert not (GENERATED / name / "triton_torch" / "ps.json").exists()
-        # generated/ holds only the model step: the preprocessing model and the ensemble are triton/'s.
+        # generated/ holds only the model step: the preprocessing model and the ensemble are triton/'s, but for
+        # several labels, whose ensemble names one output per label (the HugeCTR model has one).
         own = GENERATED / name / "triton_torch"
-        assert {p.relative_to(own).parts[0] for p in own.rglob("*") if p.is_file()} == {name}
+        several = name in MULTI_LABEL
+        assert {p.relative_to(own).parts[0] for p in own.rglob("*") if p.is_file()} == \
+            ({name, f"{name}_ens"} if several else {name})
 
 
 @pytest.mark.parametrize("name", TORCH_SPECS)
@@ -56,16 +59,19 @@ def test_ensemble_wiring_and_dtypes_agree(name):
     # The model consumes exactly what the preprocessing model produces, with the same data types.
     assert dtypes(model.input) == dtypes(nvt.output)
     assert set(dtypes(model.input)) == {"DES", "CATCOLUMN", "ROWINDEX"}
-    assert dtypes(model.output) == {"OUTPUT0": "TYPE_FP32"} == dtypes(ens.output)
+    outputs = MULTI_LABEL.get(name, ("OUTPUT0",))         # several labels: one output per label column
+    assert dtypes(model.output) == dict.fromkeys(outputs, "TYPE_FP32") == dtypes(ens.output)
+    assert [list(t.dims) for t in [*model.output, *ens.output]] == [[-1]] * (2 * len(outputs))
     assert dtypes(ens.input) == dtypes(nvt.input)
     first, second = ens.ensemble_scheduling.step
     assert (first.model_name, second.model_name) == (nvt.name, model.name)
     assert dict(first.input_map) == {i.name: i.name for i in nvt.input}
     assert dict(second.input_map) == {k: v for k, v in first.output_map.items()}       # X -> X_nvt -> X
-    assert dict(second.output_map) == {"OUTPUT0": "OUTPUT0"}
-    # The HugeCTR repository's preprocessing model and ensemble are the same files.
+    assert dict(second.output_map) == {o: o for o in outputs}
+    # The HugeCTR repository's preprocessing model and (one label) ensemble are the same files.
     sources = repository_sources(GENERATED / name, "triton_torch")
-    for rel in (f"{name}_nvt/config.pbtxt", f"{name}_nvt/1/model.py", f"{name}_ens/config.pbtxt"):
+    shared = (f"{name}_nvt/config.pbtxt", f"{name}_nvt/1/model.py")
+    for rel in shared if name in MULTI_LABEL else (*shared, f"{name}_ens/config.pbtxt"):
         assert sources[PurePosixPath(rel)] == GENERATED / name / "triton" / rel
 
 

@@ -724,7 +724,7 @@ def _query_csv(text: str) -> Callable[[Path], Run]:
         d.mkdir(parents=True, exist_ok=True)
         data = d / "rows.csv"
         data.write_text(text)
-        ensemble = Ensemble("ens", dict(QUERY_INPUTS), "OUTPUT0", 64)
+        ensemble = Ensemble("ens", dict(QUERY_INPUTS), ("OUTPUT0",), 64)
 
         def call() -> Any:
             frame = typed_frame(read_rows(data, ensemble.columns, None), ensemble, data)
@@ -760,7 +760,7 @@ def _query_parquet(values: list, dtype: str, expect_ids: list | None = None) -> 
         data = d / "rows.parquet"
         pd.DataFrame({"userId": pd.Series(values, dtype=dtype), "movieId": [2] * len(values),
                       "price": [0.5] * len(values), "site": ["a"] * len(values)}).to_parquet(data)
-        ensemble = Ensemble("ens", dict(QUERY_INPUTS), "OUTPUT0", 64)
+        ensemble = Ensemble("ens", dict(QUERY_INPUTS), ("OUTPUT0",), 64)
 
         def call() -> Any:
             tensors = request_tensors(read_rows(data, ensemble.columns, None), ensemble, data)

@@ -5,8 +5,9 @@ and hands the stub's calls to ``Serve``; its version folder holds train_torch.py
 model.pt and features.json, all put there by `ctrgen assemble --checkpoint`. Inputs are the preprocessing model's VCSR
 tensors (the HugeCTR backend's input, triton.md §3), batch dimension 1: DES float32 [1, batch x continuous], sample-
 major; CATCOLUMN [1, keys], sample-major, each key shifted by its slot's offset; ROWINDEX int32, one CSR row-pointer
-array per table. They are unpacked into the Model's inputs and the output is sigmoid(logits), one value per sample
-and label, shape [1, batch x labels], FP32: what the HugeCTR backend returns. KIND_GPU instances run on their GPU,
+array per table. They are unpacked into the Model's inputs and the output is sigmoid(logits), FP32: one output,
+one value per sample and label, shape [1, batch x labels] (what the HugeCTR backend returns); or, where the config
+declares one output per label column (several labels), each label's scores [1, batch] under its name. KIND_GPU instances run on their GPU,
 others on the CPU with the torch_num_threads parameter's threads each. Each execute() unpacks every request the
 dynamic batcher queued and runs one forward for all of them. A malformed request gets HTTP 400 with a message (gRPC
 INVALID_ARGUMENT); the model stays loaded.
@@ -86,7 +87,13 @@ class Serve:
         self.torch = torch
         self.inputs = [s["input"] for s in features["sparse"]]    # Model.forward(dense, *sparse) order
         self.nnz = {s["input"]: s["nnz"] for s in features["sparse"]}
-        self.output = config["output"][0]["name"]
+        self.outputs = [o["name"] for o in config["output"]]
+        labels = [c["name"] for c in features["labels"]]
+        if len(self.outputs) > 1 and self.outputs != labels:
+            # several outputs are one per label column, in features.json's order (codegen.triton.plan TorchStep)
+            raise self.pb.TritonModelException(
+                f"{self.name}: the outputs {self.outputs} are not the labels {labels} of {FEATURES}: regenerate the "
+                "repository from the features lock of the workflow the model was trained with")
 
     def execute(self, requests):
         """Every queued request unpacked, one forward for all of them, the scores split back per request."""
@@ -107,15 +114,26 @@ class Serve:
                 start = 0
                 for i, (dense, _sparse) in good:
                     n = len(dense)
-                    part = scores[start:start + n].reshape(1, -1).contiguous()
+                    responses[i] = self.pb.InferenceResponse(output_tensors=self._outputs(scores[start:start + n]))
                     start += n
-                    tensor = self.pb.Tensor.from_dlpack(self.output, self.torch.utils.dlpack.to_dlpack(part))
-                    responses[i] = self.pb.InferenceResponse(output_tensors=[tensor])
             except Exception as exc:  # report it, keep serving
                 for i, _ in good:
                     responses[i] = self._error(f"{self.name}: {type(exc).__name__}: {exc}",
                                                self.pb.TritonError.INTERNAL)
         return responses
+
+    def _outputs(self, scores):
+        """One request's (samples, labels) scores as the output tensors: one output, [1, samples x labels]
+        sample-major (the HugeCTR backend's layout); one output per label, that label's column [1, samples]."""
+        if len(self.outputs) == 1:
+            parts = [scores.reshape(1, -1)]
+        elif scores.shape[1] != len(self.outputs):
+            raise RuntimeError(f"the Model returns {scores.shape[1]} columns for the {len(self.outputs)} outputs "
+                               f"{self.outputs}")
+        else:
+            parts = [scores[:, j].reshape(1, -1) for j in range(len(self.outputs))]
+        to_dlpack = self.torch.utils.dlpack.to_dlpack
+        return [self.pb.Tensor.from_dlpack(name, to_dlpack(part.contiguous())) for name, part in zip(self.outputs, parts)]
 
     def _forward(self, batches):
         """[(dense, {input: ids})] -> sigmoid(logits) of all their samples, (samples, labels) float32 on the CPU."""

@@ -25,9 +25,10 @@ Examples:
 
 \b
 The file holds raw rows (Parquet or CSV) with the workflow's input columns, as before the ETL; other columns are
-ignored. Scores are printed one per line (row number, tab, probability). --compare CHECKPOINT scores the same rows
-offline (the repository's NVTabular workflow in this process, then train_torch.py's Model with CHECKPOINT/model.pt)
-and prints the largest difference; exit 1 when it exceeds --tolerance.
+ignored. Scores are printed one per line (row number, tab, probability); a model of several labels (one output per
+label) prints a header line and a column per output. --compare CHECKPOINT scores the same rows offline (the
+repository's NVTabular workflow in this process, then train_torch.py's Model with CHECKPOINT/model.pt) and prints
+the largest difference of each output; exit 1 when one exceeds --tolerance.
 """
 
 
@@ -57,7 +58,7 @@ def _tolerance(ctx: click.Context, param: click.Parameter, value: float) -> floa
 def query_command(target: str, data: Path, rows: int | None, model: str | None, batch_size: int | None,
                   checkpoint: Path | None, repo: Path | None, tolerance: float, quiet: bool) -> None:
     """Send the raw rows of --data through the ensemble served at REPO-or-URL (a repository folder: a private server
-    is started on free loopback ports for the query) and print one score per row."""
+    is started on free loopback ports for the query) and print each row's scores."""
     from .query import batch_size_for, client, endpoint, find_ensemble, read_rows, score, typed_frame
 
     if checkpoint is not None and not checkpoint.is_dir():
@@ -81,7 +82,7 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
             result = score(conn, ensemble, frame, data, batch_size=batch_size)
         served_repo = repo or end.repo
     if not quiet:
-        click.echo("\n".join(f"{i}\t{s:.8g}" for i, s in enumerate(result.scores)))
+        _print_scores(result)
     click.echo(f"{len(frame)} row(s) scored by {ensemble.name} in {requests} request(s) of up to {batch_size}: "
                f"latency p50 {result.p50:.2f} ms, p99 {result.percentile(99):.2f} ms", err=True)
     if checkpoint is None:
@@ -89,9 +90,34 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
     from .offline import offline_scores
 
     offline = offline_scores(served_repo, ensemble.name, checkpoint, frame)
-    diff = float(abs(offline - result.scores).max())       # NaN when either side is not finite
-    agrees = diff <= tolerance
-    verdict = "served = offline" if agrees else "served != offline"
-    click.echo(f"{verdict}: max |served - offline| = {diff:.3g} over {len(frame)} row(s) (tolerance {tolerance:g})")
-    if not agrees:
+    if not _compare(result, offline, checkpoint, tolerance):
         sys.exit(1)
+
+
+def _print_scores(result) -> None:
+    """One line per row: its number, tab, the score; several columns (one per label) under a header line."""
+    if len(result.columns) == 1:
+        click.echo("\n".join(f"{i}\t{s:.8g}" for i, s in enumerate(result.scores[:, 0])))
+        return
+    click.echo("\t".join(("row", *result.columns)))
+    click.echo("\n".join("\t".join((str(i), *(f"{s:.8g}" for s in row))) for i, row in enumerate(result.scores)))
+
+
+def _compare(result, offline, checkpoint: Path, tolerance: float) -> bool:
+    """Print the largest |served - offline| of each column (output); whether all are within ``tolerance``. The
+    columns line up in order: the outputs are the labels in features.json's order (codegen.triton.plan)."""
+    served = result.scores
+    if offline.shape != served.shape:
+        raise UserError.one(checkpoint, f"the checkpoint's Model scores {offline.shape[1]} value(s) per row, the "
+                            f"ensemble answers {served.shape[1]} ({', '.join(result.columns)})", field="--compare",
+                            fix="pass the checkpoint this repository's model was trained to")
+    rows, agrees = len(served), True
+    for j, name in enumerate(result.columns):
+        diff = float(abs(offline[:, j] - served[:, j]).max())       # NaN when either side is not finite
+        ok = diff <= tolerance
+        agrees &= ok
+        verdict = "served = offline" if ok else "served != offline"
+        label = f" ({name})" if len(result.columns) > 1 else ""
+        click.echo(f"{verdict}{label}: max |served - offline| = {diff:.3g} over {rows} row(s) "
+                   f"(tolerance {tolerance:g})")
+    return agrees

@@ -72,7 +72,8 @@ def read_checkpoint(checkpoint: Path) -> tuple[dict, object]:
 
 
 def offline_scores(repo: Path, ensemble: str, checkpoint: Path, frame) -> np.ndarray:
-    """Scores of the raw rows ``frame`` (request columns only) by the workflow and the checkpoint's Model."""
+    """Scores of the raw rows ``frame`` (request columns only) by the workflow and the checkpoint's Model: (rows,
+    columns of Model.forward's output), a column per label in features.json's order (the served outputs' order)."""
     import torch
 
     name = ensemble[:-len(ENSEMBLE_SUFFIX)] if ensemble.endswith(ENSEMBLE_SUFFIX) else ensemble
@@ -119,4 +120,4 @@ def offline_scores(repo: Path, ensemble: str, checkpoint: Path, frame) -> np.nda
         arrays = read_split([path], features)
     with torch.no_grad():
         logits = model(torch.from_numpy(arrays["dense"]), *[torch.from_numpy(ids) for ids in arrays["sparse"]])
-    return torch.sigmoid(logits).double().numpy().ravel()
+    return torch.sigmoid(logits).double().numpy().reshape(len(out), -1)

@@ -43,7 +43,7 @@ class Endpoint:
 class Ensemble:
     name: str
     inputs: dict[str, str]            # input name -> Triton data type, in the server's order
-    output: str
+    outputs: tuple[str, ...]          # output names, in the server's order (one per label of a multi-label model)
     max_batch_size: int = 0           # 0: no batching dimension
 
     @property
@@ -54,7 +54,8 @@ class Ensemble:
 
 @dataclass
 class QueryResult:
-    scores: np.ndarray
+    scores: np.ndarray                # (rows, columns) float64: each output's values per row, side by side
+    columns: tuple[str, ...] = ()     # a name per column: the output's, or OUTPUT0[j] for its j-th value per row
     latencies_ms: list[float] = field(default_factory=list)     # one per request
 
     def percentile(self, q: float) -> float:
@@ -147,7 +148,7 @@ def find_ensemble(conn, url: str, model: str | None = None) -> Ensemble:
                             field="--model")
     meta = conn.get_model_metadata(model)
     return Ensemble(name=model, inputs={i["name"]: i["datatype"] for i in meta["inputs"]},
-                    output=meta["outputs"][0]["name"], max_batch_size=int(configs[model].get("max_batch_size", 0)))
+                    outputs=tuple(o["name"] for o in meta["outputs"]), max_batch_size=int(configs[model].get("max_batch_size", 0)))
 
 
 def read_rows(data: Path, columns: list[str], rows: int | None):
@@ -361,11 +362,14 @@ def batch_size_for(ensemble: Ensemble, wanted: int | None) -> int:
 
 
 def score(conn, ensemble: Ensemble, frame, data: Path, *, batch_size: int, progress=None) -> QueryResult:
-    """Send ``frame`` in requests of ``batch_size`` rows; the scores in row order and each request's latency."""
+    """Send ``frame`` in requests of ``batch_size`` rows; the scores in row order, a column per output (several for
+    an output of several values per row: the HugeCTR backend's labels side by side), and each request's latency."""
     import tritonclient.http as http
     from tritonclient.utils import InferenceServerException
 
-    scores, latencies = [], []
+    scores: list[np.ndarray] = []
+    latencies: list[float] = []
+    widths: list[int] = []
     for start in range(0, len(frame), batch_size):
         part = frame.iloc[start:start + batch_size]
         inputs = []
@@ -376,12 +380,19 @@ def score(conn, ensemble: Ensemble, frame, data: Path, *, batch_size: int, progr
         began = time.perf_counter()
         try:
             result = conn.infer(ensemble.name, inputs,
-                                outputs=[http.InferRequestedOutput(ensemble.output, binary_data=True)])
+                                outputs=[http.InferRequestedOutput(o, binary_data=True) for o in ensemble.outputs])
         except InferenceServerException as exc:
             raise UserError.one(data, f"the server refused rows {start}..{start + len(part) - 1}: {exc.message()}",
                                 field=ensemble.name) from None
         latencies.append((time.perf_counter() - began) * 1000)
-        scores.append(np.asarray(result.as_numpy(ensemble.output), dtype=np.float64).reshape(len(part), -1)[:, 0])
+        parts = [np.asarray(result.as_numpy(o), dtype=np.float64).reshape(len(part), -1) for o in ensemble.outputs]
+        widths = widths or [p.shape[1] for p in parts]
+        if [p.shape[1] for p in parts] != widths:
+            raise UserError.one(data, f"rows {start}..{start + len(part) - 1}: the outputs have "
+                                f"{[p.shape[1] for p in parts]} values per row, earlier requests {widths}",
+                                field=ensemble.name)
+        scores.append(np.concatenate(parts, axis=1))
         if progress is not None:
             progress(len(part))
-    return QueryResult(np.concatenate(scores), latencies)
+    columns = tuple(o if w == 1 else f"{o}[{j}]" for o, w in zip(ensemble.outputs, widths) for j in range(w))
+    return QueryResult(np.concatenate(scores), columns, latencies)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +29,7 @@ from ...features import Column, Features
 from ...graph.ir import TrainingJob
 from ...hugectr import backend
 from ...spec.serving import TritonSpec
+from ...torch_target import LOSSES
 
 def PlanError(source: str, loc: tuple[str | int, ...], message: str, fix: str = "") -> Located:  # noqa: N802
     """A repository that cannot be planned; the pipeline reports it against the spec (``source="spec"``, with the
@@ -358,20 +360,37 @@ TORCH_CHECKPOINT_FILES = ("model.pt", "features.json")   # from training's --out
 
 class TorchStep:
     """A python-backend model that rebuilds train_torch.py's ``Model`` from ``features.json``, loads ``model.pt`` and
-    answers the VCSR tensors of the preprocessing model with ``sigmoid(logits)``, the HugeCTR backend's output
-    (one value per sample and label, shape [1, batch x labels], FP32)."""
+    answers the VCSR tensors of the preprocessing model with ``sigmoid(logits)``, FP32, batch dimension 1 as the
+    inputs: one label, ``output_name`` [1, batch] (the HugeCTR backend's output). Several labels, each one a column
+    of the logits (one BinaryCrossEntropyLoss per label, MultiCrossEntropyLoss): one output per label, named after
+    its label column, [1, batch] each, so that a client reads each label's scores by name. The HugeCTR backend has
+    one output only (label_dim values per sample, interleaved); that layout stays for logits that do not line up
+    with the label columns (a CrossEntropyLoss's two classes)."""
 
     kind = "torch"
 
     def consumes(self, job: TrainingJob) -> tuple[Tensor, ...]:
         return HugeCTRStep().consumes(job)
 
+    def outputs(self, ctx: PlanContext) -> tuple[Tensor, ...]:
+        labels = ctx.pre.labels
+        if len(labels) < 2 or _logit_columns(ctx.job) != len(labels):
+            return (Tensor(ctx.spec.torch.output_name, "TYPE_FP32"),)
+        # The ensemble carries the request columns and the <X>_nvt tensors too: a label may not be one of them.
+        taken = {t.name for c in ctx.pre.request for t in request_tensors(c)}
+        taken |= {name + NVT_SUFFIX for name, _ in backend.input_types(ctx.job.i64_input_key)}
+        for i, label in enumerate(labels):
+            if label in taken:
+                raise PlanError("lock", ("labels", i), f"label {label!r} names a served output, and the ensemble "
+                                "already has a tensor of that name", "rename the label column in the workflow")
+        return tuple(Tensor(label, "TYPE_FP32") for label in labels)
+
     def plan(self, ctx: PlanContext) -> ModelPlan:
         t = ctx.spec.torch
         batching = t.dynamic_batching
         return ModelPlan(name=ctx.name, max_batch_size=ctx.spec.max_batch_size,
                          inputs=_ragged(self.consumes(ctx.job), batching),
-                         outputs=(Tensor(t.output_name, "TYPE_FP32"),), backend="python",
+                         outputs=self.outputs(ctx), backend="python",
                          instances=(_instance(t.instance),), parameters=(("torch_num_threads", str(t.threads)),),
                          max_queue_delay_us=batching.max_queue_delay_microseconds if batching.enabled else None,
                          version_files=TORCH_MODEL_FILES,
@@ -379,6 +398,15 @@ class TorchStep:
 
     def ps_json(self, ctx: PlanContext, model: ModelPlan) -> None:
         return None
+
+
+def _logit_columns(job: TrainingJob) -> int | None:
+    """Columns of Model.forward's output that are one label's logit each: the loss layers' inputs side by side
+    (runtime/losses.py); None when a CrossEntropyLoss's softmax classes are among them."""
+    losses = [x for x in job.graph.analysed if x.type in LOSSES]
+    if any(x.type != "BinaryCrossEntropyLoss" and x.type != "MultiCrossEntropyLoss" for x in losses):
+        return None
+    return sum(math.prod(x.in_shapes[0].dims) for x in losses)
 
 
 # ---- the ensemble -------------------------------------------------------------------------------------------------
