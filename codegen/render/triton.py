@@ -48,6 +48,7 @@ def render_torch_serving_model(plan: RepositoryPlan, header: str) -> str:
     # (table, sparse input, [(column, offset in CATCOLUMN, max keys per sample)]) in CATCOLUMN's table order.
     tables = [(t.name, t.input, [(s.column, s.offset, s.max_keys, s.cardinality) for s in t.slots])
               for t in pre.tables]
+    outputs = plan.model("").outputs
     return render(
         "triton/torch_model.py.j2",
         header=header.rstrip("\n"),
@@ -59,6 +60,7 @@ def render_torch_serving_model(plan: RepositoryPlan, header: str) -> str:
         key_dtype=ident(pre.key_dtype),
         key_dtype_literal=py(pre.key_dtype),
         tables=_tables_block(tables),
+        label_outputs=len(outputs) > 1,
     )
 
 
