@@ -301,3 +301,30 @@ def no_process_left_behind():
         with contextlib.suppress(psutil.Error):
             proc.kill()
     assert not alive, "processes left running by the tests (killed):\n  " + "\n  ".join(described)
+
+
+# ---- where the CPU goes (profiling, off unless asked) ---------------------------------------------------------------
+
+_CPU_LOG = os.environ.get("CTRGEN_TEST_CPU", "")
+
+
+def _cpu_now() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    warm = getattr(sys.modules.get("_ctrgen_warm_python"), "cpu_s", 0.0)      # runs forked from the warm Python
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + warm
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """CTRGEN_TEST_CPU=FILE: each test's CPU seconds (this process, the children it reaped, the warm Python's runs;
+    a fixture's setup and teardown count for the test that ran them) appended to FILE as `seconds<TAB>nodeid`
+    (docs/testing.md, "Where the CPU goes")."""
+    if not _CPU_LOG:
+        yield
+        return
+    start = _cpu_now()
+    yield
+    with open(_CPU_LOG, "a", encoding="utf-8") as log:
+        log.write(f"{_cpu_now() - start:.2f}\t{item.nodeid}\n")

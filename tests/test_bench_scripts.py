@@ -3,31 +3,85 @@
 They measure nothing here (speed is read from their GPU runs, docs/benchmarks.md); what is asserted is their
 verdicts on real runs of the committed generated/ scripts: N ranks reach the AUC of one rank, continuous passes move
 exactly their rows and resume bit for bit, and the served model step scores what the offline forward scores.
+
+Each bench's ``main()`` runs in the test's process (``run_bench``), and the trainer processes it starts fork from
+the warm Python (tests/warm_python.py), torchrun's ranks as ``run_job`` starts them (its environment variables, without
+the launcher, whose own start is tested by test_torch_target.py's real torchrun run). A cold interpreter per trainer
+run (about 2 s of CPU for ``import torch`` and the runtime) cost these tests 100 s of CPU; the runs, their arguments and
+the bench's verdicts are the same.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from conftest import REPO
 from warm_python import run as run_warm
+from warm_python import run_job
 
 pytestmark = pytest.mark.slow
+BENCH = REPO / "bench"
+
+
+def _forked_run(cmd: list[str], env: dict | None = None, cwd=None, **_) -> subprocess.CompletedProcess:
+    """``subprocess.run`` for a bench module: its trainer run forked from the warm Python; ``python -m
+    torch.distributed.run --nproc_per_node=N SCRIPT ARGS`` as N ranks with torchrun's environment."""
+    env = dict(os.environ if env is None else env)
+    if cmd[1:3] == ["-m", "torch.distributed.run"]:
+        ranks = int(next(a.split("=", 1)[1] for a in cmd if a.startswith("--nproc_per_node=")))
+        script = next(i for i, a in enumerate(cmd) if a.endswith(".py"))
+        return run_job([sys.executable, *cmd[script:]], cwd=cwd or REPO, env=env, ranks=ranks, timeout=600)
+    return run_warm(list(cmd), cwd=cwd or REPO, env=env, timeout=600)
+
+
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    """``python bench/SCRIPT ARGS`` as its ``main()`` in this process: exit status, stdout and stderr."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        module = importlib.import_module(script.removesuffix(".py"))
+    finally:
+        sys.path.remove(str(BENCH))
+    out, err = io.StringIO(), io.StringIO()
+    argv, env = sys.argv, dict(os.environ)
+    os.environ.update(OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    runner = SimpleNamespace(run=_forked_run)
+    patched = [m for m in ("multi_gpu", "continuous_passes") if m in sys.modules]
+    saved = {m: sys.modules[m].subprocess for m in patched}
+    try:
+        for m in patched:
+            sys.modules[m].subprocess = runner
+        sys.argv = [str(BENCH / script), *args]
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = module.main()
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (print(exc.code, file=sys.stderr) or 1)
+    finally:
+        sys.argv = argv
+        os.environ.clear()
+        os.environ.update(env)
+        for m, original in saved.items():
+            sys.modules[m].subprocess = original
+    return subprocess.CompletedProcess([script, *args], code or 0, out.getvalue(), err.getvalue())
 
 
 def bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    """A bench script as its own process (forked from the warm Python): for those whose work is in-process."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
-    # A process forked from the warm Python of the trainer runs (the scripts import torch first).
-    return run_warm([sys.executable, str(REPO / "bench" / script), *args], env=env, timeout=600, cwd=REPO)
+    return run_warm([sys.executable, str(BENCH / script), *args], env=env, timeout=600, cwd=REPO)
 
 
 def test_two_ranks_reach_the_auc_of_one_rank():
-    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "40000", "--valid-rows", "16384", "--iters",
+    proc = run_bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "40000", "--valid-rows", "16384", "--iters",
                  "40", "--batch", "256", "--tolerance", "0.01")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
@@ -40,7 +94,7 @@ def test_two_ranks_reach_the_auc_of_one_rank():
 def test_a_run_that_does_not_learn_is_flagged():
     # lr 0: the loss does not go down and the AUC stays where it started; the AUCs agree, which is not enough.
     # --repeat 2: a row per run, and each configuration's AUCs over its runs
-    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "4096", "--valid-rows", "1024", "--iters",
+    proc = run_bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "4096", "--valid-rows", "1024", "--iters",
                  "2", "--batch", "256", "--lr", "0", "--tolerance", "1", "--repeat", "2")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "1 rank(s), tables -: did not learn" in proc.stdout and "2 rank(s), tables off: did not learn" in proc.stdout
@@ -52,13 +106,13 @@ def test_a_run_that_does_not_learn_is_flagged():
 
 
 def test_several_table_splits_are_checked_before_anything_runs():
-    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--model", "dlrm", "--table-split", "auto,rows")
+    proc = run_bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--model", "dlrm", "--table-split", "auto,rows")
     assert proc.returncode == 2 and "--table-split auto,rows: each one of auto, columns, tables, columns+replicas, tables+replicas" in proc.stderr
     assert "synthetic rows" not in proc.stdout
     for args, expected in ((("--ranks", "2,3"), "--ranks 2,3: several rank counts need --global-batch B"),
                            (("--ranks", "2,3", "--global-batch", "1000"),
                             "--global-batch 1000: every rank count of --ranks must divide it")):
-        proc = bench("multi_gpu.py", "--device", "cpu", *args)
+        proc = run_bench("multi_gpu.py", "--device", "cpu", *args)
         assert proc.returncode == 2 and expected in proc.stderr, proc.stderr[-2000:]
         assert "synthetic rows" not in proc.stdout
 
@@ -66,7 +120,7 @@ def test_several_table_splits_are_checked_before_anything_runs():
 def test_several_rank_counts_share_one_global_batch_and_one_rank_run():
     # 2 and 3 ranks against one one-rank run: every run trains 768 a step (384 and 256 a rank), on 12 files.
     # (--tolerance -1: any AUC difference is over it, and one run each cannot tell a run's own noise)
-    proc = bench("multi_gpu.py", "--device", "cpu", "--ranks", "2,3", "--global-batch", "768", "--rows", "12000",
+    proc = run_bench("multi_gpu.py", "--device", "cpu", "--ranks", "2,3", "--global-batch", "768", "--rows", "12000",
                  "--valid-rows", "1024", "--iters", "2", "--lr", "0", "--tolerance", "-1")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]     # lr 0: did not learn
     assert "12,000 synthetic rows in 12 files" in proc.stdout
@@ -80,7 +134,7 @@ def test_several_rank_counts_share_one_global_batch_and_one_rank_run():
 def test_the_auc_noise_of_each_learning_rate_is_measured_over_repeated_runs():
     # Two learning rates, two runs each on the same data: a row per run, each rate's AUC spread against the
     # tolerance. On the CPU the runs of one rate are deterministic (spread 0); lr 0 does not learn and is flagged.
-    proc = bench("auc_noise.py", "--device", "cpu", "--rows", "40000", "--valid-rows", "16384", "--iters", "40",
+    proc = run_bench("auc_noise.py", "--device", "cpu", "--rows", "40000", "--valid-rows", "16384", "--iters", "40",
                  "--batch", "512", "--lrs", "0.002,0", "--repeat", "2")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line.split("|")[1:-1] for line in proc.stdout.splitlines() if line.startswith(("| 0.002 |", "| 0 |"))]
@@ -89,7 +143,7 @@ def test_the_auc_noise_of_each_learning_rate_is_measured_over_repeated_runs():
     assert rows[0][-2] == rows[1][-2], rows      # the same AUC to the fourth digit
     assert "- lr 0.002: AUC " in proc.stdout and "over 2 runs (spread 0.0000, within 0.005)" in proc.stdout
     assert "lr 0, run 1: did not learn" in proc.stdout and "lr 0.002, run 1: did not learn" not in proc.stdout
-    proc = bench("auc_noise.py", "--device", "cpu", "--repeat", "1")
+    proc = run_bench("auc_noise.py", "--device", "cpu", "--repeat", "1")
     assert proc.returncode == 2 and "--repeat must be at least 2" in proc.stderr
     assert "synthetic rows" not in proc.stdout
 
@@ -97,7 +151,7 @@ def test_the_auc_noise_of_each_learning_rate_is_measured_over_repeated_runs():
 def test_dlrm_trains_at_the_benches_stable_learning_rate_by_default():
     # bench/multi_gpu.py's default_lr, which auc_noise.py shares: DLRM at lr 1 (at lr 2 one-GPU runs at Criteo-Kaggle
     # scale spread 0.0077 in AUC, over the 0.005 tolerance; docs/benchmarks.md), passed to the trainer as given
-    proc = bench("auc_noise.py", "--device", "cpu", "--model", "dlrm", "--rows", "4000", "--valid-rows", "1024", "--iters",
+    proc = run_bench("auc_noise.py", "--device", "cpu", "--model", "dlrm", "--rows", "4000", "--valid-rows", "1024", "--iters",
                  "4", "--batch", "256", "--repeat", "2")
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| ") and "---" not in line
             and not line.startswith("| lr |")]
@@ -168,7 +222,7 @@ def test_one_process_trains_as_rank_zero_of_mirror_ranks(tmp_path):
 
 
 def test_continuous_passes_move_their_rows_and_resume_exactly():
-    proc = bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
+    proc = run_bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "resumed vs uninterrupted, largest weight difference: 0\n" in proc.stdout
     tables = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| sparse_embedding")]
