@@ -232,6 +232,23 @@ class Reader(Evaluator):
         B.need(base)
         raise Unk(f"{self.text(node.func)}(...) is not modelled")
 
+    def call_value(self, func: object, args: list, node: ast.Call) -> object:
+        if func in stdlib.STR_FUNCS.values():            # map(str.strip, ...)
+            B.need_plain(*args)
+            return func(*args)  # type: ignore[operator]
+        if isinstance(func, stdlib.Module) and func.name in stdlib.PURE:      # map(os.path.basename, ...)
+            B.need_plain(*args)
+            return stdlib.PURE[func.name](*args)
+        if isinstance(func, HugeCTRFunc):
+            raise Unk(f"hugectr.{func.path} passed as a function value is not modelled")
+        return super().call_value(func, args, node)
+
+    def read_only_skipped(self, call: ast.Call) -> None:
+        note = (call.lineno, f"{self.text(call.func)}(...) only reads its arguments: not followed, and what it "
+                             "reads is left as it was")
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+
     def instantiated(self, cls: Class) -> None:
         self.script.unread = [u for u in self.script.unread if u[1] != f"class {cls.node.name}"]
 
