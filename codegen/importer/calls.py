@@ -266,7 +266,11 @@ class Reader(Evaluator):
 
     def uncertain_calls(self, node: ast.stmt, why: str, loop: bool) -> None:
         if loop:
-            self.script.loops.append(node.lineno)      # refused by the mapper (a low-level training loop)
+            # refused by the mapper; the hugectr functions the loop calls say what it is (building layers, training)
+            end = getattr(node, "end_lineno", node.lineno) or node.lineno
+            funcs = sorted({c.func for c in self.script.all_calls if c.in_loop and node.lineno <= c.line <= end})
+            self.script.loops.append(node.lineno)
+            self.script.loop_calls.append((funcs, why))
             return
         super().uncertain_calls(node, why, loop)
 
