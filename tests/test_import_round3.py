@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from codegen.errors import UserError
 from codegen.importer import import_source
 from codegen.importer.calls import Reader
 from codegen.spec.load import load_spec
@@ -156,3 +157,82 @@ def test_a_helper_that_changes_its_argument_still_makes_it_unknown():
     g = _read("import argparse\np = argparse.ArgumentParser()\np.add_argument('--n', type=int, default=2)\n"
               "a = p.parse_args()\nfor k in unknown_thing:\n    print(vars(a), getattr(a, 'n'))\nr = a.n\n")
     assert g["r"] == 2
+
+
+EPOCHS = SCRIPT.replace("PARSE", "parser.parse_args()").replace("repeat_dataset=True", "repeat_dataset=False") \
+    .replace("model.fit(max_iter=2300,", "model.fit(num_epochs=1, max_iter=2300,")
+
+
+def test_epoch_mode_fit_keeps_max_iter_argument_for_argument(tmp_path: Path):
+    """fit(num_epochs=1, max_iter=2300, ...) in epoch mode: HugeCTR ignores max_iter there, model.py passes it all
+    the same (the same call as the source)."""
+    src = tmp_path / "epochs.py"
+    src.write_text(EPOCHS, encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    model_py = (tmp_path / "generated" / "epochs" / "model.py").read_text(encoding="utf-8")
+    assert "model.fit(num_epochs=1, max_iter=2300, display=200" in model_py
+    training = load_spec(spec).spec.training
+    assert (training.num_epochs, training.max_iter) == (1, 2300)
+
+
+def test_every_import_compares_the_generated_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The import renders model.py and compares its calls with the source's: a difference is an error, nothing is
+    written (here: a generator that drops an argument)."""
+    from codegen.graph.build import Builder
+
+    src = tmp_path / "epochs.py"
+    src.write_text(EPOCHS, encoding="utf-8")
+    result = import_source(src, "23.06")
+    original = Builder._fit_args
+    monkeypatch.setattr(Builder, "_fit_args", lambda self: tuple(a for a in original(self) if a[0] != "max_iter"))
+    with pytest.raises(UserError, match=r"the generated model\.py would not make the source's calls: .*max_iter"):
+        write_import(result, tmp_path / "specs")
+    assert not (tmp_path / "specs").exists()
+
+
+def test_raw_async_without_hybrid_is_refused_only_where_hugectr_refuses_it(tmp_path: Path):
+    """HugeCTR's Model::add(SparseEmbedding) throws "Raw async reader and hybrid embedding must come together" from
+    v3.3.1 to v23.12.00 (pybind/model.cpp); v24.04.00 has no HybridSparseEmbedding and no such check."""
+    from test_boundaries import build_job, spec_with
+
+    raw_async = {"data.format": "raw_async"}
+    with pytest.raises(UserError, match="Raw async reader and hybrid embedding must come together"):
+        build_job(tmp_path / "a", spec_with({**raw_async, "hugectr_version": "23.12"}))
+    build_job(tmp_path / "b", spec_with({**raw_async, "hugectr_version": "24.04"}))
+
+
+def test_a_layer_loop_of_unknown_length_is_named_as_such(tmp_path: Path):
+    src = tmp_path / "layers.py"
+    src.write_text(SCRIPT.replace("PARSE", "parser.parse_args()").replace(
+        "range(1, args.hidden_units_num + 1)", "range(1, len(open('widths.txt').read()))"), encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        import_source(src, "23.06")
+    text = exc.value.format()
+    assert "layers are added in a loop whose length cannot be known statically" in text
+    assert "training loop" not in text
+    train = tmp_path / "train.py"
+    train.write_text(SCRIPT.replace("PARSE", "parser.parse_args()").replace(
+        "model.fit(max_iter=2300, display=200, eval_interval=1000, snapshot=1000000, snapshot_prefix=\"mlp\")",
+        "for i in range(len(open('n.txt').read())):\n    model.train()"), encoding="utf-8")
+    with pytest.raises(UserError, match="a low-level training loop"):
+        import_source(train, "23.06")
+
+
+def test_positional_argument_the_release_lacks_is_named(tmp_path: Path):
+    """Nine positional SparseEmbedding arguments at 24.04: the cause is hybrid_embedding_param, which 24.04 lacks
+    (as with keywords), not "pass the arguments by keyword"."""
+    from test_import import NORM_DCN
+
+    start = NORM_DCN.index("model.add(hugectr.SparseEmbedding(")
+    end = NORM_DCN.index("model.add(hugectr.DenseLayer(")
+    text = NORM_DCN[:start] + (
+        "model.add(hugectr.SparseEmbedding(hugectr.Embedding_t.DistributedSlotSparseEmbeddingHash, 300, 16, 'sum', "
+        "'sparse_embedding1', 'data1', [], optimizer, hugectr.HybridEmbeddingParam()))\n") + NORM_DCN[end:]
+    src = tmp_path / "pos.py"
+    src.write_text(text, encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        import_source(src, "24.04")
+    message = exc.value.format()
+    assert "argument 'hybrid_embedding_param' is not in HugeCTR 24.04" in message
+    assert "by keyword" not in message
