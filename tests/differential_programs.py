@@ -71,7 +71,7 @@ def cond(draw, depth: int = 0) -> str:
 
 @st.composite
 def statement(draw, depth: int = 0) -> list[str]:
-    k = draw(st.integers(0, 22 if depth < 2 else 9))
+    k = draw(st.integers(0, 26 if depth < 2 else 9))
     i, e = draw(name_i), draw(iexpr())
     if k == 0:
         return [f"{i} = {e}"]
@@ -95,6 +95,8 @@ def statement(draw, depth: int = 0) -> list[str]:
         return [f"t = f\"{{{i}}}-{{{draw(name_l)}}}:{{{i}:>{draw(st.integers(1, 6))}}}\""]
     if k == 9:
         return [f"{draw(name_l)} = [x * {draw(small)} for x in range({draw(st.integers(0, 6))}) if x % 2]"]
+    if k >= 23:
+        return [draw(iterator_statement(i))]
     if k >= 20:
         return [draw(home_statement(i, k))]
     body = draw(statement(depth + 1))
@@ -128,6 +130,35 @@ def statement(draw, depth: int = 0) -> list[str]:
         return ["def outer():", "    n = 1", "    def inner():", "        nonlocal n", f"        n += {e}",
                 "    inner()", "    return n", f"{i} = outer()"]
     return [f"S = S | {{{draw(small)}, {e}}}"]
+
+
+@st.composite
+def iterator_statement(draw, i: str) -> str:
+    """map, filter, zip, enumerate, sorted, reversed, min/max/sum/any/all and str methods over the lists and ``t``
+    (lambdas, builtins, key=; a lazy map read after its list changed; an iterator read twice)."""
+    l1, l2, e = draw(name_l), draw(name_l), draw(iexpr())
+    fn = draw(st.sampled_from(["lambda x: x * 2", "abs", "str", "lambda x: x // 2 - 1", "bool", "lambda x: -x",
+                               f"lambda x: x % {draw(st.integers(1, 4))}", "int", "lambda x: 10 // x"]))
+    return draw(st.sampled_from([
+        f"{l1} = list(map({fn}, {l2}))",
+        f"{l1} = list(filter({fn}, {l2}))",
+        f"{l1} = list(filter(None, {l2}))",
+        f"m = map({fn}, {l2}); {l2}.append({e}); {l1} = list(m) + list(m)",
+        f"{l1} = [p * q for p, q in zip({l1}, {l2})]",
+        f"{l1} = [p * q for p, q in zip({l1}, map({fn}, {l2}))]",
+        f"{l1} = [n * v for n, v in enumerate({l2}, {draw(small)})]",
+        f"{l1} = sorted({l2}, key={fn}, reverse={draw(st.booleans())})",
+        f"{l1} = list(reversed({l2}))",
+        f"{i} = max({l1}, key={fn}, default={e})",
+        f"{i} = min({l2} + [{e}], key={fn})",
+        f"{i} = sum(map({fn}, {l1}))",
+        f"{i} = int(any(map({fn}, {l1}))) + int(all(x > {e} for x in {l2}))",
+        f"{i} = len(dict(zip(map(str, {l1}), {l2})))",
+        f"t = '-'.join(map(str, {l1})).replace('-', {json.dumps(draw(st.sampled_from([',', '', ' '])))})",
+        f"{l1} = [int(x) for x in t.split('-') if x.lstrip('-').isdigit()]",
+        f"t = t.upper().removeprefix('Z').center({draw(st.integers(0, 8))}, '*')",
+        f"{i} = t.find('z') + t.count('-') + len(t.split(','))",
+    ]))
 
 
 SEGMENTS = st.sampled_from(["", "d", "d/", "/d", "a/b", "x.txt", "/"])

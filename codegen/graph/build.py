@@ -394,6 +394,10 @@ class Builder(SparseParts, DenseLayers):
         args: list[tuple[str, object]] = []
         if not self.spec.solver.repeat_dataset:
             args.append(("num_epochs", t.num_epochs))
+            if t.max_iter is not None:
+                # HugeCTR ignores max_iter in epoch mode; a spec that gives it (an imported fit call passing both)
+                # gets it written, so model.py makes the source's call argument for argument
+                args.append(("max_iter", t.max_iter))
         else:
             args.append(("max_iter", t.max_iter))
         args += [("display", t.display), ("eval_interval", t.eval_interval)]

@@ -277,7 +277,7 @@ class TrainingJob:
         """The iteration of fit's last snapshot (written when ``snapshot > 0 and iter % snapshot == 0 and iter != 0``
         for iter < max_iter, hugectr.md §1.9); 0 when fit writes none; None when fit runs by epochs."""
         fit: dict[str, Any] = dict(self.fit)
-        if fit.get("max_iter") is None:
+        if fit.get("max_iter") is None or "num_epochs" in fit:     # max_iter beside num_epochs is ignored
             return None
         snapshot = int(fit.get("snapshot", 10000))
         return (int(fit["max_iter"]) - 1) // snapshot * snapshot if snapshot else 0

@@ -124,7 +124,8 @@ class SparseParts:
                     self.fail((*loc, "embedding_type"),
                               "LocalizedSlotSparseEmbeddingOneHot needs the Raw reader and slot_size_array",
                               fix="use LocalizedSlotSparseEmbeddingHash for Parquet data")
-            if (e.embedding_type == "HybridSparseEmbedding") != (self.spec.data.format == "raw_async"):
+            if p.has("raw_async_with_hybrid") and \
+                    (e.embedding_type == "HybridSparseEmbedding") != (self.spec.data.format == "raw_async"):
                 self.fail((*loc, "embedding_type"), '"Raw async reader and hybrid embedding must come together"',
                           fix="use data.format: raw_async with HybridSparseEmbedding, or neither")
             if e.embedding_vec_size % 32:

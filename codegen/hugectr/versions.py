@@ -108,6 +108,9 @@ BEHAVIOUR.update({
     "masked_softmax_mixed_refused": _s((23, 6)),
     # MaskedSoftmaxLayer reads a (rows, S) mask block per sample from 23.08; before, one row of S (masked_softmax_layer.cu)
     "masked_softmax_rows": _s((23, 8)),
+    # Model::add(SparseEmbedding) throws "Raw async reader and hybrid embedding must come together" from v3.3.1 (the
+    # first pybind with RawAsync) to v23.12.00 (pybind/model.cpp); v24.04.00 drops HybridSparseEmbedding and the check
+    "raw_async_with_hybrid": _s((3, 3), (24, 4)),
     "matmul_2d_by_3d_check": _s((23, 6)),    # MatrixMultiply of a 2D by a 3D tensor: the rhs batch is checked
     "matmul_4d": _s((4, 3)),                 # 4D MatrixMultiply
     "mha_as_4_3": _s((4, 3)),                # MultiHeadAttention as ctrgen models it (4.3 and later)

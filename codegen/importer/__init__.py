@@ -48,12 +48,14 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     found: list[tuple[Unit, object]] = []
     first_error: UserError | None = None
     runs = None
+    argvs: dict[int, list[str] | None] = {}
     for unit in units:
         if argv is None and kind != "script" and runs is None:
             from .argv import NotebookRuns
 
             runs = NotebookRuns(text)       # read once for all units (once per unit is quadratic)
         unit_argv, note = (argv, "") if runs is None else notebook_argv(text, unit, runs)
+        argvs[id(unit)] = unit_argv
         try:
             script = extract(unit.text, str(path), unit_argv)
             if note:
@@ -110,7 +112,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     if note := name_note(path, name):
         notes.insert(0, note)
-    return _finish(path, imported, label, notes)
+    return _finish(path, imported, label, notes, (unit.text, argvs[id(unit)]))
 
 
 def notebook_argv(notebook_text: str, unit: Unit, index=None) -> tuple[list[str] | None, str]:

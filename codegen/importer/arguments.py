@@ -56,6 +56,8 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
                 absent = None
             if absent:
                 raise Refusal(f"hugectr.{absent}", call.line, "remove the call or target a release that has it")
+        if names is not None and len(call.args) > len(names):
+            _more_than_the_release_has(call, names, version or _VERSION[0])
         if names is None or len(call.args) > len(names):
             raise Refusal(f"hugectr.{call.func} with {len(call.args)} positional argument(s) cannot be read",
                           call.line, "pass the arguments by keyword")
@@ -65,6 +67,35 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
             raise Refusal(f"hugectr.{call.func}: argument {k!r} given twice", call.line)
         out[k] = v
     return out
+
+
+def _more_than_the_release_has(call: Call, names: tuple, release: str | None) -> None:
+    """More positional arguments than ``release``'s signature has: where another release's signature starts with the
+    same parameters and has more, the cause is the argument this release lacks (named as with keywords)."""
+    from ..hugectr import api
+
+    if release is None:
+        return
+    for other in reversed(api.RELEASES):
+        longer = param_names(call.func, other) or ()
+        if len(longer) >= len(call.args) and longer[:len(names)] == names:
+            absent = api.missing(call.func, release, longer[len(names)])
+            if absent:
+                raise Refusal(f"hugectr.{call.func} is given {len(call.args)} positional arguments: {absent}",
+                              call.line, "target a release that has it, or remove the argument")
+            return
+
+
+def loop_refusal(line: int, funcs: list[str], why: str) -> Located:
+    """A loop of unknown length that makes hugectr calls, named by what it does: building the model (layers added
+    in it, no other Model method) or training (a low-level training loop)."""
+    builds = bool(funcs) and all(f == "Model.add" or not f.startswith("Model.") for f in funcs)
+    reason = f" ({why})" if why else ""
+    if builds:
+        return Refusal(f"layers are added in a loop whose length cannot be known statically{reason}", line,
+                       "pass the value the loop's length comes from with --args, or write it as a literal")
+    return Refusal(f"hugectr calls inside a loop of unknown length (a low-level training loop){reason} have no spec "
+                   "field", line, "use model.fit(...), or import the graph JSON it writes")
 
 
 def spec_value(v: object, call: Call, name: str) -> object:

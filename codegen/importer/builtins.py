@@ -24,20 +24,43 @@ MAX_ITEMS = 1_000_000       # longest sequence the evaluator builds or walks
 class Builtin:
     name: str
     fn: Callable
-    rule: str                   # "plain", "print", "text", "len", "items", "truth", "construct"
+    rule: str                   # "call": fn(*args); "apply": fn(apply, *args), apply calls a function value
 
 
 class Gen:
-    """A generator expression's values: iterated once, then empty (as the generator object is)."""
+    """An iterator's values (a generator expression, ``map``, ``zip`` ...): iterated once, then empty (as the iterator
+    object is). ``thunk`` computes them when first iterated, as CPython's lazy ``map``/``filter`` do (a list changed
+    between ``map(f, xs)`` and its use is read as changed); ``interleaves``: each value calls the script's own function,
+    whose calls CPython interleaves with what the consumer does between values."""
 
-    def __init__(self, items: list):
-        self.items = items
+    def __init__(self, items: list | None = None, thunk: Callable[[], list] | None = None,
+                 interleaves: bool = False):
+        self.items = items if items is not None else []
+        self.thunk = thunk
+        self.interleaves = interleaves
         self.used = False
 
-    def take(self) -> list:
-        out = [] if self.used else self.items
+    def take(self, whole: bool = True) -> list:
+        """The values; ``whole``: the consumer reads every value before anything else runs (``list``, ``sorted``,
+        ``sum``); otherwise (a loop, ``zip``, ``any``) a lazy iterator is followed only where that is the same."""
+        if self.used:
+            return []
+        if self.thunk is not None:
+            if not whole and self.interleaves:
+                raise Unk("map()/filter() of the script's own function, read value by value: its calls "
+                          "interleave with the consumer's, which is not modelled")
+            try:
+                self.items = self.thunk()
+            except Unk:
+                raise
+            except Exception as exc:
+                if whole:
+                    raise        # list(map(int, ["x"])) raises where the script does
+                # any()/zip() may stop before the value that raises
+                raise Unk(f"map()/filter() raises {type(exc).__name__} on a value a partial consumer may "
+                          "never read") from None
         self.used = True
-        return out
+        return self.items
 
 
 def need(*values: object) -> None:
@@ -63,12 +86,13 @@ def need_text(*values: object) -> None:
             raise Unk("its text depends on the run (a set of strings prints in hash order)")
 
 
-def items_of(v: object) -> list:
-    """The values ``for x in v`` visits, in CPython's order; Unk where that order or length cannot be known."""
+def items_of(v: object, whole: bool = True) -> list:
+    """The values ``for x in v`` visits, in CPython's order; Unk where that order or length cannot be known.
+    ``whole``: see :meth:`Gen.take`."""
     if isinstance(v, Unknown):
         need(v)
     if isinstance(v, Gen):
-        return v.take()
+        return v.take(whole)
     if isinstance(v, Namespace):
         raise Unk("iterating this object is not modelled")
     if isinstance(v, (list, tuple, str, range, dict, set, frozenset, bytes)) or type(v) in _VIEW_TYPES:
@@ -182,7 +206,7 @@ def compare(op: type, left: Any, right: Any) -> object:
         return (left is right) if op is ast.Is else (left is not right)
     if op in (ast.In, ast.NotIn):
         if isinstance(right, Gen):
-            right = right.take()
+            raise Unk("membership in an iterator consumes it up to the value found, which is not modelled")
         if not (_no_namespace(left) and _no_namespace(right)):
             raise Unk("membership in this object is not modelled")
         if not isinstance(right, (list, tuple, dict, set, frozenset, str, bytes, range)) and \
@@ -230,20 +254,24 @@ def _tuple(*args: object) -> tuple:
     return tuple(items_of(args[0])) if args else ()
 
 
-def _enumerate(it: object, start: Any = 0) -> list:
+def _enumerate(it: object, start: Any = 0) -> Gen:
     need_plain(start)
-    return list(enumerate(items_of(it), start))
+    return Gen(list(enumerate(items_of(it, whole=False), start)))
 
 
-def _zip(*its: object, **kwargs: object) -> list:
+def _zip(*its: object, **kwargs: object) -> Gen:
     need_plain(*kwargs.values())
-    return list(zip(*(items_of(i) for i in its), **kwargs))  # type: ignore[call-overload]
+    lists = [items_of(i, whole=False) for i in its]
+    if any(isinstance(i, Gen) for i in its) and len({len(x) for x in lists}) > 1:
+        # zip stops at the shortest: how much of a longer iterator it consumed matters if the script reads on
+        raise Unk("zip() of iterators of different lengths is not modelled")
+    return Gen(list(zip(*lists, **kwargs)))  # type: ignore[call-overload]
 
 
-def _reversed(v: object) -> list:
+def _reversed(v: object) -> Gen:
     if not isinstance(v, (list, tuple, str, range)):
         raise Unk("reversed() of this object is not modelled")
-    return list(reversed(v))
+    return Gen(list(reversed(v)))
 
 
 def _len(v: object) -> int:
@@ -273,6 +301,7 @@ def _dict(*args: object, **kwargs: object) -> dict:
 
 def _plain_iterables(fn: Callable) -> Callable:
     """A builtin over one iterable of plain values (sum, sorted, min, max, any, all, set, frozenset)."""
+    partial = fn in (any, all)         # they stop at the first value that decides
 
     def run(*args: object, **kwargs: object) -> object:
         if "key" in kwargs:
@@ -281,11 +310,56 @@ def _plain_iterables(fn: Callable) -> Callable:
         if len(args) == 1 and not isinstance(args[0], (int, float, str)):
             # Over a set, only sum's result depends on the iteration order (float rounding).
             order_free = isinstance(args[0], (set, frozenset)) and fn is not sum
-            values = args[0] if order_free else items_of(args[0])
+            values = args[0] if order_free else items_of(args[0], whole=not partial)
             need_plain(values)
             return _checked(fn(values, **kwargs))
         need_plain(*args)
         return fn(*args, **kwargs)
+
+    return run
+
+
+# ---- builtins that call a function (``apply(f, *args)``: the evaluator calls the script's function or a builtin) --
+def _map(apply: Callable, f: object, *its: object) -> Gen:
+    if not its:
+        raise TypeError("map() must have at least two arguments.")
+    from .scopes import BoundMethod, Function
+
+    def values() -> list:
+        return [apply(f, *xs) for xs in zip(*(items_of(i, whole=False) for i in its))]
+
+    if len(its) > 1 and any(isinstance(i, Gen) for i in its):
+        raise Unk("map() of several iterators is not modelled")
+    return Gen(thunk=values, interleaves=isinstance(f, (Function, BoundMethod)))
+
+
+def _filter(apply: Callable, f: object, it: object) -> Gen:
+    from .scopes import BoundMethod, Function
+
+    def values() -> list:
+        return [x for x in items_of(it, whole=False) if truth(x if f is None else apply(f, x))]
+
+    return Gen(thunk=values, interleaves=isinstance(f, (Function, BoundMethod)))
+
+
+def _keyed(fn: Callable) -> Callable:
+    """sorted/min/max: with ``key=`` each value's key is computed once, in order (as CPython does), and the values are
+    ordered by CPython's own function over the keys (stable: equal keys keep their order)."""
+    plain_fn = _plain_iterables(fn)
+
+    def run(apply: Callable, *args: object, **kwargs: object) -> object:
+        key = kwargs.pop("key", None)
+        if key is None:
+            return plain_fn(*args, **kwargs)
+        values = items_of(args[0]) if len(args) == 1 else list(args)
+        keys = [apply(key, v) for v in values]
+        need_plain(keys, *kwargs.values())
+        if fn is sorted:
+            return [values[i] for i in sorted(range(len(values)), key=keys.__getitem__, **kwargs)]  # type: ignore[call-overload]
+        if not values and "default" in kwargs:
+            return kwargs["default"]
+        kwargs.pop("default", None)
+        return values[fn(range(len(values)), key=keys.__getitem__, **kwargs)]
 
     return run
 
@@ -327,9 +401,11 @@ BUILTINS: dict[str, Any] = {
     "set": Builtin("set", _plain_iterables(set), "call"),
     "frozenset": Builtin("frozenset", _plain_iterables(frozenset), "call"),
     "sum": Builtin("sum", _plain_iterables(sum), "call"),
-    "min": Builtin("min", _plain_iterables(min), "call"),
-    "max": Builtin("max", _plain_iterables(max), "call"),
-    "sorted": Builtin("sorted", _plain_iterables(sorted), "call"),
+    "min": Builtin("min", _keyed(min), "apply"),
+    "max": Builtin("max", _keyed(max), "apply"),
+    "sorted": Builtin("sorted", _keyed(sorted), "apply"),
+    "map": Builtin("map", _map, "apply"),
+    "filter": Builtin("filter", _filter, "apply"),
     "any": Builtin("any", _plain_iterables(any), "call"),
     "all": Builtin("all", _plain_iterables(all), "call"),
     "abs": Builtin("abs", _plain(abs), "call"),

@@ -232,6 +232,23 @@ class Reader(Evaluator):
         B.need(base)
         raise Unk(f"{self.text(node.func)}(...) is not modelled")
 
+    def call_value(self, func: object, args: list, node: ast.Call) -> object:
+        if func in stdlib.STR_FUNCS.values():            # map(str.strip, ...)
+            B.need_plain(*args)
+            return func(*args)  # type: ignore[operator]
+        if isinstance(func, stdlib.Module) and func.name in stdlib.PURE:      # map(os.path.basename, ...)
+            B.need_plain(*args)
+            return stdlib.PURE[func.name](*args)
+        if isinstance(func, HugeCTRFunc):
+            raise Unk(f"hugectr.{func.path} passed as a function value is not modelled")
+        return super().call_value(func, args, node)
+
+    def read_only_skipped(self, call: ast.Call) -> None:
+        note = (call.lineno, f"{self.text(call.func)}(...) only reads its arguments: not followed, and what it "
+                             "reads is left as it was")
+        if note not in self.script.notes:
+            self.script.notes.append(note)
+
     def instantiated(self, cls: Class) -> None:
         self.script.unread = [u for u in self.script.unread if u[1] != f"class {cls.node.name}"]
 
@@ -249,7 +266,11 @@ class Reader(Evaluator):
 
     def uncertain_calls(self, node: ast.stmt, why: str, loop: bool) -> None:
         if loop:
-            self.script.loops.append(node.lineno)      # refused by the mapper (a low-level training loop)
+            # refused by the mapper; the hugectr functions the loop calls say what it is (building layers, training)
+            end = getattr(node, "end_lineno", node.lineno) or node.lineno
+            funcs = sorted({c.func for c in self.script.all_calls if c.in_loop and node.lineno <= c.line <= end})
+            self.script.loops.append(node.lineno)
+            self.script.loop_calls.append((funcs, why))
             return
         super().uncertain_calls(node, why, loop)
 

@@ -168,5 +168,10 @@ def compare_texts(source: str, generated: str, source_name: str = "<source>", re
                   argv: list[str] | None = None) -> list[str]:
     """``release``: the HugeCTR release both scripts target (names positional arguments); ``argv``: the command
     line the source runs with."""
+    return compare_with(extract(source, source_name, argv), extract(generated, "model.py"), release)
+
+
+def compare_with(src: Script, gen: Script, release: str | None) -> list[str]:
+    """:func:`compare_scripts` with positional arguments named as ``release`` names them."""
     _RELEASE[0] = release
-    return compare_scripts(extract(source, source_name, argv), extract(generated, "model.py"))
+    return compare_scripts(src, gen)

@@ -17,12 +17,13 @@ import ast
 from ..errors import Located
 from . import builtins as B
 from .expressions import Expressions
+from .poison import Poisoning
 from .values import Unknown
 from .scopes import (MAX_STEPS, Break, Budget, Class, Continue, Escape, Frame, Function, Instance, Raised, Region,
                      Return, Unk, col_of, scope_of, stored_names)
 
 
-class Evaluator(Expressions):
+class Evaluator(Poisoning, Expressions):
     """Reads a module: statements in order, expressions to values (see the module docstring)."""
 
     def __init__(self, filename: str, source: str):
@@ -306,7 +307,7 @@ class Evaluator(Expressions):
 
     def s_For(self, node: ast.For, frame: Frame) -> None:
         it = self.iter_source(node.iter, frame)
-        items = self.iterate(it, node.iter)
+        items = self.iterate(it, node.iter, whole=False)
         limit = self.unroll_limit(node)
         if not isinstance(items, Unknown) and limit is not None and len(items) > limit:
             items = self.unknown(node.iter, f"a loop of {len(items)} iterations is not unrolled")
@@ -423,75 +424,3 @@ class Evaluator(Expressions):
     def uncertain_calls(self, node: ast.stmt, why: str, loop: bool) -> None:
         raise Located(f"which hugectr calls run depends on a value that cannot be known statically: {why}",
                       node.lineno, "pass the values with --args, or write them as literals", col=col_of(node))
-
-    def poison(self, body: list[ast.stmt], frame: Frame, why: str) -> None:
-        """Every name ``body`` may bind becomes unknown; every container it may change through a name, tainted
-        (also through the script's functions it calls, and their arguments)."""
-        region = Region(frame.depth, why)
-        self.budget.regions.append(region)
-        try:
-            for name in stored_names(body):
-                self.bind(frame, name, None)
-        finally:
-            self.budget.regions.pop()
-        self._taint_roots(body, frame, frozenset(), why, set())
-
-    def _taint_roots(self, body: list, frame: Frame, skip: frozenset, why: str, seen: set) -> None:
-        def look(name: str) -> object:
-            try:
-                return self.lookup(frame, name, ast.Name(name))
-            except (Unk, Raised):
-                return None
-
-        for n in ast.walk(ast.Module(body=list(body), type_ignores=[])):
-            roots: list[ast.expr] = []
-            if isinstance(n, ast.Call):
-                roots = [a.value if isinstance(a, ast.Starred) else a for a in n.args]
-                roots += [k.value for k in n.keywords]
-                if isinstance(n.func, ast.Attribute):
-                    roots.append(n.func.value)
-                elif isinstance(n.func, ast.Name) and n.func.id not in skip:
-                    fn = look(n.func.id)
-                    if isinstance(fn, Function) and id(fn) not in seen:
-                        seen.add(id(fn))
-                        self._poison_function(fn, why, seen)
-            elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                roots = [n.value]
-            for root in roots:
-                while isinstance(root, (ast.Attribute, ast.Subscript)):
-                    root = root.value
-                if isinstance(root, ast.Name) and root.id not in skip:
-                    self.taint_deep(look(root.id), set())
-
-    def _poison_function(self, fn: Function, why: str, seen: set) -> None:
-        local, glob, nonloc = fn.scope
-        gframe = Frame(fn.frame.globals, fn.frame.globals)
-        self.budget.regions.append(Region(-1, why))
-        try:
-            for g in glob:
-                self.bind(gframe, g, None)
-            for g in nonloc:
-                for outer in fn.frame.enclosing:
-                    if g in outer.locals:
-                        outer.locals[g] = Unknown(g, 0, None, why)
-                        break
-        finally:
-            self.budget.regions.pop()
-        body = fn.node.body if isinstance(fn.node.body, list) else [ast.Expr(fn.node.body)]
-        self._taint_roots(body, fn.frame, local, why, seen)
-
-    def taint_deep(self, v: object, seen: set) -> None:
-        if id(v) in seen:
-            return
-        seen.add(id(v))
-        if isinstance(v, (list, dict, set, Instance)):
-            self.taint(v)
-        if isinstance(v, (list, tuple, set, frozenset)):
-            for x in v:
-                self.taint_deep(x, seen)
-        elif isinstance(v, dict):
-            for x in v.values():
-                self.taint_deep(x, seen)
-        elif isinstance(v, Instance):
-            for x in v.attrs.values():
-                self.taint_deep(x, seen)

@@ -21,13 +21,16 @@ _LIST_METHODS = {"append": (True, False), "extend": (True, False), "insert": (Tr
                  "index": (False, True), "count": (False, True), "remove": (True, True), "sort": (True, True)}
 _DICT_METHODS = {"get": (False, False), "keys": (False, False), "values": (False, False), "items": (False, False),
                  "setdefault": (True, False), "update": (True, False), "pop": (True, False), "copy": (False, False),
-                 "clear": (True, False)}
+                 "clear": (True, False), "popitem": (True, False)}
 _SET_METHODS = {"add": (True, True), "update": (True, True), "discard": (True, True), "remove": (True, True),
                 "union": (False, True), "intersection": (False, True), "difference": (False, True), "clear": (True, False),
                 "issubset": (False, True), "issuperset": (False, True), "copy": (False, False)}
 _STR_METHODS = frozenset({"join", "replace", "strip", "lower", "upper", "split", "rstrip", "lstrip", "startswith",
                           "endswith", "capitalize", "title", "zfill", "rsplit", "find", "count", "isdigit",
-                          "splitlines", "partition", "rpartition", "center", "ljust", "rjust", "format"})
+                          "splitlines", "partition", "rpartition", "center", "ljust", "rjust", "format",
+                          "index", "rfind", "rindex", "isalpha", "isalnum", "isdecimal", "isnumeric", "isspace",
+                          "islower", "isupper", "isidentifier", "istitle", "casefold", "swapcase", "removeprefix",
+                          "removesuffix", "expandtabs"})
 
 
 class Expressions:
@@ -83,9 +86,9 @@ class Expressions:
         except Unk as u:
             return self.unknown(node, u.why)
 
-    def iterate(self, v: object, node: ast.AST) -> list | Unknown:
+    def iterate(self, v: object, node: ast.AST, whole: bool = True) -> list | Unknown:
         try:
-            return B.items_of(v)
+            return B.items_of(v, whole)
         except Unk as u:
             return self.unknown(node, u.why)
 
@@ -328,7 +331,7 @@ class Expressions:
                 return
             g = node.generators[i]
             src = self.iter_source(g.iter, frame if i == 0 else inner)
-            for item in B.items_of(src):
+            for item in B.items_of(src, whole=False):
                 self.assign(g.target, item, inner, node)
                 if all(B.truth(self.eval(c, inner)) for c in g.ifs):
                     loop(i + 1)
@@ -411,12 +414,29 @@ class Expressions:
             return instance
         if isinstance(func, B.Builtin):
             args, kwargs = self.call_args(node, frame)
+            if func.rule == "apply":
+                return self.expr(node, lambda: func.fn(lambda f, *a: self.call_value(f, list(a), node), *args,
+                                                       **kwargs))
             return self.expr(node, lambda: func.fn(*args, **kwargs))
         if isinstance(func, type) and issubclass(func, BaseException):
             args, kwargs = self.call_args(node, frame)
             B.need_plain(*args)
             return func(*args)
         return self.call_other(node, func, frame)
+
+    def call_value(self, func: object, args: list, node: ast.Call) -> object:
+        """``func(*args)`` for a function value handed to map/filter/sorted(key=...): the script's function or
+        lambda, a bound method of its object, a modelled builtin; anything else is unknown."""
+        if isinstance(func, Function):
+            return self.call_function(func, args, {}, node)
+        if isinstance(func, BoundMethod):
+            return self.call_function(func.fn, [func.instance, *args], {}, node)
+        if isinstance(func, B.Builtin):
+            if func.rule == "apply":
+                return func.fn(lambda f, *a: self.call_value(f, list(a), node), *args)
+            return func.fn(*args)
+        B.need(func)
+        raise Unk("a function value that is not the script's own or a modelled builtin is not modelled")
 
     def instantiated(self, cls: Class) -> None:
         """Hook: the module created an object of ``cls``."""

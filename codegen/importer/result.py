@@ -4,6 +4,7 @@ by the script importer (this package's __init__) and the graph-JSON importer."""
 from __future__ import annotations
 
 import re
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,9 @@ class ImportResult:
     # The spec with the PyTorch target too (Parquet data: what train_torch.py reads); write_import keeps it when the
     # model builds and translates with it, so that `ctrgen train` runs on the import as written.
     torch_text: str = ""
+    # The text the model came from and its command line (a script or a notebook's unit; None for a graph JSON):
+    # write_import reads its hugectr calls again and refuses a generated model.py that makes different ones.
+    origin: tuple[str, Any] | None = None
 
 
 def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None,
@@ -57,7 +61,8 @@ def name_note(path: Path, name: str | None) -> str:
             if len(full) > MAX_NAME else "")
 
 
-def _finish(path: Path, imported: Imported, label: str, notes: list[str]) -> ImportResult:
+def _finish(path: Path, imported: Imported, label: str, notes: list[str],
+            origin: tuple[str, Any] | None = None) -> ImportResult:
     from pydantic import ValidationError
 
     from ..spec.model import Spec
@@ -80,4 +85,4 @@ def _finish(path: Path, imported: Imported, label: str, notes: list[str]) -> Imp
             "torch" not in model.targets:
         torch_text = write_spec(model.model_copy(update={"targets": [*model.targets, "torch"]}), header)
     return ImportResult(name=spec["name"], spec_text=write_spec(model, header), features=imported.features, unit=label,
-                        source=str(path), assumptions=notes, torch_text=torch_text)
+                        source=str(path), assumptions=notes, torch_text=torch_text, origin=origin)

@@ -32,7 +32,7 @@ class Module:
 
 MODULES = frozenset({"os", "os.path", "math", "sys", "argparse", "posixpath", "os.environ"})
 # Pure functions: the same result on every POSIX system.
-_PURE: dict[str, Callable[..., Any]] = {"os.path.join": posixpath.join, "posixpath.join": posixpath.join, "os.path.basename": posixpath.basename,
+PURE: dict[str, Callable[..., Any]] = {"os.path.join": posixpath.join, "posixpath.join": posixpath.join, "os.path.basename": posixpath.basename,
          "os.path.dirname": posixpath.dirname, "os.path.splitext": posixpath.splitext,
          "os.path.normpath": posixpath.normpath,
          "math.ceil": math.ceil, "math.floor": math.floor, "math.sqrt": math.sqrt, "math.log2": math.log2,
@@ -48,7 +48,7 @@ def attribute(base: Module, attr: str) -> object:
     name = f"{base.name}.{attr}"
     if name in _CONSTANTS:
         return _CONSTANTS[name]
-    if name in MODULES or name in _PURE or name.startswith(("os.", "sys.", "argparse.")):
+    if name in MODULES or name in PURE or name.startswith(("os.", "sys.", "argparse.")):
         return Module(name)
     raise Unk(f"{name} is not modelled")
 
@@ -71,11 +71,11 @@ def call(reader: Any, node: ast.Call, func: Module, args: list, kwargs: dict) ->
         if joined is None:
             raise Unk(f"{args[0].why}: os.path.join of it with a value that is not a string is not kept")
         return joined
-    if name in _PURE:
+    if name in PURE:
         B.need_plain(*args, *kwargs.values())
         if name in ("os.path.join", "posixpath.join") and not all(isinstance(a, str) for a in args):
             raise Unk("os.path.join of a value that is not a string")
-        return reader.expr(node, lambda: _PURE[name](*args, **kwargs))
+        return reader.expr(node, lambda: PURE[name](*args, **kwargs))
     if name in ("os.environ.get", "os.getenv"):
         B.need_plain(*args[:1], *(a for a in args[1:] if not isinstance(a, HomePath)))
         if len(args) == 2:
@@ -125,6 +125,8 @@ def parser_method(reader, node: ast.Call, parser: Parser, args: list, kwargs: di
         return None
     if attr in ("parse_args", "parse_known_args"):
         given = args[0] if args else kwargs.get("args")
+        if _own_argv(node):
+            given = None        # parse_args(sys.argv[1:]) is parse_args(): the command line it runs with
         if given is not None and not (isinstance(given, (list, tuple)) and known(given)):
             raise Unk("parse_args of a command line that cannot be known statically")
         argv = list(given) if given is not None else reader.argv
@@ -149,6 +151,12 @@ def parser_method(reader, node: ast.Call, parser: Parser, args: list, kwargs: di
             reader.script.notes.append((node.lineno, f"command line: {cmdline.describe(argv)}"))
         return ns if attr == "parse_args" else (ns, extra)
     raise Unk(f"ArgumentParser.{attr} is not modelled")
+
+
+def _own_argv(node: ast.Call) -> bool:
+    """The call passes ``sys.argv[1:]`` (positionally or as ``args=``)."""
+    given = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
+    return isinstance(given, ast.Subscript) and ast.unparse(given).replace(" ", "") == "sys.argv[1:]"
 
 
 def _dest(flags: list, spec: dict) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..hugectr import versions as V
 from ..hugectr.versions import MODEL_METHODS
-from .arguments import (PRE_3_2_API, _VERSION, Imported, Refusal, _as_model, compiled_once_fit, kwargs_of,
+from .arguments import (PRE_3_2_API, loop_refusal, _VERSION, Imported, Refusal, _as_model, compiled_once_fit, kwargs_of,
                         spec_value, unknown_arguments, unknown_refusal)
 from .calls import Call, Obj, Script, value_repr
 from .embedding_collection import Collector
@@ -52,8 +52,7 @@ class Mapper(Sections):
                           "write the script for HugeCTR 3.2 or later (CreateSolver, DataReaderParams, "
                           "hugectr.CreateOptimizer), or import the graph JSON it writes")
         if s.loops:
-            raise Refusal("hugectr calls inside a loop of unknown length (a low-level training loop) have no spec "
-                          "field", s.loops[0], "use model.fit(...), or import the graph JSON it writes")
+            raise loop_refusal(s.loops[0], *(s.loop_calls[0] if s.loop_calls else ([], "")))
         spec: dict = {"version": 1, "name": self.name, "hugectr_version": self.release}
         setup: list[str] = []
         after: list[str] = []

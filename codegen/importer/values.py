@@ -104,6 +104,7 @@ class Script:
     all_calls: list[Call] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)   # (line, what the reader assumed)
     loops: list[int] = field(default_factory=list)          # lines of loops with hugectr calls it could not unroll
+    loop_calls: list[tuple[list[str], str]] = field(default_factory=list)   # each loop's hugectr functions, why
     unread: list[tuple[int, str]] = field(default_factory=list)   # classes that build a model (not followed)
     argv_read: bool = False                                  # the script reads its command line (argparse, sys.argv)
     required_args: list[str] = field(default_factory=list)   # required argparse options no command line gave

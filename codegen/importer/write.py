@@ -54,10 +54,12 @@ def _write_checked(result: ImportResult, out: Path, spec_path: Path, lock_path: 
                                      f"{p.field + ': ' if p.field else ''}{p.message}", "", None, None, p.fix)
                              for p in sort_problems(exc.problems)]) from None
         # Every function, argument and enum member the generated script uses must exist in the target release.
-        facts = release_problems(render_model_py(job, ""), job.hugectr_version)
+        model_py = render_model_py(job, "")
+        facts = release_problems(model_py, job.hugectr_version)
         if facts:
             raise UserError([Problem(result.source, m, "hugectr_version", None, None,
                                      "import for a release that has it (--hugectr-version)") for m in facts])
+        _same_calls(result, model_py, job.hugectr_version)
         if result.torch_text:
             _add_torch(result, tspec, tlock)
         for src, dst in ((tlock, lock_path), (tspec, spec_path)):
@@ -65,6 +67,22 @@ def _write_checked(result: ImportResult, out: Path, spec_path: Path, lock_path: 
                 dst.unlink()
             os.replace(src, dst)
     return [spec_path, lock_path]
+
+
+def _same_calls(result: ImportResult, model_py: str, release: str) -> None:
+    """The generated model.py must make the source's hugectr calls, argument for argument (compare.py): a difference
+    is an error, never a silent import."""
+    from .calls import extract
+    from .compare import compare_with
+
+    if result.origin is None:
+        return
+    text, argv = result.origin
+    diffs = compare_with(extract(text, result.source, argv), extract(model_py, "model.py"), release)
+    if diffs:
+        raise UserError([Problem(result.source, f"the generated model.py would not make the source's calls: {d}", "",
+                                 None, None, "report it: ctrgen should reproduce this script or refuse it")
+                         for d in diffs])
 
 
 def _add_torch(result: ImportResult, tspec: Path, tlock: Path) -> None:

@@ -390,7 +390,7 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         "batch_size": job.batchsize,
         "eval_batch_size": int(solver.get("batchsize_eval", job.batchsize)),
         "max_eval_batches": int(solver.get("max_eval_batches", 100)),
-        "max_iter": int(fit["max_iter"]) if "max_iter" in fit else None,
+        "max_iter": int(fit["max_iter"]) if "max_iter" in fit and "num_epochs" not in fit else None,
         "num_epochs": int(fit["num_epochs"]) if "num_epochs" in fit else None,
         "display": int(fit.get("display", 200)),
         "eval_interval": int(fit.get("eval_interval", 1000)),

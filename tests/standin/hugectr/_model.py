@@ -211,7 +211,7 @@ class Model(_Obj):
         if self._input is None:
             raise HugeCTRError("hugectr stand-in: add the Input before the embeddings")
         hybrid = emb.embedding_type.name == "HybridSparseEmbedding"
-        if hybrid != (self._reader.data_reader_type.name == "RawAsync"):
+        if RELEASE < (24, 4) and hybrid != (self._reader.data_reader_type.name == "RawAsync"):
             raise HugeCTRError("Raw async reader and hybrid embedding must come together")
         if hybrid and RELEASE == (3, 3) and not self._solver.is_dlrm:
             raise HugeCTRError("Hybrid embedding is restricted to DLRM use")
