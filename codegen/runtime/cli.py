@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from .contract import FEATURES_FILE
+from .early_stop import parse_early_stop
 from .job import Job
 from .precision import PRECISIONS
 
@@ -44,6 +45,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--display", type=int, default=d["display"], help="log every N iterations")
     ap.add_argument("--eval-interval", type=int, default=d["eval_interval"], help="evaluate every N iterations")
     ap.add_argument("--snapshot", type=int, default=d["snapshot"], help="checkpoint every N iterations (0: never)")
+    ap.add_argument("--early-stop", type=parse_early_stop, metavar="METRIC:PATIENCE",
+                    help="stop once PATIENCE evaluations in a row have not improved eval METRIC (auc or loss), e.g. "
+                         "auc:3; the best evaluation's weights are kept in OUTPUT_DIR/best (by AUC without this)")
     ap.add_argument("--seed", type=int, default=d["seed"], help="initialisation and shuffle seed")
     ap.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda")
     ap.add_argument("--threads", type=int, metavar="N",
