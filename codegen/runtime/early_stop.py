@@ -15,14 +15,13 @@ from typing import TYPE_CHECKING
 import torch.nn as nn
 
 from .checkpoint import save
-from .contract import FEATURES_FILE
+from .contract import BEST_DIR, FEATURES_FILE
 from .distributed import world
 from .sharding import model_state
 
 if TYPE_CHECKING:
     from .evaluation import Evaluation
 
-BEST_DIR = "best"
 # metric -> True when higher is better
 MONITORED = {"auc": True, "loss": False}
 
