@@ -420,3 +420,17 @@ def test_check_lock_reports_drift_with_exit_1(tmp_path):
     assert res.exit_code == 1, res.output
     assert "lock: stale" in res.output and "categorical.C3" in res.output
     assert json.loads(lock_path.read_text()) == lock                      # checked, not rewritten
+
+
+def test_data_defaults_to_the_etl_output(tmp_path):
+    """Without data:, a spec with etl: trains on etl.output.dir's file lists; without either, data is required."""
+    from codegen.errors import UserError
+    from codegen.spec.load import load_spec
+
+    model = {k: v for k, v in MODEL.items() if k != "data"}
+    spec = load_spec(tmp_path / "s.yaml", json.dumps({**model, "etl": ETL})).spec
+    assert spec.data.train == ["out/train/_file_list.txt"] and spec.data.eval == "out/valid/_file_list.txt"
+    given = load_spec(tmp_path / "s.yaml", json.dumps({**MODEL, "etl": ETL})).spec
+    assert given.data == load_spec(tmp_path / "s.yaml", json.dumps(MODEL)).spec.data     # data: as written wins
+    with pytest.raises(UserError, match="data: field required"):
+        load_spec(tmp_path / "s.yaml", json.dumps(model))
