@@ -434,3 +434,23 @@ def test_data_defaults_to_the_etl_output(tmp_path):
     assert given.data == load_spec(tmp_path / "s.yaml", json.dumps(MODEL)).spec.data     # data: as written wins
     with pytest.raises(UserError, match="data: field required"):
         load_spec(tmp_path / "s.yaml", json.dumps(model))
+
+
+@pytest.mark.parametrize("where,key,expect", [
+    (("etl", "cross", 0), "freq_treshold", "did you mean 'freq_threshold'? (fields here: columns, freq_threshold, "
+                                           "num_buckets)"),
+    (("model",), "unitz", "did you mean 'units'? (fields here: dropout, preset, units)"),
+    ((), "solvr", "did you mean 'solver'?"),
+])
+def test_unknown_spec_key_names_the_closest(tmp_path, where, key, expect):
+    from codegen.errors import UserError
+    from codegen.spec.load import load_spec
+
+    doc = json.loads(json.dumps({**MODEL, "etl": ETL}))
+    node = doc
+    for part in where:
+        node = node[part]
+    node[key] = 1
+    with pytest.raises(UserError) as err:
+        load_spec(tmp_path / "s.yaml", json.dumps(doc))
+    assert f"{key}: unknown field (fix: {expect}" in str(err.value)

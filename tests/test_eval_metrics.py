@@ -118,3 +118,11 @@ def test_early_stop_argument():
     for bad in ("auc", "auc:0", "pr_auc:2", "auc:x"):
         with pytest.raises(argparse.ArgumentTypeError, match="METRIC:PATIENCE"):
             parse_early_stop(bad)
+
+
+def test_unknown_trainer_option_names_the_closest():
+    from codegen.runtime.cli import unknown_text
+
+    text = unknown_text(["--max-iters", "5"], ["--max-iter", "--epochs", "--early-stop"])
+    assert text == ("unrecognized arguments: --max-iters 5 (did you mean '--max-iter'?); the options: --early-stop, "
+                    "--epochs, --max-iter")

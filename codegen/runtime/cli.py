@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 from pathlib import Path
 
 from .contract import FEATURES_FILE
@@ -95,7 +96,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--dist-backend", choices=("auto", "nccl", "gloo"), default="auto",
                     help="torch.distributed backend under torchrun (auto: nccl on GPUs, gloo on the CPU; gloo lets "
                          "ranks share a GPU)")
-    args = ap.parse_args(argv)
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:
+        ap.error(unknown_text(unknown, [o for a in ap._actions for o in a.option_strings if o.startswith("--")]))
     if args.max_iter is None and args.epochs is None:    # neither given: the spec's training loop
         args.max_iter, args.epochs = d["max_iter"], d["num_epochs"]
     if args.batch_size <= 0 or args.eval_batch_size <= 0:
@@ -117,3 +120,13 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     else:
         args.plan = [(None, args.train, args.eval)]
     return args
+
+
+def unknown_text(unknown: list[str], options: list[str]) -> str:
+    """argparse's 'unrecognized arguments' with the closest option to each unknown one and the list of options."""
+    text = f"unrecognized arguments: {' '.join(unknown)}"
+    for arg in unknown:
+        close = difflib.get_close_matches(arg.split("=")[0], options, n=1) if arg.startswith("--") else []
+        if close:
+            text += f" (did you mean {close[0]!r}?)"
+    return text + f"; the options: {', '.join(sorted(options))}"
