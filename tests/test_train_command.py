@@ -201,6 +201,7 @@ def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
     proc = train(project, "--resume", out=tmp_path / "empty")
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "--resume: no checkpoint_<iteration>.pt" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--resume: --resume" not in proc.stderr                  # the field named once
 
 
 def test_two_ranks_on_the_cpu(project, tmp_path):
