@@ -303,7 +303,8 @@ def test_report_draws_every_point_of_metrics_jsonl(run, tmp_path):
             assert [round(s) for s, _ in drawn[tag]] == [s for s, _ in want], tag
             assert [v for _, v in drawn[tag]] == pytest.approx([v for _, v in want], abs=tolerance), tag
     assert sorted(drawn) == sorted(series)
-    for text in ("movielens: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank"):
+    for text in ("movielens: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank",
+                 "Eval PR-AUC", "best evaluation"):
         assert text in page
     # Deterministic: the same run folder gives the same bytes.
     assert run_ctrgen("report", str(run["out"]), "--out", str(tmp_path / "again.html")).returncode == 0
