@@ -297,6 +297,9 @@ def test_movielens_specs_reproduce_the_seeds_etl(tmp_path, name, multi_hot):
     ("nan_id", "raw/bad.csv: etl.inputs.columns.C3: column 'C3' has an empty or NaN value in data row 3"),
     ("null_id_parquet", "raw/bad.parquet: etl.inputs.columns.C3: column 'C3' has an empty or NaN value"),
     ("output_is_a_file", "etl.output.dir: "),
+    ("nan_continuous", "raw/train.parquet: etl.groups.3.ops: continuous column 'I1' has "
+                       f"{int(_frame(400, 1)['I1'].isna().sum())} missing value(s) (empty or NaN) and no FillMissing"),
+    ("empty_continuous_csv", "raw/bad.csv: etl.groups.3.ops: continuous column 'I1' has 2 missing value(s)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect):
     _raw(tmp_path)
@@ -325,6 +328,13 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
         frame.loc[4, "C3"] = None
         frame.to_parquet(tmp_path / "raw/bad.parquet", index=False)
         etl["inputs"]["train"] = etl["inputs"]["valid"] = ["raw/bad.parquet"]
+    elif case in ("nan_continuous", "empty_continuous_csv"):
+        etl["groups"][3] = {"columns": ["I1"], "ops": ["LogOp", "Normalize"]}       # no FillMissing
+        if case == "empty_continuous_csv":
+            frame = _frame(50, 3).assign(I1=1.0)
+            frame.loc[[4, 9], "I1"] = np.nan        # written as empty fields
+            frame.to_csv(tmp_path / "raw/bad.csv", index=False)
+            etl["inputs"]["train"] = etl["inputs"]["valid"] = ["raw/bad.csv"]
     elif case == "output_is_a_file":
         (tmp_path / "out").write_text("a file where etl.output.dir names a folder\n")
     else:
@@ -333,7 +343,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
     spec = _spec(tmp_path, etl)
     res = CliRunner().invoke(main, ["etl", str(spec), "--out", str(tmp_path / "generated")])
     assert res.exit_code == 2, res.output
-    lines = [line for line in res.output.splitlines() if line.strip() and line.strip() != "etl"]
+    lines = [line for line in res.output.splitlines() if line.strip()]       # no lone "etl" progress line
     assert len(lines) == 1 and expect in lines[0], res.output
     assert not (tmp_path / "out").is_dir() and not (tmp_path / "generated").exists()
     assert not (tmp_path / "etltest.features.lock.json").exists()
@@ -410,3 +420,37 @@ def test_check_lock_reports_drift_with_exit_1(tmp_path):
     assert res.exit_code == 1, res.output
     assert "lock: stale" in res.output and "categorical.C3" in res.output
     assert json.loads(lock_path.read_text()) == lock                      # checked, not rewritten
+
+
+def test_data_defaults_to_the_etl_output(tmp_path):
+    """Without data:, a spec with etl: trains on etl.output.dir's file lists; without either, data is required."""
+    from codegen.errors import UserError
+    from codegen.spec.load import load_spec
+
+    model = {k: v for k, v in MODEL.items() if k != "data"}
+    spec = load_spec(tmp_path / "s.yaml", json.dumps({**model, "etl": ETL})).spec
+    assert spec.data.train == ["out/train/_file_list.txt"] and spec.data.eval == "out/valid/_file_list.txt"
+    given = load_spec(tmp_path / "s.yaml", json.dumps({**MODEL, "etl": ETL})).spec
+    assert given.data == load_spec(tmp_path / "s.yaml", json.dumps(MODEL)).spec.data     # data: as written wins
+    with pytest.raises(UserError, match="data: field required"):
+        load_spec(tmp_path / "s.yaml", json.dumps(model))
+
+
+@pytest.mark.parametrize("where,key,expect", [
+    (("etl", "cross", 0), "freq_treshold", "did you mean 'freq_threshold'? (fields here: columns, freq_threshold, "
+                                           "num_buckets)"),
+    (("model",), "unitz", "did you mean 'units'? (fields here: dropout, preset, units)"),
+    ((), "solvr", "did you mean 'solver'?"),
+])
+def test_unknown_spec_key_names_the_closest(tmp_path, where, key, expect):
+    from codegen.errors import UserError
+    from codegen.spec.load import load_spec
+
+    doc = json.loads(json.dumps({**MODEL, "etl": ETL}))
+    node = doc
+    for part in where:
+        node = node[part]
+    node[key] = 1
+    with pytest.raises(UserError) as err:
+        load_spec(tmp_path / "s.yaml", json.dumps(doc))
+    assert f"{key}: unknown field (fix: {expect}" in str(err.value)

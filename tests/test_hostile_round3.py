@@ -31,7 +31,7 @@ def run_folder(d: Path, run: dict | str = RUN, metrics: dict | str = METRICS, po
 
 def refused(proc, *needles: str) -> str:
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    lines = [line for line in proc.stderr.splitlines() if line != "etl"]     # etl's progress bar label
+    lines = proc.stderr.splitlines()
     assert "Traceback" not in proc.stderr and len(lines) == 1, proc.stderr
     for needle in needles:
         assert needle in proc.stderr, proc.stderr

@@ -105,3 +105,12 @@ def test_the_model_holds_no_spec_object(name):
     walk(model, "model")
     assert seen == []
 
+
+
+def test_model_card_names_the_label_column():
+    """The card's label is the data's column (movielens: rating), not the graph's label tensor (input.label_name)."""
+    from codegen.pipeline import render_spec
+
+    repo = Path(__file__).resolve().parents[1]
+    card = render_spec(open_spec(repo / "specs" / "movielens.yaml")).files[PurePosixPath("README.md")]
+    assert "Label: `rating`." in card

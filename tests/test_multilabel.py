@@ -151,4 +151,9 @@ def test_two_labels_train_and_report_an_auc_per_label(rendered, tmp_path):
     assert metrics["auc"] == pytest.approx(sum(per_label.values()) / 2, abs=1e-5)
     assert "eval AUC" in proc.stdout and "rating " in proc.stdout and "liked " in proc.stdout
     tags = {json.loads(line)["tag"] for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()}
-    assert {"eval/auc/rating", "eval/auc/liked", "eval/auc", "eval/loss"} <= tags
+    assert {"eval/auc/rating", "eval/auc/liked", "eval/auc", "eval/loss", "eval/normalized_entropy/rating",
+            "eval/calibration/liked", "eval/pr_auc/rating", "eval/pr_auc"} <= tags
+    each = metrics["eval_per_label"]
+    assert sorted(each) == ["liked", "rating"] and each["rating"]["auc"] == per_label["rating"]
+    assert metrics["pr_auc"] == pytest.approx((each["rating"]["pr_auc"] + each["liked"]["pr_auc"]) / 2, abs=1e-5)
+    assert all(0 < m["normalized_entropy"] < 1 for m in each.values()), each    # both beat the label's CTR

@@ -78,8 +78,8 @@ def tensorboard_points(out: Path) -> dict[str, list[tuple[int, float]]]:
 
 def assert_same_points(out: Path) -> None:
     jsonl, board = points(out), tensorboard_points(out)
-    assert sorted(jsonl) == sorted(board) == ["eval/auc", "eval/loss", "train/loss", "train/lr",
-                                             "train/samples_per_second"]
+    assert sorted(jsonl) == sorted(board) == ["eval/auc", "eval/calibration", "eval/loss", "eval/normalized_entropy",
+                                             "eval/pr_auc", "train/loss", "train/lr", "train/samples_per_second"]
     for tag in jsonl:
         assert [s for s, _ in board[tag]] == [s for s, _ in jsonl[tag]], tag
         assert [v for _, v in board[tag]] == pytest.approx([v for _, v in jsonl[tag]], rel=1e-6), tag  # float32
@@ -112,6 +112,34 @@ def test_metrics_jsonl_and_tensorboard_agree(run):
     assert series["eval/auc"][-1][1] == pytest.approx(metrics["auc"], abs=1e-6)
     assert series["train/loss"][-1][1] == pytest.approx(metrics["train_loss"], abs=1e-6)
     assert_same_points(run["out"])
+    for tag in ("normalized_entropy", "calibration", "pr_auc"):
+        assert series[f"eval/{tag}"][-1][1] == pytest.approx(metrics[tag], abs=1e-6)
+    assert 0 < metrics["normalized_entropy"] < 1.5 and 0.5 < metrics["calibration"] < 2 and 0 < metrics["pr_auc"] < 1
+    assert "NE " in run["proc"].stdout and ", PR-AUC " in run["proc"].stdout
+
+
+def test_best_weights_kept_beside_the_last(run):
+    metrics = json.loads((run["out"] / "metrics.json").read_text())
+    aucs = points(run["out"])["eval/auc"]
+    step, value = max(aucs, key=lambda p: p[1])
+    assert metrics["best"] == {"metric": "auc", "iteration": step, "value": pytest.approx(value, abs=1e-6),
+                               "folder": "best"}
+    assert metrics["stopped_early"] is False and metrics["early_stop"] is None
+    assert (run["out"] / "best" / "model.pt").is_file()
+    assert (run["out"] / "best" / "features.json").read_text() == (run["out"] / "features.json").read_text()
+
+
+def test_early_stop(project, tmp_path):
+    """With a learning rate of 0 the AUC never improves on the first evaluation: patience 1 stops at the second."""
+    out = tmp_path / "out"
+    proc = train(project, "--max-iter", "200", *TRAINER_FLAGS, "--lr", "0", "--early-stop", "auc:1",
+                 "--no-tensorboard", out=out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["iterations"] == 40 and metrics["stopped_early"] is True and metrics["early_stop"] == "auc:1"
+    assert metrics["best"]["iteration"] == 20
+    assert "stopped early; best" in proc.stdout
+    assert [s for s, _ in points(out)["eval/auc"]] == [20, 40]
 
 
 def test_no_bar_without_a_terminal(run):
@@ -173,6 +201,7 @@ def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
     proc = train(project, "--resume", out=tmp_path / "empty")
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "--resume: no checkpoint_<iteration>.pt" in proc.stderr and "Traceback" not in proc.stderr
+    assert "--resume: --resume" not in proc.stderr                  # the field named once
 
 
 def test_two_ranks_on_the_cpu(project, tmp_path):
@@ -274,7 +303,8 @@ def test_report_draws_every_point_of_metrics_jsonl(run, tmp_path):
             assert [round(s) for s, _ in drawn[tag]] == [s for s, _ in want], tag
             assert [v for _, v in drawn[tag]] == pytest.approx([v for _, v in want], abs=tolerance), tag
     assert sorted(drawn) == sorted(series)
-    for text in ("movielens: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank"):
+    for text in ("movielens: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank",
+                 "Eval PR-AUC", "best evaluation"):
         assert text in page
     # Deterministic: the same run folder gives the same bytes.
     assert run_ctrgen("report", str(run["out"]), "--out", str(tmp_path / "again.html")).returncode == 0

@@ -210,3 +210,33 @@ def test_assemble_checkpoint_refuses_bad_input(inputs, tmp_path, case, expected)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert expected in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not out.exists() and not list(tmp_path.glob(".ctrgen-assemble-*"))
+
+
+@pytest.mark.slow
+def test_assemble_checkpoint_chooses_best_last_or_a_snapshot(inputs, tmp_path):
+    """A run folder with best/ deploys best/; RUN_DIR/last the folder's own model.pt; checkpoint_200.pt its weights;
+    MANIFEST.json says which."""
+    import torch
+
+    workflow, run = inputs
+    (run / "best").mkdir()
+    torch.save({"table.weight": torch.ones(4, 2)}, run / "best" / "model.pt")
+    shutil.copy(run / "features.json", run / "best" / "features.json")
+    (run / "metrics.json").write_text(json.dumps({"iterations": 300, "best": {"iteration": 100}}))
+    features = json.loads((run / "features.json").read_text())
+    torch.save({"model": {"table.weight": torch.full((4, 2), 2.0)}, "optimizer": {}, "iteration": 200,
+                "features": features}, run / "checkpoint_200.pt")
+    for asked, which, value, iteration in ((run, "best", 1.0, 100), (run / "last", "last", 0.0, 300),
+                                           (run / "checkpoint_200.pt", "checkpoint_200.pt", 2.0, 200)):
+        out = tmp_path / f"repo-{which}"
+        result = assemble("--workflow", str(workflow), "--checkpoint", str(asked), "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        weights = torch.load(out / "movielens" / "1" / "model.pt", weights_only=True)
+        assert weights["table.weight"].flatten().tolist() == [value] * 8, which
+        assert json.loads((out / "movielens" / "1" / "features.json").read_text()) == features
+        chosen = json.loads((out / "MANIFEST.json").read_text())["checkpoint"]
+        assert chosen["weights"] == which and chosen["iteration"] == iteration and chosen["asked"] == str(asked)
+        assert f"weights: {which} (iteration {iteration})" in result.stderr
+    result = assemble("--workflow", str(workflow), "--checkpoint", str(run / "checkpoint_9.pt"), "--out",
+                      str(tmp_path / "none"))
+    assert result.returncode == 2 and "checkpoint_9.pt: --checkpoint: checkpoint file not found" in result.stderr, result.stderr

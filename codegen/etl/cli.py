@@ -36,13 +36,17 @@ def etl_command(spec: Path, workers: int | None, scheduler: str | None, check_lo
     """
     from .run import STEPS, run_etl, summary_lines
 
-    with click.progressbar(length=STEPS, label="etl", file=sys.stderr, show_eta=False,
-                           item_show_func=lambda label: label) as bar:
-        def progress(label: str) -> None:
-            bar.update(1, label)
-
+    if not sys.stderr.isatty():     # click's bar prints its label alone on a line when it cannot draw
         result = run_etl(spec, workers=workers, scheduler=scheduler, check_lock=check_lock, out_root=out,
-                         force=force, progress=progress)
+                         force=force)
+    else:
+        with click.progressbar(length=STEPS, label="etl", file=sys.stderr, show_eta=False,
+                               item_show_func=lambda label: label) as bar:
+            def progress(label: str) -> None:
+                bar.update(1, label)
+
+            result = run_etl(spec, workers=workers, scheduler=scheduler, check_lock=check_lock, out_root=out,
+                             force=force, progress=progress)
     for line in summary_lines(result):
         click.echo(line)
     sys.exit(1 if result.drift else 0)

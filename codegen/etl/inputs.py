@@ -62,7 +62,8 @@ def _castable(kind: str, declared: str) -> bool:
     return False
 
 
-def check_parquet(path: Path, columns: dict[str, str], shown: str, field: str) -> int:
+def check_parquet(path: Path, columns: dict[str, str], shown: str, field: str,
+                  unfilled: dict[str, str] | None = None) -> int:
     import pyarrow.parquet as pq
 
     try:
@@ -86,7 +87,40 @@ def check_parquet(path: Path, columns: dict[str, str], shown: str, field: str) -
     for name in _integer_columns(columns):
         if _parquet_nulls(path, name):
             raise _missing_id(shown, field, name, columns[name], "")
+    missing = _count_missing(pq.read_table(path, columns=[n for n in unfilled or {} if n in columns]))
+    _refuse_unfilled(shown, missing, unfilled or {})
     return meta.num_rows
+
+
+def unfilled_columns(plan) -> dict[str, str]:
+    """{column: spec field of its group's ops} of the continuous columns no FillMissing fills: a missing value in
+    one would reach the output as NaN (and the trained model's loss)."""
+    return {c: f"etl.groups.{gi}.ops" for gi, g in enumerate(plan.groups)
+            if g.role == "continuous" and not any(op.name == "FillMissing" for op in g.ops) for c in g.columns}
+
+
+def _count_missing(table) -> dict[str, int]:
+    """{column: its null and NaN values} of an Arrow table or record batch (a CSV's empty field is a null)."""
+    import pyarrow.compute as pc
+    import pyarrow.types as pt
+
+    counts = {}
+    for name in table.schema.names:
+        column = table.column(name)
+        n = column.null_count
+        if pt.is_floating(column.type):
+            n += pc.sum(pc.is_nan(column).fill_null(False).cast("int64")).as_py() or 0
+        counts[name] = n
+    return counts
+
+
+def _refuse_unfilled(shown: str, missing: dict[str, int], unfilled: dict[str, str]) -> None:
+    for name, count in missing.items():
+        if count:
+            raise UserError.one(shown, f"continuous column {name!r} has {count} missing value(s) (empty or NaN) and "
+                                       "no FillMissing: the ETL would write NaN", field=unfilled[name],
+                                fix="add FillMissing to its group's ops (e.g. ops: [FillMissing, Normalize]), or "
+                                    "fill or drop those rows")
 
 
 def _integer_columns(columns: dict[str, str]) -> list[str]:
@@ -115,7 +149,8 @@ def _parquet_nulls(path: Path, name: str) -> bool:
     return False
 
 
-def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
+def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: str,
+              unfilled: dict[str, str] | None = None) -> int:
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -137,7 +172,8 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
                                 field=_col_field(field, name), fix="correct the column name in the spec")
     types = {n: (pa.string() if t == "str" else pa.from_numpy_dtype(__import__("numpy").dtype(t)))
              for n, t in columns.items()}
-    rows = 0
+    rows, wanted = 0, [n for n in unfilled or {} if n in columns]
+    missing = dict.fromkeys(wanted, 0)
     try:
         reader = pcsv.open_csv(path, parse_options=pcsv.ParseOptions(delimiter=sep),
                                convert_options=pcsv.ConvertOptions(column_types=types, include_columns=list(types)))
@@ -148,6 +184,8 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
                 if nulls.true_count:
                     first = nulls.to_pylist().index(True)
                     raise _missing_id(shown, field, name, columns[name], f" in data row {rows + first + 1}")
+            for name, count in _count_missing(batch.select(wanted)).items():
+                missing[name] += count
             rows += batch.num_rows
     except pa.ArrowInvalid as exc:
         text = str(exc)
@@ -159,10 +197,12 @@ def check_csv(path: Path, columns: dict[str, str], sep: str, shown: str, field: 
                             fix="declare the column's real dtype (str for text ids) or clean the file") from None
     if rows == 0:
         raise UserError.one(shown, "the file has no rows", field=field, fix="check the input path")
+    _refuse_unfilled(shown, missing, unfilled or {})
     return rows
 
 
-def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: str, field: str) -> int:
+def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: str, field: str,
+               unfilled: dict[str, str] | None = None) -> int:
     if not os.path.lexists(path):
         raise UserError.one(shown, "input file not found", field=field, fix="check the path (relative to the spec)")
     try:        # a FIFO, a device, a folder: refused before it is opened (data files have no size cap)
@@ -171,8 +211,8 @@ def check_file(path: Path, fmt: str, columns: dict[str, str], sep: str, shown: s
         raise UserError.one(shown, exc.problems[0].message, field=field,
                             fix="name the data file itself in the spec") from None
     if fmt == "csv":
-        return check_csv(path, columns, sep, shown, field)
-    return check_parquet(path, columns, shown, field)
+        return check_csv(path, columns, sep, shown, field, unfilled)
+    return check_parquet(path, columns, shown, field, unfilled)
 
 
 def _shown(path: Path) -> str:
@@ -185,14 +225,14 @@ def _shown(path: Path) -> str:
 
 def check_inputs(plan, base: Path) -> int:
     """Check every raw file of the plan; returns the number of rows of the train and valid files."""
-    rows = 0
+    rows, unfilled = 0, unfilled_columns(plan)
     for key, files in (("train", plan.train), ("valid", plan.valid or ())):
         for f in files:
             rows += check_file(base / f, plan.train_format, dict(plan.inputs.columns), plan.inputs.sep,
-                               _shown(base / f), f"etl.inputs.{key}")
+                               _shown(base / f), f"etl.inputs.{key}", unfilled)
     if plan.join is not None:
         check_file(base / plan.join.path, plan.join_format, dict(plan.join.columns), plan.join.sep,
-                   _shown(base / plan.join.path), "etl.join")
+                   _shown(base / plan.join.path), "etl.join", unfilled)
     return rows
 
 

@@ -65,7 +65,9 @@ def render_model_card(job: TrainingJob, features: Features, *, spec: str, lock: 
             features.provenance or features.source_kind), gpus=job.gpu_count, batch=job.batchsize,
         mixed=job.mixed_precision, slots=slots, dense_dim=g.dense_dim,
         dense_columns=", ".join(md_cell(c) for c in dense_cols[:8]) + (", ..." if len(dense_cols) > 8 else ""),
-        label=", ".join(md_cell(x) for x in g.label_names), mermaid=render_mermaid(job),
+        # the label columns (the data's names), not the graph's label tensor (input.label_name, often "label")
+        label=", ".join(md_cell(x) for x in [c.name for c in features.labels] or g.label_names),
+        mermaid=render_mermaid(job),
         summary=None if g.collection is not None or job.reader_check is not None else render_summary(job),
         continuous=_continuous_card(job), reader_check=job.reader_check)
 

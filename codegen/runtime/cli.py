@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 from pathlib import Path
 
 from .contract import FEATURES_FILE
+from .early_stop import parse_early_stop
 from .job import Job
 from .precision import PRECISIONS
 
@@ -44,6 +46,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--display", type=int, default=d["display"], help="log every N iterations")
     ap.add_argument("--eval-interval", type=int, default=d["eval_interval"], help="evaluate every N iterations")
     ap.add_argument("--snapshot", type=int, default=d["snapshot"], help="checkpoint every N iterations (0: never)")
+    ap.add_argument("--early-stop", type=parse_early_stop, metavar="METRIC:PATIENCE",
+                    help="stop once PATIENCE evaluations in a row have not improved eval METRIC (auc or loss), e.g. "
+                         "auc:3; the best evaluation's weights are kept in OUTPUT_DIR/best (by AUC without this)")
     ap.add_argument("--seed", type=int, default=d["seed"], help="initialisation and shuffle seed")
     ap.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda")
     ap.add_argument("--threads", type=int, metavar="N",
@@ -91,7 +96,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--dist-backend", choices=("auto", "nccl", "gloo"), default="auto",
                     help="torch.distributed backend under torchrun (auto: nccl on GPUs, gloo on the CPU; gloo lets "
                          "ranks share a GPU)")
-    args = ap.parse_args(argv)
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:
+        ap.error(unknown_text(unknown, [o for a in ap._actions for o in a.option_strings if o.startswith("--")]))
     if args.max_iter is None and args.epochs is None:    # neither given: the spec's training loop
         args.max_iter, args.epochs = d["max_iter"], d["num_epochs"]
     if args.batch_size <= 0 or args.eval_batch_size <= 0:
@@ -113,3 +120,13 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     else:
         args.plan = [(None, args.train, args.eval)]
     return args
+
+
+def unknown_text(unknown: list[str], options: list[str]) -> str:
+    """argparse's 'unrecognized arguments' with the closest option to each unknown one and the list of options."""
+    text = f"unrecognized arguments: {' '.join(unknown)}"
+    for arg in unknown:
+        close = difflib.get_close_matches(arg.split("=")[0], options, n=1) if arg.startswith("--") else []
+        if close:
+            text += f" (did you mean {close[0]!r}?)"
+    return text + f"; the options: {', '.join(sorted(options))}"

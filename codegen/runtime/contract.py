@@ -3,6 +3,7 @@ renderers import it without torch)."""
 
 FEATURES_FILE = "features.json"   # beside train_torch.py and in its --output-dir
 MANIFEST = "MANIFEST.json"        # what ctrgen wrote into a folder (generated/<name>/, a deployed repository)
+BEST_DIR = "best"                 # in --output-dir: the best evaluation's model.pt and features.json
 FEATURES_FORMAT = 1               # features.json's "ctrgen_torch_features"
 # Format 2 adds slots sized from the data ("cardinality": null, "rows_from": "data" until the trainer scans it) and
 # per such input its tables' HugeCTR capacity ("hugectr_tables"); a file without them stays format 1.

@@ -1,8 +1,9 @@
-"""Evaluation: AUC and the mean loss over every rank's evaluation rows."""
+"""Evaluation: the loss and the metrics of each label (runtime.metrics) over every rank's evaluation rows."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -11,23 +12,11 @@ import torch.nn.functional as F
 from .data import Columns
 from .distributed import gather
 from .losses import LossTerm, objective, probabilities
+from .metrics import NAMES, label_metrics, mean_metrics, metrics_text, roc_auc
 from .precision import autocast
 from .sharding import eval_sizes
 
-
-def roc_auc(labels: torch.Tensor, scores: torch.Tensor) -> float:
-    """Area under the ROC curve (Mann-Whitney U, average ranks for ties)."""
-    labels, scores = labels.double(), scores.double()
-    order = torch.argsort(scores)
-    _, inverse, counts = torch.unique_consecutive(scores[order], return_inverse=True, return_counts=True)
-    ends = torch.cumsum(counts, 0).double()
-    ranks = ((ends - counts + 1 + ends) / 2)[inverse]
-    positives = labels[order]
-    n_pos = positives.sum()
-    n_neg = labels.numel() - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    return float(((ranks * positives).sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+__all__ = ["Evaluation", "evaluate", "evaluate_job", "evaluate_labels", "roc_auc"]
 
 
 @torch.no_grad()
@@ -57,38 +46,69 @@ def _outputs(model: nn.Module, columns: Columns, batch_size: int, precision: str
     return score.reshape(-1, width), label.reshape(-1, labels_width)
 
 
-def evaluate(model: nn.Module, columns: Columns, batch_size: int, precision: str = "fp32",
-             progress: Callable[[int], None] | None = None) -> tuple[float, float]:
-    """(AUC, mean BCE) over the evaluation rows of every rank; ``progress`` is told the batches done after each."""
+@dataclass(frozen=True)
+class Evaluation:
+    """One evaluation: the loss, each metric of runtime.metrics (the mean over the labels where there are several)
+    and, for several labels, each label's metrics."""
+
+    loss: float
+    values: dict[str, float]
+    per_label: dict[str, dict[str, float]] | None = None
+
+    @property
+    def auc(self) -> float:
+        return self.values["auc"]
+
+    def text(self) -> str:
+        """The log line's part: 'eval AUC 0.7012 (label a 0.7012, ...), eval loss 0.4512, NE 0.95, ...'."""
+        labels = "" if not self.per_label else \
+            " (" + ", ".join(f"{name} {m['auc']:.4f}" for name, m in self.per_label.items()) + ")"
+        return f"eval AUC {self.auc:.4f}{labels}, eval loss {self.loss:.4f}, {metrics_text(self.values)}"
+
+    def record(self, recorder, metrics: dict, it: int) -> None:
+        """Every value as an ``eval/...`` scalar point (``eval/<metric>/<label>`` per label) and in ``metrics``
+        (metrics.json: auc, eval_loss, each metric, and per label auc_per_label and eval_per_label)."""
+        recorder.scalar("eval/loss", it, self.loss)
+        for name in NAMES:
+            recorder.scalar(f"eval/{name}", it, self.values[name])
+            metrics[name] = round(self.values[name], 6)
+        for label, values in (self.per_label or {}).items():
+            for name in NAMES:
+                recorder.scalar(f"eval/{name}/{label}", it, values[name])
+            metrics.setdefault("auc_per_label", {})[label] = round(values["auc"], 6)
+            metrics.setdefault("eval_per_label", {})[label] = {k: round(v, 6) for k, v in values.items()}
+        metrics["eval_loss"] = round(self.loss, 6)
+
+
+def evaluate_one(model: nn.Module, columns: Columns, batch_size: int, precision: str = "fp32",
+                 progress: Callable[[int], None] | None = None) -> Evaluation:
+    """The metrics and mean BCE of a model with one BinaryCrossEntropyLoss of one label."""
     score, label = _outputs(model, columns, batch_size, precision, progress)
     score, label = score[:, 0], label[:, 0]
     loss = F.binary_cross_entropy_with_logits(score, label).item()
-    return roc_auc(label, torch.sigmoid(score)), loss
+    return Evaluation(loss, label_metrics(label, torch.sigmoid(score.double())))
+
+
+def evaluate(model: nn.Module, columns: Columns, batch_size: int, precision: str = "fp32",
+             progress: Callable[[int], None] | None = None) -> tuple[float, float]:
+    """(AUC, mean BCE) over the evaluation rows of every rank; ``progress`` is told the batches done after each."""
+    result = evaluate_one(model, columns, batch_size, precision, progress)
+    return result.auc, result.loss
 
 
 def evaluate_labels(model: nn.Module, columns: Columns, batch_size: int, terms: tuple[LossTerm, ...],
-                    precision: str = "fp32", progress: Callable[[int], None] | None = None
-                    ) -> tuple[float, float, dict[str, float]]:
-    """(mean AUC over the labels, the loss HugeCTR reports, AUC per label) of a model with several labels or
+                    precision: str = "fp32", progress: Callable[[int], None] | None = None) -> Evaluation:
+    """The metrics of each label, their means and the loss HugeCTR reports, of a model with several labels or
     another loss than BinaryCrossEntropyLoss (runtime.losses)."""
     score, label = _outputs(model, columns, batch_size, precision, progress)
     _, loss = objective(terms, score, label)
-    per_label = {name: roc_auc(y[keep], p[keep]) for name, p, y, keep in probabilities(terms, score, label)}
-    return sum(per_label.values()) / len(per_label), loss.item(), per_label
-
+    per_label = {name: label_metrics(y[keep], p[keep]) for name, p, y, keep in probabilities(terms, score, label)}
+    return Evaluation(loss.item(), mean_metrics(per_label), per_label)
 
 
 def evaluate_job(model: nn.Module, columns: Columns, batch_size: int, terms: tuple[LossTerm, ...] | None,
-                 precision: str = "fp32", progress: Callable[[int], None] | None = None
-                 ) -> tuple[float, float, dict[str, float] | None]:
-    """evaluate() for one BinaryCrossEntropyLoss of one label (no AUC per label), else evaluate_labels()."""
+                 precision: str = "fp32", progress: Callable[[int], None] | None = None) -> Evaluation:
+    """evaluate_one() for one BinaryCrossEntropyLoss of one label (no metrics per label), else evaluate_labels()."""
     if terms is None:
-        return (*evaluate(model, columns, batch_size, precision, progress), None)
+        return evaluate_one(model, columns, batch_size, precision, progress)
     return evaluate_labels(model, columns, batch_size, terms, precision, progress)
-
-
-def per_label_text(per_label: dict[str, float] | None) -> str:
-    """The log line's AUC of each label: ' (label a 0.7012, label b 0.6543)', or nothing for one label."""
-    if not per_label:
-        return ""
-    return " (" + ", ".join(f"{name} {auc:.4f}" for name, auc in per_label.items()) + ")"

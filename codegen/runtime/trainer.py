@@ -22,11 +22,13 @@ from .data import Columns, Stream, count_rows, data_files, load_features, read_s
 from .distributed import (GradientSync, all_reduce, close_process_group, collective, epoch_seed, host_only,
                           open_reduce_group, peak_memory, settle, world)
 from .errors import DataError
-from .evaluation import evaluate_job, per_label_text
+from .early_stop import BestTracker
+from .evaluation import evaluate_job
 from .feature_order import take_shard_orders
 from .job import Job, learning_rate
 from .layers import SparseEmbedding
 from .losses import objective
+from .metrics import NAMES
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
@@ -301,6 +303,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
                                "in_shard_order": sorted(n for n, t in sharded_tables(model) if t.shard_order),
                                "local_shape_per_rank": [e.tolist() for e in every]}
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
+    best = BestTracker.from_args(args, features)
     for data_pass, sources, eval_source in args.plan:
         train_cols, valid_cols = first_data or load_data(args, sources, eval_source, features, device)
         first_data = None
@@ -311,26 +314,29 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         try:
             it, seconds = train_pass(args, job, clock, net, model, optimizer, train_cols, valid_cols, features,
                                      device, lr, graph, it, data_pass, sources, metrics, precision, scaler, startup,
-                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder, grad_sync=grad_sync)
+                                     resumed=it if data_pass is None else 0, bar=bar, recorder=recorder,
+                                     grad_sync=grad_sync, best=best)
         finally:
             train_cols.stop()
             bar.clear()
             recorder.flush()
         train_seconds += seconds
         if data_pass is not None:
-            metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, "auc": metrics["auc"],
-                                                     "eval_loss": metrics["eval_loss"],
-                                                     **({"auc_per_label": dict(metrics["auc_per_label"])}
-                                                        if "auc_per_label" in metrics else {})})
+            metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, **{
+                k: metrics[k] for k in ("auc", "eval_loss", *NAMES) if k in metrics}, **(
+                {"auc_per_label": dict(metrics["auc_per_label"])} if "auc_per_label" in metrics else {})})
             if rank == 0:
                 save(args.output_dir / f"pass_{data_pass}.pt", {
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it,
                     "pass": data_pass, **rng_state(device), "features": features})
                 log(f"pass {data_pass}: saved {args.output_dir / f'pass_{data_pass}.pt'}", flush=True)
+        if best.stopped:
+            break
 
     done = it - state["iteration"]
     if compiled:
         startup["compile_s"] = startup.get("first_step_s")   # the first step traces and compiles forward and backward
+    best.record(metrics)
     metrics.update(startup=startup, model=job.name, iterations=it, world_size=size, batch_size=args.batch_size,
                    global_batch_size=args.batch_size * size, device=str(device.type), cuda_graph=graph,
                    data_on_device=data_on_device, train_seconds=round(train_seconds, 3),
@@ -359,10 +365,12 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                features: dict, device: torch.device, lr: float, graph: bool, it: int, data_pass: int | None, sources: list[str],
                metrics: dict, precision: str = "fp32", scaler: LossScaler | None = None,
                startup: dict | None = None, resumed: int = 0, bar: Bar | None = None,
-               recorder: Recorder | Silent | None = None, grad_sync: GradientSync | None = None) -> tuple[int, float]:
+               recorder: Recorder | Silent | None = None, grad_sync: GradientSync | None = None,
+               best: BestTracker | None = None) -> tuple[int, float]:
     """Train --max-iter iterations or --epochs epochs on one data set from global iteration ``it`` (the learning-rate
     schedule counts on across passes); returns the new iteration and the seconds spent. ``bar``: rank 0's terminal
-    (a progress bar when it is one); ``recorder``: where every scalar point goes."""
+    (a progress bar when it is one); ``recorder``: where every scalar point goes; ``best``: told each evaluation
+    (keeps the best weights, may stop the run early)."""
     rank, size = world()
     bar = bar or Bar(active=False)
     recorder = recorder or Silent()
@@ -441,19 +449,16 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                     step.loss_sum.zero_()
                     shown_at, shown_time = it, train_seconds
                 if it % args.eval_interval == 0 or it == total:
-                    auc, eval_loss, per_label = evaluate_job(model, valid_cols, args.eval_batch_size, job.losses,
-                                                             precision, progress=progress.evaluating(eval_batches))
+                    result = evaluate_job(model, valid_cols, args.eval_batch_size, job.losses, precision,
+                                          progress=progress.evaluating(eval_batches))
                     bar.clear()
-                    log(f"iter {it}: eval AUC {auc:.4f}{per_label_text(per_label)}, eval loss {eval_loss:.4f}",
-                        flush=True)
-                    recorder.scalar("eval/auc", it, auc)
-                    for name, value in (per_label or {}).items():
-                        recorder.scalar(f"eval/auc/{name}", it, value)
-                        metrics.setdefault("auc_per_label", {})[name] = round(value, 6)
-                    recorder.scalar("eval/loss", it, eval_loss)
+                    log(f"iter {it}: {result.text()}", flush=True)
+                    result.record(recorder, metrics, it)
                     recorder.flush()
                     progress.update(it, force=True)
-                    metrics.update(auc=round(auc, 6), eval_loss=round(eval_loss, 6))
+                    if best is not None and best.observe(result, it, model):
+                        log(best.text(), flush=True)
+                        total = it          # the loops end after this iteration's snapshot
                 if args.snapshot and it % args.snapshot == 0:
                     snapshot = {"model": model_state(model), "optimizer": optimizer_state(model, optimizer)}
                     if rank == 0:

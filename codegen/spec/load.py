@@ -18,6 +18,7 @@ from ..errors import Problem, UserError, field_path
 from ..inputs import (FLT_MAX, INT32_MAX, MAX_SPEC_BYTES, UINT64_MAX, check_yaml_nesting, check_yaml_tree, decode,
                       read_text)
 from .model import Spec
+from .suggest import unknown_field_fix
 
 _UNPARSED: Any = object()
 _FAST_MAX_INDICATORS = 4000
@@ -158,7 +159,8 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
             yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "constrained-int",
                                                               "list[constrained-int]"))
             line, col = locate(tree, yaml_loc)
-            problems.append(Problem(str(path), _message(err), field_path(yaml_loc), line, col, _fix(err)))
+            fix = unknown_field_fix(Spec, loc) if err["type"] == "extra_forbidden" else _fix(err)
+            problems.append(Problem(str(path), _message(err), field_path(yaml_loc), line, col, fix))
         raise UserError(problems) from None
     return LoadedSpec(spec=spec, path=path, text=text, tree=tree)
 

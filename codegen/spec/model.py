@@ -7,6 +7,7 @@ generated ``model.py`` sees the same words. Everything derivable from the featur
 
 from __future__ import annotations
 
+import posixpath
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -461,6 +462,19 @@ class Spec(Strict):
     triton: TritonSpec = Field(default_factory=TritonSpec,
                                description="the Triton repository in generated/<name>/triton/ (on by default)")
     etl: EtlSpec | None = Field(None, description="the NVTabular ETL from raw files (ctrgen etl; generated/<name>/etl.py)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _data_from_etl(cls, data: Any) -> Any:
+        # Without data:, a spec with etl: reads what ctrgen etl writes: etl.output.dir's file lists, as written
+        # (relative to the spec's folder, as etl.output.dir is).
+        if isinstance(data, dict) and "data" not in data and isinstance(data.get("etl"), dict):
+            out = (data["etl"].get("output") or {}).get("dir") if isinstance(data["etl"].get("output"), dict) else None
+            if isinstance(out, str) and out:
+                root = out.rstrip("/") or "/"
+                data = {**data, "data": {"train": [posixpath.join(root, "train", "_file_list.txt")],
+                                         "eval": posixpath.join(root, "valid", "_file_list.txt")}}
+        return data
 
     @model_validator(mode="before")
     @classmethod

@@ -91,7 +91,7 @@ def plan_launch(ctx: SpecContext, folder: Path, out: Path, *, ranks: int, device
     if resume:
         latest = latest_checkpoint(out)
         if latest is None:
-            raise UserError.one(out, "--resume: no checkpoint_<iteration>.pt in the run folder", field="--resume",
+            raise UserError.one(out, "no checkpoint_<iteration>.pt in the run folder", field="--resume",
                                 fix="train without --resume first (checkpoints every training.snapshot iterations, or "
                                     "-- --snapshot N)")
         done, checkpoint = latest
@@ -99,7 +99,7 @@ def plan_launch(ctx: SpecContext, folder: Path, out: Path, *, ranks: int, device
         if max_iter is None and planned is not None and not continuous:
             # The trainer runs --max-iter more after the checkpoint: by default, what is left of the spec's run.
             if done >= planned:
-                raise UserError.one(checkpoint, f"--resume: the run is at iteration {done}, the spec's "
+                raise UserError.one(checkpoint, f"the run is at iteration {done}, the spec's "
                                                 f"training.max_iter is {planned}", field="--resume",
                                     fix="pass --max-iter N to train N iterations more")
             max_iter = planned - done

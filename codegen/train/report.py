@@ -16,7 +16,8 @@ from .run_folder import read_metrics, read_points, read_run
 from .svg import graph_layout, line_chart
 
 TEMPLATE = "report.html.j2"
-CHARTS = (("Loss", ("train/loss", "eval/loss")), ("Eval AUC", ("eval/auc",)),
+CHARTS = (("Loss", ("train/loss", "eval/loss")), ("Eval AUC", ("eval/auc",)), ("Eval PR-AUC", ("eval/pr_auc",)),
+          ("Eval normalized entropy", ("eval/normalized_entropy",)), ("Eval calibration", ("eval/calibration",)),
           ("Throughput (samples/s)", ("train/samples_per_second",)), ("Learning rate", ("train/lr",)))
 
 
@@ -26,6 +27,14 @@ def _template() -> jinja2.Template:
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                              keep_trailing_newline=True)
     return env.from_string(text)
+
+
+def _best(metrics: dict) -> str | None:
+    best = metrics.get("best")
+    if not isinstance(best, dict) or best.get("iteration") is None:
+        return None
+    stopped = ", stopped early" if metrics.get("stopped_early") else ""
+    return f"{best.get('metric')} {best.get('value')} at iteration {best.get('iteration')} (best/){stopped}"
 
 
 def _size(n: float) -> str:
@@ -49,6 +58,9 @@ def render_report(run_dir: Path) -> str:
         ("iterations", f"{metrics.get('iterations')} (batch {metrics.get('batch_size')} per rank, "
                        f"{metrics.get('world_size')} rank(s), global {metrics.get('global_batch_size')})"),
         ("eval AUC", metrics.get("auc")), ("eval loss", metrics.get("eval_loss")),
+        ("eval normalized entropy / calibration / PR-AUC", f"{metrics.get('normalized_entropy')} / "
+                                                           f"{metrics.get('calibration')} / {metrics.get('pr_auc')}"),
+        ("best evaluation", _best(metrics)),
         ("train loss", metrics.get("train_loss")),
         ("throughput", f"{metrics.get('samples_per_second', 0):,.0f} samples/s over "
                        f"{metrics.get('train_seconds')} s of training"),

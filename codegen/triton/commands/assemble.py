@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path, PurePosixPath
 
 import click
@@ -44,6 +45,8 @@ The result is the repository to mount at triton.model_root (default /model) in t
   <out>/ps.json, <out>/<name>/1/{<name>.json, <prefix>_dense_<N>.model, <prefix><i>_sparse_<N>.model/},
   <out>/<name>_nvt/1/{model.py, workflow/}, <out>/<name>_ens/1/
 With --checkpoint: <out>/<name>/1/{model.py, train_torch.py, model.pt, features.json} (python backend), no ps.json;
+--checkpoint RUN_DIR deploys RUN_DIR/best when the run kept it, RUN_DIR/last its last weights, RUN_DIR/checkpoint_200.pt
+a snapshot; MANIFEST.json's "checkpoint" records which;
 the preprocessing model and the ensemble are triton/'s (generated/<name>/triton_torch/ holds only the model step).
 Either way <out>/codegen/runtime/ is ctrgen's runtime (one copy for every python model) and <out>/MANIFEST.json
 records its version.
@@ -64,7 +67,9 @@ for a server of N cores. A count set in the spec is kept.
 @click.option("--weights", type=click.Path(path_type=Path),
               help="HugeCTR: folder holding the trained files ps.json names (dense file, one sparse folder per table)")
 @click.option("--checkpoint", type=click.Path(path_type=Path),
-              help="PyTorch: the --output-dir of train_torch.py (model.pt, features.json); assembles triton_torch/")
+              help="PyTorch: the --output-dir of train_torch.py (its best/ weights when it kept them, else "
+                   "model.pt), RUN_DIR/last (the last weights), RUN_DIR/best, or a checkpoint_<iter>.pt; assembles "
+                   "triton_torch/")
 @click.option("--out", callback=out_path, metavar="DIR", required=True, help="the repository to write")
 @click.option("--generated", type=click.Path(path_type=Path),
               help="the model's generated folder, holding triton/ and triton_torch/ (default: generated/<name>/ "
@@ -80,6 +85,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     features.json it was trained on, which must equal the generated one)."""
     from ...pipeline import open_spec, render_spec
     from ..deploy.assemble import assemble, check_generated
+    from ..deploy.checkpoint_choice import chosen_checkpoint
 
     if (weights is None) == (checkpoint is None):
         raise UserError.one(spec, "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)",
@@ -98,10 +104,17 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     generated = generated or ctx.root / "generated" / rendered.name
     check_generated(generated, rendered.files, plan.step, ctx.display)
     features_json = rendered.files.get(PurePosixPath("features.json"), "")
-    result = assemble(plan, generated, workflow=workflow, weights=checkpoint if torch else weights, out=out,
-                      force=force, features_json=features_json,
-                      train_torch=rendered.files.get(PurePosixPath("train_torch.py"), ""),
-                      check_workflow=lock_checker(ctx), cores=cores)
+    with ExitStack() as stack:
+        choice = stack.enter_context(chosen_checkpoint(checkpoint)) if checkpoint is not None else None
+        result = assemble(plan, generated, workflow=workflow, weights=choice.folder if choice else weights, out=out,
+                          force=force, features_json=features_json,
+                          train_torch=rendered.files.get(PurePosixPath("train_torch.py"), ""),
+                          check_workflow=lock_checker(ctx), cores=cores,
+                          manifest={"checkpoint": choice.manifest} if choice else None)
+    if choice is not None:
+        m = choice.manifest
+        click.echo(f"weights: {m['weights']}" + (f" (iteration {m['iteration']})" if m["iteration"] is not None
+                                                 else "") + f" from {m['path']}", err=True)
     for rel in result.copied:
         click.echo(f"added {rel}", err=True)
     for note in result.counts:

@@ -26,9 +26,9 @@ def runtime_files() -> dict[PurePosixPath, bytes]:
     return files
 
 
-def write_runtime(root: Path) -> list[str]:
-    """Write the runtime and MANIFEST.json (its version, each file's sha256) into the repository ``root``; returns
-    the paths written, relative to it."""
+def write_runtime(root: Path, extra: dict | None = None) -> list[str]:
+    """Write the runtime and MANIFEST.json (its version, each file's sha256, and ``extra``'s keys) into the
+    repository ``root``; returns the paths written, relative to it."""
     files = runtime_files()
     for rel, data in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -36,5 +36,6 @@ def write_runtime(root: Path) -> list[str]:
     manifest = {"ctrgen_version": __version__,
                 "runtime": {"version": __version__, "package": str(PACKAGE / "runtime"),
                             "files": {str(rel): hashlib.sha256(data).hexdigest() for rel, data in files.items()}}}
+    manifest.update(extra or {})
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return [str(PACKAGE), MANIFEST]
