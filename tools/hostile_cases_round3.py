@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -243,22 +244,28 @@ def _trainer(*flags: str, prepare: Callable[[Path], Any] = lambda d: None) -> Ca
         prepare(d)
         argv = ["--train", str(d / "train"), "--eval", str(d / "valid"), "--device", "cpu", "--max-iter", "2",
                 "--batch-size", "64", "--display", "1", "--eval-interval", "2", "--snapshot", "0",
-                "--max-eval-batches", "1", "--threads", "1", "--output-dir", str(d / "run"), *flags]
+                "--max-eval-batches", "1", "--threads", "1", "--output-dir", str(d / "run"), *(f.replace("{d}", str(d)) for f in flags)]
         return Run(d, call=lambda: _run_trainer(argv))
     return build
 
 
 def _run_trainer(argv: list[str]) -> None:
+    import contextlib
     import importlib.util
+    import io
 
-    from codegen.errors import UserError
+    from codegen.errors import Located
 
     spec = importlib.util.spec_from_file_location("hostile_train", REPO / "generated" / "movielens" / "train_torch.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    if module.main(argv) == 2:
-        raise UserError([])     # the trainer printed its one line
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = module.main(argv)
+    sys.stderr.write(err.getvalue()) if code != 2 else None
+    if code == 2:       # the trainer's one line ("error: ..."), as the refusal
+        raise Located(err.getvalue().strip())
 
 
 def _hold_lock(d: Path) -> None:
@@ -286,7 +293,7 @@ TRAINERS: dict[str, tuple[Callable[[Path], Run], str]] = {
         ("--seed", str(2**70)), ("--max-eval-batches", "0"), ("--max-eval-batches", "-1"), ("--lr", "nan"),
         ("--lr", "inf"), ("--lr", "0"), ("--epochs", "0"))},
     "output_dir_a_file": (_trainer(prepare=lambda d: (d / "run").write_text("x")), "--output-dir .*is a file"),
-    "output_dir_under_a_file": (_trainer("--output-dir", "f/run", prepare=lambda d: (d / "f").write_text("x")),
+    "output_dir_under_a_file": (_trainer("--output-dir", "{d}/f/run", prepare=lambda d: (d / "f").write_text("x")),
                                 "--output-dir .*not a folder"),
     "label_5": (_trainer(prepare=lambda d: _parquet(d / "train" / "part_0.parquet", rating=5.0)), "outside \\[0, 1\\]"),
     "label_nan": (_trainer(prepare=lambda d: _parquet(d / "train" / "part_0.parquet", rating=float("nan"))),
@@ -295,11 +302,11 @@ TRAINERS: dict[str, tuple[Callable[[Path], Run], str]] = {
                   "label column 'rating': row 0 is -inf"),
     "empty_eval": (_trainer(prepare=lambda d: _parquet(d / "valid" / "part_0.parquet", rows=0)), "no evaluation rows"),
     "data_fifo": (_trainer(prepare=lambda d: fifo(d / "train" / "part_0.parquet")), "not a regular file"),
-    "features_fifo": (_trainer("--features", "f.json", prepare=lambda d: fifo(d / "f.json")), "not a regular file"),
+    "features_fifo": (_trainer("--features", "{d}/f.json", prepare=lambda d: fifo(d / "f.json")), "not a regular file"),
     "features_dev_zero": (_trainer("--features", "/dev/zero"), "not a regular file"),
-    "features_huge": (_trainer("--features", "f.json", prepare=lambda d: big_sparse(d / "f.json", 3 << 30)),
+    "features_huge": (_trainer("--features", "{d}/f.json", prepare=lambda d: big_sparse(d / "f.json", 3 << 30)),
                       "over 16 MiB"),
-    "features_deep": (_trainer("--features", "f.json", prepare=lambda d: (d / "f.json").write_text("[" * 100_000)),
+    "features_deep": (_trainer("--features", "{d}/f.json", prepare=lambda d: (d / "f.json").write_text("[" * 100_000)),
                       "nests more than 64"),
 }
 for vname, (build, reason) in TRAINERS.items():
