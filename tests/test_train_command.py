@@ -10,6 +10,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -209,7 +210,7 @@ def test_two_ranks_on_the_cpu(project, tmp_path):
                  "--eval-interval", "10", "--snapshot", "0", "--max-eval-batches", "2", "--eval-batch-size", "256",
                  out=tmp_path / "run")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "-m torch.distributed.run --standalone --nproc_per_node=2 " in proc.stderr.splitlines()[0]
+    assert "-m codegen.train.torchrun --standalone --nproc_per_node=2 " in proc.stderr.splitlines()[0]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 10
     assert [s for s, _ in points(tmp_path / "run")["eval/auc"]] == [10]     # rank 0 alone records
@@ -351,3 +352,54 @@ def test_resume_runs_what_is_left_of_the_spec_run(project, tmp_path):
         plan_launch(ctx, folder, tmp_path, ranks=1, device="cpu", max_iter=None, resume=True, extra=(),
                     continuous=False)
     assert "the run is at iteration 2000, the spec's training.max_iter is 2000" in exc.value.format()
+
+
+# ---- hostile inputs (issue 43, third round) ------------------------------------------------------------------------
+
+def test_more_ranks_than_files_is_the_ranks_one_line(project, tmp_path):
+    """Every rank refuses with the same line; torchrun's ChildFailedError traceback and log records are not shown."""
+    proc = train(project, "--ranks", "3", "--max-iter", "5", out=tmp_path / "run")
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 2 and lines[0].startswith("$ "), proc.stderr
+    assert lines[1].startswith("error: ") and "2 training file(s) for 3 ranks" in lines[1]
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_out_that_is_a_file_or_under_one_is_one_line(project, tmp_path):
+    (tmp_path / "f").write_text("x")
+    for out, needle in ((tmp_path / "f", "is a file"), (tmp_path / "f" / "run", "which is not a folder")):
+        proc = run_ctrgen("train", str(project["spec"]), "--out", str(out), cwd=project["root"])
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and needle in proc.stderr, proc.stderr
+    assert (tmp_path / "f").read_text() == "x"
+
+
+def test_a_second_run_into_a_used_folder_is_refused_and_force_starts_afresh(project, run, tmp_path):
+    out = tmp_path / "run"
+    subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
+    proc = train(project, "--max-iter", "10", out=out)
+    assert proc.returncode == 2 and proc.stderr.splitlines()[1:] == [proc.stderr.splitlines()[-1]], proc.stderr
+    assert "holds an earlier run" in proc.stderr and "--force" in proc.stderr
+    proc = train(project, "--force", "--max-iter", "10", "--", "--snapshot", "0", "--display", "10", out=out)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert not list(out.glob("checkpoint_*.pt")) and [s for s, _ in points(out)["train/loss"]] == [10]
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_ctrl_c_is_one_line_and_130(project, tmp_path, ranks):
+    """Ctrl-C (SIGINT to the foreground group: ctrgen, torchrun, the ranks) once training runs: no traceback."""
+    argv = [sys.executable, "-m", "codegen", "train", str(project["spec"]), "--device", "cpu", "--max-iter", "100000",
+            "--out", str(tmp_path / "run"), *(["--ranks", "2"] if ranks == 2 else []), "--", "--batch-size", "64",
+            "--display", "20", "--snapshot", "0", "--eval-interval", "100000"]
+    # Python's own SIGINT handler in the child, also where this process ignores SIGINT (a background job).
+    launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    env = {**os.environ, **ENV, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", launcher, *argv], cwd=project["root"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:                 # training has started: its first log line of a step
+        if line.startswith(b"iter "):
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = err.decode().splitlines()
+    assert proc.returncode == 130 and lines[1:] == ["ctrgen: interrupted"], err.decode()[-3000:]

@@ -8,10 +8,11 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from hostile_cases import ETL, REPO, ROWS, SPEC, _etl, add, big_sparse, dump, spec_folder
+from hostile_cases import ETL, REPO, ROWS, SPEC, _etl, add, big_sparse, dump, fifo, spec_folder
 from hostile_outcomes import Run
 
 # ---- ctrgen report: a run folder (run.json, metrics.json, metrics.jsonl) --------------------------------------------
@@ -217,3 +218,99 @@ def _writefile_notebook(d: Path) -> Run:
 
 
 add("import", "writefile_20000_cells", _writefile_notebook, "refused", reason="no hugectr.Model")
+
+
+# ---- the generated trainer (generated/movielens/train_torch.py, in the case's process) -----------------------------
+
+_HELD: list = []        # lock files a case holds for its run (another run writing into the folder)
+
+
+def _parquet(path: Path, rows: int = 512, rating: Any = None) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ratings = [float(i % 2) for i in range(rows)] if rating is None else [rating] + [1.0] * (rows - 1)
+    pq.write_table(pa.table({"rating": pa.array(ratings, pa.float32()),
+                             "userId": pa.array([i % 1000 for i in range(rows)], pa.int64()),
+                             "movieId": pa.array([i % 500 for i in range(rows)], pa.int64())}), path)
+
+
+def _trainer(*flags: str, prepare: Callable[[Path], Any] = lambda d: None) -> Callable[[Path], Run]:
+    """The trainer on two small Parquet files (train/, valid/), a few steps, output into run/."""
+    def build(d: Path) -> Run:
+        for split in ("train", "valid"):
+            (d / split).mkdir(parents=True)
+            _parquet(d / split / "part_0.parquet")
+        prepare(d)
+        argv = ["--train", str(d / "train"), "--eval", str(d / "valid"), "--device", "cpu", "--max-iter", "2",
+                "--batch-size", "64", "--display", "1", "--eval-interval", "2", "--snapshot", "0",
+                "--max-eval-batches", "1", "--threads", "1", "--output-dir", str(d / "run"), *(f.replace("{d}", str(d)) for f in flags)]
+        return Run(d, call=lambda: _run_trainer(argv))
+    return build
+
+
+def _run_trainer(argv: list[str]) -> None:
+    import contextlib
+    import importlib.util
+    import io
+
+    from codegen.errors import Located
+
+    spec = importlib.util.spec_from_file_location("hostile_train", REPO / "generated" / "movielens" / "train_torch.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = module.main(argv)
+    sys.stderr.write(err.getvalue()) if code != 2 else None
+    if code == 2:       # the trainer's one line ("error: ..."), as the refusal
+        raise Located(err.getvalue().strip())
+
+
+def _hold_lock(d: Path) -> None:
+    import fcntl
+
+    (d / "run").mkdir()
+    fh = open(d / "run" / "run.lock", "a+")
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    fh.write("pid 4242: an earlier trainer\n")
+    fh.flush()
+    _HELD.append(fh)
+
+
+def _used(d: Path) -> None:
+    (d / "run").mkdir()
+    (d / "run" / "metrics.jsonl").write_text('{"step": 1, "tag": "train/loss", "value": 0.5}\n')
+
+
+TRAINERS: dict[str, tuple[Callable[[Path], Run], str]] = {
+    "used_run_folder": (_trainer(prepare=_used), "holds an earlier run"),
+    "run_folder_locked": (_trainer(prepare=_hold_lock), "another run is writing into it"),
+    "batch_size_99999999": (_trainer("--batch-size", "99999999"), "--batch-size 99999999"),
+    **{f"{flag.strip('-').replace('-', '_')}_{value}": (_trainer(flag, value), f"error: {flag} ") for flag, value in (
+        ("--display", "0"), ("--eval-interval", "0"), ("--snapshot", "-5"), ("--max-iter", "-5"), ("--seed", "-1"),
+        ("--seed", str(2**70)), ("--max-eval-batches", "0"), ("--max-eval-batches", "-1"), ("--lr", "nan"),
+        ("--lr", "inf"), ("--lr", "0"), ("--epochs", "0"))},
+    "output_dir_a_file": (_trainer(prepare=lambda d: (d / "run").write_text("x")), "--output-dir .*is a file"),
+    "output_dir_under_a_file": (_trainer("--output-dir", "{d}/f/run", prepare=lambda d: (d / "f").write_text("x")),
+                                "--output-dir .*not a folder"),
+    "label_5": (_trainer(prepare=lambda d: _parquet(d / "train" / "part_0.parquet", rating=5.0)), "outside \\[0, 1\\]"),
+    "label_nan": (_trainer(prepare=lambda d: _parquet(d / "train" / "part_0.parquet", rating=float("nan"))),
+                  "label column 'rating': row 0 is nan"),
+    "label_inf": (_trainer(prepare=lambda d: _parquet(d / "valid" / "part_0.parquet", rating=float("-inf"))),
+                  "label column 'rating': row 0 is -inf"),
+    "empty_eval": (_trainer(prepare=lambda d: _parquet(d / "valid" / "part_0.parquet", rows=0)), "no evaluation rows"),
+    "data_fifo": (_trainer(prepare=lambda d: fifo(d / "train" / "part_0.parquet")), "not a regular file"),
+    "features_fifo": (_trainer("--features", "{d}/f.json", prepare=lambda d: fifo(d / "f.json")), "not a regular file"),
+    "features_dev_zero": (_trainer("--features", "/dev/zero"), "not a regular file"),
+    "features_huge": (_trainer("--features", "{d}/f.json", prepare=lambda d: big_sparse(d / "f.json", 3 << 30)),
+                      "over 16 MiB"),
+    "features_deep": (_trainer("--features", "{d}/f.json", prepare=lambda d: (d / "f.json").write_text("[" * 100_000)),
+                      "nests more than 64"),
+}
+for vname, (build, reason) in TRAINERS.items():
+    add("trainer", vname, build, "refused", reason=reason,
+        quick=vname in ("used_run_folder", "batch_size_99999999", "lr_nan", "label_5", "features_fifo"))
+add("trainer", "clean_run", _trainer(), "accepted",
+    check=lambda d: "" if (d / "run" / "model.pt").is_file() else "silent wrong: no model.pt written")

@@ -37,6 +37,8 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--features", type=Path, default=Path(script).resolve().with_name(FEATURES_FILE),
                     help="features.json (default: beside this script)")
     ap.add_argument("--output-dir", type=Path, default=Path(job.name + "_torch"), help="checkpoints and metrics")
+    ap.add_argument("--force", action="store_true", help="start afresh in an --output-dir an earlier run wrote "
+                                                         "(its files are removed; default: refused)")
     ap.add_argument("--max-iter", type=int, help=f"training iterations, steps of every rank (spec: {d['max_iter']})")
     ap.add_argument("--epochs", type=int, help=f"train whole epochs instead (spec: {d['num_epochs']})")
     ap.add_argument("--batch-size", type=int, default=d["batch_size"], help="batch per rank")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import json
 import queue
 import threading
 from pathlib import Path
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from .checks import check_finite, read_json, read_text, regular_file
 from .contract import FEATURES_FORMATS, layout_of, local_path
 from .errors import DataError
 from .kernels import RowKernels
@@ -23,12 +23,7 @@ from .kernels import RowKernels
 
 def load_features(path: Path, layout: dict) -> dict:
     """features.json, refused unless its columns are ``layout`` (what the generated code was written for)."""
-    try:
-        features = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read the features file ({exc.strerror}) (fix: pass --features)") from None
-    except ValueError as exc:
-        raise DataError(f"{path}: not JSON ({exc})") from None
+    features = read_json(path, "features file", "pass --features the features.json generated with this script")
     if not isinstance(features, dict) or features.get("ctrgen_torch_features") not in FEATURES_FORMATS:
         raise DataError(f"{path}: not a ctrgen features file (fix: use the features.json generated with this script)")
     if layout_of(features) != layout:
@@ -47,12 +42,9 @@ def data_files(source: str) -> list[Path]:
         files = sorted(path.glob("*.parquet"), key=lambda p: (len(p.name), p.name))
         if not files:
             raise DataError(f"{path}: no .parquet files in this folder")
-        return files
+        return _regular(files)
     if path.suffix == ".txt":
-        try:
-            lines = path.read_text(encoding="utf-8").split()
-        except OSError as exc:
-            raise DataError(f"{path}: cannot read the file list ({exc.strerror})") from None
+        lines = read_text(path, "file list", "pass a _file_list.txt, a folder or .parquet files").split()
         if not lines or not lines[0].isdigit() or int(lines[0]) != len(lines) - 1:
             raise DataError(f"{path}: not a file list (a count, then one path per line)")
         files = []
@@ -63,10 +55,17 @@ def data_files(source: str) -> list[Path]:
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
             raise DataError(f"{path}: listed file {missing[0]} not found")
-        return files
-    if path.is_file():
-        return [path]
+        return _regular(files)
+    if path.exists() and not path.is_dir():
+        return _regular([path])
     raise DataError(f"{path}: not found (fix: pass a to_parquet output folder, its _file_list.txt or .parquet files)")
+
+
+def _regular(files: list[Path]) -> list[Path]:
+    """Data files are regular files: Parquet's reader blocks forever on a FIFO."""
+    for f in files:
+        regular_file(f, "data file", "pass Parquet files, a folder of them or a _file_list.txt")
+    return files
 
 
 def _check_type(file: Path, name: str, typ: pa.DataType, kind: str, want: str) -> None:
@@ -119,16 +118,17 @@ def table_arrays(table: pa.Table, features: dict, file: Path) -> list[np.ndarray
     the lists] of a table read from `file`, its ids checked against the cardinalities."""
     n = table.num_rows
 
-    def numbers(cols: list[dict]) -> np.ndarray:
+    def numbers(cols: list[dict], kind: str) -> np.ndarray:
         out = np.zeros((n, len(cols)), dtype=np.float32)
         for j, c in enumerate(cols):
             column = table.column(c["name"]).combine_chunks()
             if column.null_count:
                 raise DataError(f"{file}: column {c['name']!r} has {column.null_count} null value(s)")
             out[:, j] = to_numpy(column)
+            check_finite(file, c["name"], out[:, j], kind)
         return out
 
-    arrays = [numbers(features["labels"]), numbers(features["continuous"])]
+    arrays = [numbers(features["labels"], "label"), numbers(features["continuous"], "continuous")]
     for s in features["sparse"]:
         ids = np.full((n, len(s["columns"]), s["nnz"]), -1, dtype=np.int64)
         for j, c in enumerate(s["columns"]):

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from .run_folder import kept_points
+
 METRICS_JSONL = "metrics.jsonl"
 TENSORBOARD_DIR = "tensorboard"
 BAR_WIDTH = 24
@@ -110,10 +112,7 @@ class Recorder:
 
     def __init__(self, folder: Path, tensorboard: bool, resumed: int | None):
         self.path = folder / METRICS_JSONL
-        kept = ""
-        if resumed is not None and self.path.is_file():
-            kept = "".join(line for line in self.path.read_text(encoding="utf-8").splitlines(keepends=True)
-                           if line.strip() and json.loads(line)["step"] <= resumed)
+        kept = kept_points(self.path, resumed) if resumed is not None else ""
         self.handle = self.path.open("w", encoding="utf-8")
         self.handle.write(kept)
         self.writer = None

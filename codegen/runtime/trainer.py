@@ -14,7 +14,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from . import run_folder
 from .checkpoint import resume, rng_state, save
+from .checks import agree, check_args, check_split
 from .cli import parse_args
 from .compiled import compile_model
 from .contract import FEATURES_FILE
@@ -144,7 +146,7 @@ def data_placement(asked: str, nbytes: int, device: torch.device) -> str:
 
 
 def load_data(args, sources: list[str], eval_source: str, features: dict,
-              device: torch.device) -> tuple[Columns | Stream, Columns]:
+              device: torch.device, losses=None) -> tuple[Columns | Stream, Columns]:
     """This rank's training files and evaluation rows; a problem on any rank stops every rank."""
     rank, size = world()
     problem = ""
@@ -167,17 +169,20 @@ def load_data(args, sources: list[str], eval_source: str, features: dict,
             train = Columns(read_split(mine, features), device, place == "gpu" or device.type == "cpu")
         valid = Columns(eval_arrays, device, place != "host" or device.type == "cpu")
         train.placement = place if device.type == "cuda" else "host" if place == "gpu" else place
+        check_split(args, train, valid, losses)
     except DataError as exc:
         problem = str(exc)
-    failed = all_reduce(torch.tensor([1 if problem else 0], device=device), dist.ReduceOp.MAX)
-    if failed.item():
-        raise DataError(problem or "another rank could not read its data (see its message)")
+    problem = agree(problem, device)
+    if problem:
+        raise DataError(problem)
     assert train is not None and valid is not None
     return train, valid
 
 
 def train(args, job: Job, model_class, clock: Clock) -> dict:
     """Train ``model_class`` (the generated Model) as ``args`` and ``job`` say; returns metrics.json's content."""
+    check_args(args)        # every check before the run folder is made: a refused run writes nothing
+    run_folder.check(args.output_dir, args.resume is not None, getattr(args, "force", False))
     threads, why = choose_threads(args.threads, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     torch.set_num_threads(threads)
     device = setup(args)
@@ -245,7 +250,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     # optimizer is made (DenseOptimizer, not torch.optim: its first use imports torch._dynamo, seconds of start-up).
     mark = time.perf_counter()
     _, sources, eval_source = args.plan[0]
-    first_data: tuple | None = load_data(args, sources, eval_source, features, device)
+    first_data: tuple | None = load_data(args, sources, eval_source, features, device, job.losses)
     startup["data_load_s"] = round(time.perf_counter() - mark, 3)
     mark = time.perf_counter()
     lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
@@ -280,7 +285,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         state = resume(args.resume, model, optimizer, features, device, sharded)
         log(f"resumed from {args.resume}: iteration {state['iteration']}"
             + (f", after pass {state['pass']}" if state.get("pass") else ""))
-    args.output_dir.mkdir(parents=True, exist_ok=True)
+    run_folder.claim_for_run(args, rank, device)
     recorder: Recorder | Silent = Silent()
     if rank == 0:
         recorder = Recorder(args.output_dir, tensorboard=args.tensorboard is not False and tensorboard_available(),
@@ -305,7 +310,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
     best = BestTracker.from_args(args, features)
     for data_pass, sources, eval_source in args.plan:
-        train_cols, valid_cols = first_data or load_data(args, sources, eval_source, features, device)
+        train_cols, valid_cols = first_data or load_data(args, sources, eval_source, features, device, job.losses)
         first_data = None
         graph = graph_ok and train_cols.tensors[0].is_cuda
         train_cols.kernels = compiled and train_cols.tensors[0].is_cuda and isinstance(train_cols, Columns)
@@ -349,6 +354,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     final = model_state(model)      # whole tables: every rank sends its shards to rank 0
     recorder.close()
     if rank == 0:
+        run_folder.release(args.output_dir)
         save(args.output_dir / "model.pt", final)
         (args.output_dir / FEATURES_FILE).write_text(json.dumps(features, indent=2) + "\n", encoding="utf-8")
         (args.output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n",
@@ -460,6 +466,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                         log(best.text(), flush=True)
                         total = it          # the loops end after this iteration's snapshot
                 if args.snapshot and it % args.snapshot == 0:
+                    recorder.flush()        # every point up to a checkpoint is on disk before it (kill -9, --resume)
                     snapshot = {"model": model_state(model), "optimizer": optimizer_state(model, optimizer)}
                     if rank == 0:
                         save(args.output_dir / f"checkpoint_{it}.pt", {**snapshot, "iteration": it,
@@ -473,11 +480,14 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
 
 
 def main(job: Job, model_class, argv=None, *, script: str, clock: Clock) -> int:
-    """A generated train_torch.py's main(): its command line, then training; bad input is one line, exit status 2."""
-    args = parse_args(job, script, argv)
+    """A generated train_torch.py's main(): its command line, then training; bad input is one line, exit status 2;
+    Ctrl-C is exit status 130 without a traceback (ctrgen train says it in one line)."""
     try:
+        args = parse_args(job, script, argv)
         train(args, job, model_class, clock)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,10 +33,12 @@ Then: ctrgen report runs/movielens, tensorboard --logdir runs/movielens/tensorbo
               "training.max_iter; with --resume, what is left of it after the checkpoint)")
 @click.option("--resume", is_flag=True, help="continue from the latest checkpoint_<iteration>.pt in the run folder")
 @click.option("--out", callback=out_path, metavar="DIR", help="run folder (default: runs/<name> beside generated/)")
+@click.option("--force", is_flag=True, help="start afresh in a run folder an earlier run wrote (its checkpoints, "
+              "metrics and model are removed; default: refused)")
 @click.option("--regenerate", is_flag=True, help="regenerate generated/<name>/ when `ctrgen check` finds it stale "
               "(default: refuse with the command to run)")
 def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: str | None, ranks: int | None,
-                  max_iter: int | None, resume: bool, out: Path | None, regenerate: bool) -> None:
+                  max_iter: int | None, resume: bool, out: Path | None, force: bool, regenerate: bool) -> None:
     """Run generated/<name>/train_torch.py for SPEC on the data it names (etl.output.dir's train/ and valid/, else
     data:) with the spec's solver and training settings. The command is printed first; the run folder gets the
     checkpoints, model.pt, metrics.json, metrics.jsonl, tensorboard/ (with the tensorboard package) and run.json
@@ -46,6 +47,7 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     from ..pipeline import open_spec, render_spec
     from .launch import TRAINER, gpu_count, plan_launch
     from ..runtime.progress import TENSORBOARD_DIR
+    from .child import run_trainer
     from .record import RUN_FILE, run_record, write_json
 
     if gpus is not None and device == "cpu":
@@ -54,6 +56,8 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     if ranks is not None and device != "cpu":
         raise UserError.one(spec, "--ranks is for CPU processes", field="--ranks",
                             fix="add --device cpu, or use --gpus N for GPUs")
+    if out is not None:
+        check_run_folder(out)
     ctx = open_spec(spec)
     rendered = render_spec(ctx)
     if TRAINER not in rendered.files:
@@ -78,19 +82,29 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
         device = "cuda"
     run = out if out is not None else ctx.root / "runs" / rendered.name
     launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
-                         resume=resume, extra=extra, continuous=rendered.job.continuous is not None)
+                         resume=resume, extra=("--force", *extra) if force else extra, continuous=rendered.job.continuous is not None)
     # This checkout's codegen.runtime, whichever ctrgen the environment installs.
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
     record = run_record(ctx, rendered, launch)
     click.echo("$ " + shlex.join([f"PYTHONPATH={env['PYTHONPATH']}", *launch.argv]), err=True)
-    code = subprocess.run(launch.argv, env=env).returncode
+    code = run_trainer(launch.argv, env)
     if code == 0:       # the run's record once it finished (a refused or failed run leaves none)
         write_json(run / RUN_FILE, record)
         click.echo(f"run folder   {run}\nreport       ctrgen report {run}", err=True)
         if (run / TENSORBOARD_DIR).is_dir():
             click.echo(f"TensorBoard  tensorboard --logdir {run / TENSORBOARD_DIR}", err=True)
     sys.exit(code)
+
+
+def check_run_folder(out: Path) -> None:
+    """--out is a folder or can be made one: not a file, nor under one."""
+    for part in (out, *out.parents):
+        if os.path.lexists(part):
+            if not part.is_dir():
+                where = "is a file, not a folder" if part == out else f"is under {part}, which is not a folder"
+                raise UserError.one(out, where, field="--out", fix="name a folder for the run, e.g. --out runs/m")
+            return
 
 
 @click.command(short_help="Write one self-contained HTML page of a training run.")

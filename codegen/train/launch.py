@@ -69,10 +69,11 @@ def gpu_count() -> int:
 
 
 def launcher(ranks: int) -> list[str]:
-    """python, or torchrun (torch.distributed.run) with ``ranks`` processes on this machine."""
+    """python, or torchrun (torch.distributed.run, through codegen.train.torchrun: a failed rank's one line without
+    torchrun's traceback) with ``ranks`` processes on this machine."""
     if ranks <= 1:
         return [sys.executable]
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}"]
+    return [sys.executable, "-m", "codegen.train.torchrun", "--standalone", f"--nproc_per_node={ranks}"]
 
 
 def plan_launch(ctx: SpecContext, folder: Path, out: Path, *, ranks: int, device: str | None, max_iter: int | None,
