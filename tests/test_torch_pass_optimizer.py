@@ -117,7 +117,7 @@ def test_a_continuous_pass_imports_no_dynamo_and_refuses_torch_optim_state(tmp_p
     old["optimizer"] = [torch.optim.Adam(dense).state_dict(), torch.optim.SparseAdam(tables).state_dict()]
     torch.save(old, tmp_path / "out" / "pass_1.pt")
     proc = run_warm([sys.executable, str(REPO / "generated" / NAME / "train_torch.py"), "--device", "cpu",
-                     "--passes", "2", "--output-dir", str(tmp_path / "out"),
+                     "--passes", "2", "--batch-size", "128", "--output-dir", str(tmp_path / "out"),
                      "--pass-train", str(tmp_path / "pass1"), "--pass-eval", str(tmp_path / "valid"),
                      "--pass-train", str(tmp_path / "pass2"), "--pass-eval", str(tmp_path / "valid")],
                     env=env, cwd=str(tmp_path), timeout=300)

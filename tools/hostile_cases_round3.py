@@ -291,7 +291,7 @@ TRAINERS: dict[str, tuple[Callable[[Path], Run], str]] = {
     **{f"{flag.strip('-').replace('-', '_')}_{value}": (_trainer(flag, value), f"error: {flag} ") for flag, value in (
         ("--display", "0"), ("--eval-interval", "0"), ("--snapshot", "-5"), ("--max-iter", "-5"), ("--seed", "-1"),
         ("--seed", str(2**70)), ("--max-eval-batches", "0"), ("--max-eval-batches", "-1"), ("--lr", "nan"),
-        ("--lr", "inf"), ("--lr", "0"), ("--epochs", "0"))},
+        ("--lr", "inf"), ("--lr", "-0.1"), ("--epochs", "0"))},
     "output_dir_a_file": (_trainer(prepare=lambda d: (d / "run").write_text("x")), "--output-dir .*is a file"),
     "output_dir_under_a_file": (_trainer("--output-dir", "{d}/f/run", prepare=lambda d: (d / "f").write_text("x")),
                                 "--output-dir .*not a folder"),

@@ -57,7 +57,7 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
             if absent:
                 raise Refusal(f"hugectr.{absent}", call.line, "remove the call or target a release that has it")
         if names is not None and len(call.args) > len(names):
-            _more_than_the_release_has(call, names, version or _VERSION[0])
+            _positionals_past_the_signature(call, names, version or _VERSION[0])
         if names is None or len(call.args) > len(names):
             raise Refusal(f"hugectr.{call.func} with {len(call.args)} positional argument(s) cannot be read",
                           call.line, "pass the arguments by keyword")
@@ -69,7 +69,7 @@ def kwargs_of(call: Call, version: str | None = None) -> dict:
     return out
 
 
-def _more_than_the_release_has(call: Call, names: tuple, release: str | None) -> None:
+def _positionals_past_the_signature(call: Call, names: tuple, release: str | None) -> None:
     """More positional arguments than ``release``'s signature has: where another release's signature starts with the
     same parameters and has more, the cause is the argument this release lacks (named as with keywords)."""
     from ..hugectr import api

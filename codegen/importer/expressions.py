@@ -8,30 +8,14 @@ from typing import Any, Callable
 
 from ..errors import Located
 from . import builtins as B
+from .containers import (DICT_METHODS, LIST_METHODS, SET_METHODS, STR_METHODS, constant, folded,
+                         set_in_order)
 from .scopes import (MAX_DEPTH, BoundMethod, Class, Frame, Function, Instance, Raised, Return, Unk,
                      bind_parameters, col_of, stored_names)
 from .values import HomePath, ModuleConstants, Namespace, Unknown, comparable
 
 # Exceptions CPython's own operations raise on the values the evaluator hands them: the script raises them too.
 _PYTHON_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, AssertionError)
-
-# Methods of the built-in containers and strings, by what they need: (mutates, needs plain arguments).
-_LIST_METHODS = {"append": (True, False), "extend": (True, False), "insert": (True, False), "pop": (True, False),
-                 "reverse": (True, False), "clear": (True, False), "copy": (False, False),
-                 "index": (False, True), "count": (False, True), "remove": (True, True), "sort": (True, True)}
-_DICT_METHODS = {"get": (False, False), "keys": (False, False), "values": (False, False), "items": (False, False),
-                 "setdefault": (True, False), "update": (True, False), "pop": (True, False), "copy": (False, False),
-                 "clear": (True, False), "popitem": (True, False)}
-_SET_METHODS = {"add": (True, True), "update": (True, True), "discard": (True, True), "remove": (True, True),
-                "union": (False, True), "intersection": (False, True), "difference": (False, True), "clear": (True, False),
-                "issubset": (False, True), "issuperset": (False, True), "copy": (False, False)}
-_STR_METHODS = frozenset({"join", "replace", "strip", "lower", "upper", "split", "rstrip", "lstrip", "startswith",
-                          "endswith", "capitalize", "title", "zfill", "rsplit", "find", "count", "isdigit",
-                          "splitlines", "partition", "rpartition", "center", "ljust", "rjust", "format",
-                          "index", "rfind", "rindex", "isalpha", "isalnum", "isdecimal", "isnumeric", "isspace",
-                          "islower", "isupper", "isidentifier", "istitle", "casefold", "swapcase", "removeprefix",
-                          "removesuffix", "expandtabs"})
-
 
 class Expressions:
     source: str
@@ -171,12 +155,12 @@ class Expressions:
     def e_Set(self, node: ast.Set, frame: Frame) -> object:
         elts = self._elements(node.elts, frame)
         B.need_plain(*elts)
-        if len(node.elts) > 2 and all(_constant(e) for e in node.elts):
+        if len(node.elts) > 2 and all(constant(e) for e in node.elts):
             # CPython folds a display of three or more constants into a frozenset constant and copies it.
             out: set = set()
-            out.update(_folded(elts))
+            out.update(folded(elts))
             return out
-        return self.expr(node, lambda: _set_in_order(elts))
+        return self.expr(node, lambda: set_in_order(elts))
 
     def e_Dict(self, node: ast.Dict, frame: Frame) -> object:
         out: dict = {}
@@ -341,9 +325,9 @@ class Expressions:
 
     def iter_source(self, node: ast.expr, frame: Frame) -> object:
         """What a ``for`` iterates: CPython folds a set display of constants there into a frozenset constant."""
-        if isinstance(node, ast.Set) and all(_constant(e) for e in node.elts):
+        if isinstance(node, ast.Set) and all(constant(e) for e in node.elts):
             elts = self._elements(node.elts, frame)
-            return self.expr(node, lambda: _folded(elts))
+            return self.expr(node, lambda: folded(elts))
         return self.eval(node, frame)
 
     def e_ListComp(self, node: ast.ListComp, frame: Frame) -> object:
@@ -352,7 +336,7 @@ class Expressions:
     def e_SetComp(self, node: ast.SetComp, frame: Frame) -> object:
         elts = self._comprehension(node, frame)
         B.need_plain(*elts)
-        return self.expr(node, lambda: _set_in_order(elts))
+        return self.expr(node, lambda: set_in_order(elts))
 
     def e_DictComp(self, node: ast.DictComp, frame: Frame) -> object:
         out: dict = {}
@@ -445,7 +429,7 @@ class Expressions:
         attr = node.func.attr  # type: ignore[attr-defined]
         args, kwargs = self.call_args(node, frame)
         if isinstance(base, str):
-            if attr not in _STR_METHODS:
+            if attr not in STR_METHODS:
                 raise Unk(f"str.{attr} is not modelled")
             if attr == "join":
                 parts = B.items_of(args[0]) if len(args) == 1 else args
@@ -456,7 +440,7 @@ class Expressions:
             else:
                 B.need_plain(*args, *kwargs.values())
             return self.expr(node, lambda: getattr(base, attr)(*args, **kwargs))
-        table = _LIST_METHODS if isinstance(base, list) else _DICT_METHODS if isinstance(base, dict) else _SET_METHODS
+        table = LIST_METHODS if isinstance(base, list) else DICT_METHODS if isinstance(base, dict) else SET_METHODS
         if attr not in table:
             raise Unk(f"{type(base).__name__}.{attr} is not modelled")
         mutates, needs_plain = table[attr]
@@ -492,29 +476,3 @@ class Expressions:
         finally:
             self.budget.depth -= 1
         return None
-
-
-def _constant(e: ast.expr) -> bool:
-    """A set element CPython's compiler folds to a constant (a literal, a negated number, a tuple of them)."""
-    if isinstance(e, ast.Constant):
-        return True
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd, ast.Invert)):
-        return isinstance(e.operand, ast.Constant)
-    if isinstance(e, ast.Tuple):
-        return all(_constant(x) for x in e.elts)
-    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub, ast.Mult)):
-        return _constant(e.left) and _constant(e.right) and not isinstance(e.left, ast.Tuple)
-    return False
-
-
-def _folded(elts: list) -> frozenset:
-    """The frozenset constant CPython's compiler makes of constant set elements: built from them, then rebuilt from
-    its own iteration when constants are merged (so its order is that of the second build)."""
-    return frozenset(list(frozenset(elts)))
-
-
-def _set_in_order(elts: list) -> set:
-    out: set = set()
-    for e in elts:
-        out.add(e)
-    return out

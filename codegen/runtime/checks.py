@@ -36,9 +36,10 @@ def check_args(args) -> None:
         if value is not None and (value < least or (name == "seed" and value > MAX_SEED)):
             flag = "--" + name.replace("_", "-")
             raise DataError(f"{flag} {value}: must be {want} (fix: pass {flag} {least} or more, or leave it out)")
-    if not (math.isfinite(args.lr) and args.lr > 0):
-        raise DataError(f"--lr {args.lr}: must be a finite number above 0 (fix: e.g. --lr 0.001, or leave it out for "
-                        "the spec's)")
+    # 0 is allowed: a run that must not move the weights (the benches' "does not learn" check, an evaluation pass)
+    if not (math.isfinite(args.lr) and args.lr >= 0):
+        raise DataError(f"--lr {args.lr}: must be a finite number, 0 or more (fix: e.g. --lr 0.001, or leave it out "
+                        "for the spec's)")
     check_output_dir(args.output_dir)
     check_device(args.device)
 

@@ -71,7 +71,7 @@ def claim(folder: Path, force: bool, resume: bool) -> None:
     """Make ``folder`` and take its lock for the rest of this process (refused where another run took it since
     ``check``); with ``force`` and no ``resume``, remove the earlier run's files."""
     folder.mkdir(parents=True, exist_ok=True)
-    release(folder)         # a run before this one in the same process (tests, notebooks)
+    unlock(folder)          # a run before this one in the same process (tests, notebooks)
     path = folder / LOCK_FILE
     fh = open(path, "a+", encoding="utf-8")
     try:
@@ -121,7 +121,7 @@ def kept_points(path: Path, resumed: int) -> str:
     return "".join(kept)
 
 
-def release(folder: Path) -> None:
+def unlock(folder: Path) -> None:
     """Give up ``folder``'s lock (at the end of a run; the process's end gives it up anyway)."""
     fh = _held.pop(str(folder / LOCK_FILE), None)
     if fh is not None:

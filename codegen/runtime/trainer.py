@@ -354,7 +354,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     final = model_state(model)      # whole tables: every rank sends its shards to rank 0
     recorder.close()
     if rank == 0:
-        run_folder.release(args.output_dir)
+        run_folder.unlock(args.output_dir)
         save(args.output_dir / "model.pt", final)
         (args.output_dir / FEATURES_FILE).write_text(json.dumps(features, indent=2) + "\n", encoding="utf-8")
         (args.output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n",
