@@ -206,6 +206,7 @@ def test_one_process_trains_as_rank_zero_of_mirror_ranks(tmp_path):
     # bench/mirror_ranks.py: every peer mirrors this rank (ids sent to itself come back from every peer, so its
     # lookups stay valid); the DLRM trainer runs as rank 0 of 2 with tables split whole and by columns, replicated
     # slots and the Interaction in the shard's order, in one process. profile_step refuses a count under 2.
+    """Seconds: the DLRM trainer runs twice as rank 0 of two mirrored ranks in one process."""
     script = tmp_path / "mirror.py"
     script.write_text(MIRROR)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
@@ -222,6 +223,7 @@ def test_one_process_trains_as_rank_zero_of_mirror_ranks(tmp_path):
 
 
 def test_continuous_passes_move_their_rows_and_resume_exactly():
+    """Seconds: bench/continuous_passes.py runs three continuous-training trainer runs (two passes, one resumed)."""
     proc = run_bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "resumed vs uninterrupted, largest weight difference: 0\n" in proc.stdout
@@ -234,6 +236,7 @@ def test_continuous_passes_move_their_rows_and_resume_exactly():
 
 
 def test_served_model_step_scores_like_the_offline_forward():
+    """Seconds: bench/serve_torch.py loads the served model step and times its requests on the CPU."""
     proc = bench("serve_torch.py", "--model", "wdl", "--requests", "5", "--batches", "1", "7")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("| KIND_CPU |")]

@@ -12,6 +12,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("demo_serve")]
 
 
 def test_demo_serve_trains_serves_queries_and_compares():
+    """Seconds: the README's `make demo` path itself (train, assemble, a real Triton server with the default two
+    preprocessing instances, 1,000 raw rows queried and compared)."""
     demo = private_demo("serve")
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     proc = run_ctrgen("demo", "--root", str(demo.root), "--specs", str(REPO / "specs"), "--only", "movielens",

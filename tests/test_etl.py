@@ -234,6 +234,8 @@ def _committed_spec_copy(folder: Path, name: str, **etl_changes) -> Path:
 
 @pytest.mark.slow
 def test_one_and_two_dask_workers_write_identical_outputs(tmp_path):
+    """Seconds: the generated etl.py on one process and on a real two-worker local Dask cluster (worker processes
+    import NVTabular)."""
     _movielens_raw(tmp_path)
     spec = _committed_spec_copy(tmp_path, "movielens_genres")
     run_etl(spec, out_root=tmp_path / "generated")

@@ -14,6 +14,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_etl_bench_runs_and_outputs_agree():
+    """Seconds: bench/etl.py runs the real NVTabular ETL on one and two local Dask workers (worker processes
+    importing NVTabular)."""
     proc = subprocess.run([sys.executable, str(REPO / "bench" / "etl.py"), "--rows", "3000", "--workers", "1"],
                           capture_output=True, text=True, timeout=600, cwd=REPO)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -61,6 +61,7 @@ finally:
 
 
 def test_cpu_cluster_gets_the_spec_settings(tmp_path):
+    """Seconds: a real local Dask cluster starts with the spec's settings."""
     _etl_module(tmp_path, {"workers": 2, "threads_per_worker": 2, "local_directory": "../scratch"})
     proc = subprocess.run([sys.executable, "-c", PROBE, str(tmp_path / "etl.py"), str(tmp_path / "specs")],
                           capture_output=True, text=True, timeout=120)

@@ -174,6 +174,7 @@ def test_etl_scheduler_that_is_malformed_or_unreachable_is_one_line(tmp_path, ad
 
 @pytest.mark.slow
 def test_etl_reads_tab_separated_files_and_quoted_headers(tmp_path):
+    """Seconds: two real NVTabular ETL runs (a tab-separated file, quoted headers)."""
     tsv = etl_folder(tmp_path / "tsv", _set("inputs", "sep", "\t"), ROWS.replace(",", "\t"))
     quoted = etl_folder(tmp_path / "quoted", rows=ROWS.replace("userId,movieId,rating", '"userId","movieId","rating"'))
     for d in (tsv, quoted):

@@ -132,6 +132,7 @@ def test_two_labels_render_one_output_column_each(rendered):
 
 
 def test_two_labels_train_and_report_an_auc_per_label(rendered, tmp_path):
+    """Seconds: the generated two-label trainer runs 60 steps to learn both planted labels."""
     for name in ("train_torch.py", "features.json"):
         (tmp_path / name).write_text(rendered[next(k for k in rendered if str(k) == name)])
     features = json.loads((tmp_path / "features.json").read_text())

@@ -45,6 +45,7 @@ print("ok")
 
 
 def test_nvtabular_is_imported_without_torch_here_in_generated_code_and_in_dask_workers():
+    """Seconds: fresh interpreters (and a Dask worker) import NVTabular, as the three places under test do."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore"}
     proc = subprocess.run([sys.executable, "-c", CHECK], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=300)

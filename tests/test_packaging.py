@@ -20,6 +20,7 @@ def test_every_subpackage_is_listed_in_pyproject():
 
 @pytest.mark.slow
 def test_wheel_ships_templates_and_renders_from_them(tmp_path):
+    """Seconds: builds the wheel with pip and renders from an install of it in a fresh virtual environment."""
     build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO)],
                            capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr

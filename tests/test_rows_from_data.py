@@ -99,6 +99,7 @@ def test_locked_cardinalities_keep_format_1():
 
 @pytest.mark.slow
 def test_import_then_train_sizes_the_tables_from_the_data(imported: Path):
+    """Seconds: `ctrgen import` then `ctrgen train` as a user runs them, the trainer scanning the data."""
     root = imported.parents[1]
     write_data(root)
     out = root / "run"

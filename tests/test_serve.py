@@ -180,6 +180,8 @@ def _request_rows(raw: Path) -> pd.DataFrame:
 
 
 def test_the_ready_line_names_the_urls_and_models(deployed):
+    """Seconds in its setup: the module's `ctrgen serve` process (ETL, training, assembly, a real Triton server)
+    starts here."""
     text = deployed["out"].read_text()
     line = next(line for line in text.splitlines() if line.startswith("Serving "))
     assert f"http://127.0.0.1:{deployed['http']}" in line
@@ -315,6 +317,8 @@ def test_a_repository_that_fails_validation_is_refused_with_the_findings(deploye
 
 
 def test_a_checkpoint_that_fails_to_load_names_the_model_and_the_servers_message(deployed, tmp_path):
+    """Seconds: a real Triton server of its own must start and fail to load the model, to read the server's own
+    message."""
     repo = tmp_path / "repo"
     shutil.copytree(deployed["repo"], repo)
     torch.save({"fc1.weight": torch.zeros(3, 3)}, repo / NAME / "1" / "model.pt")

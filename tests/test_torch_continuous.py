@@ -119,6 +119,7 @@ def load(path: Path) -> dict:
 
 
 def test_pass_two_changes_exactly_its_rows_and_resumes_bit_for_bit(setup):
+    """Seconds: two continuous-training passes, one resumed in a new process, compared bit for bit."""
     features, root = setup["features"], setup["root"]
     tables = {e.name: e.input for e in setup["spec"].embeddings}        # embedding -> sparse input
 

@@ -186,6 +186,7 @@ def test_row_update_step_equals_the_dense_step(kind, nnz, combiner):
 
 
 def test_row_updates_and_dense_reach_the_same_auc(data, tmp_path):
+    """Seconds: two trainings to the planted signal, row updates and the dense step, whose AUCs must agree."""
     script = REPO / "generated" / "dlrm" / "train_torch.py"
     common = ("--lr", "4", "--max-eval-batches", "4", "--eval-batch-size", "512")   # lr warms up over 300 steps
     rows = metrics_of(run(script, data["dlrm"], tmp_path / "r", *common, iters=50, batch=128), tmp_path / "r")
@@ -382,6 +383,7 @@ def test_arrow_columns_read_as_pyarrow_reads_them():
 
 
 def test_first_step_bench_reports_every_phase():
+    """Seconds: bench/first_step.py starts a trainer process and times each phase of its start-up."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     # The bench forked from the warm Python; the trainer runs it measures are fresh processes of its own.

@@ -399,6 +399,8 @@ m.close_process_group()
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
+    """Seconds: 81 cases (table shapes x optimizers x lookups x splits, the whole DLRM) on real gloo ranks, each
+    compared with one process."""
     worker = tmp_path / "shard_worker.py"
     worker.write_text(WORKER)
     proc = torchrun(worker, str(DLRM), str(REPO / "tests"), str(DLRM.with_name("features.json")), cwd=tmp_path,
@@ -411,6 +413,9 @@ def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
 
 def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
+    """Seconds: six DLRM trainings of 40 steps on two gloo ranks (sharded by columns, by tables, with replicas,
+    dense data parallel, one rank, a resumed run); fewer steps would not reach the planted signal the AUC check
+    needs."""
     sharded = train(data, tmp_path / "sharded", "--snapshot", "20")
     by_tables = train(data, tmp_path / "tables", "--table-split", "tables", "--snapshot", "0")
     replicas = train(data, tmp_path / "replicas", "--table-split", "tables", "--replicate-rows", str(BATCH),
@@ -529,6 +534,7 @@ def test_assembled_vectors_are_in_slot_order_eager_and_compiled():
     # (tables) the slots in owner order; assemble interleaves the columns and puts the slots in slot order, a gather
     # both ways, traced whole by torch.compile (the trainer compiles it with the layers that read it). The exchanged
     # parts' gradients come back averaged over the 2 ranks and contiguous, as ExchangeRows sends them
+    """Seconds: torch.compile (Dynamo and AOT autograd) traces the assembly of two placements."""
     m = load("dlrm")
     cards = {"a": ([7, 300, 40, 5], 8)}
     with torch.device("meta"):

@@ -184,6 +184,8 @@ def test_the_trainer_takes_the_usable_cores_by_default(scripts, tmp_path):
 
 @pytest.mark.parametrize("name", [n for n in SPECS if n != "movielens"])
 def test_every_spec_trains_and_learns(demo, scripts, tmp_path, name):
+    """Seconds for the larger models (DLRM, DCN): each example spec's generated trainer runs until it learns the
+    demo data's planted signal."""
     iters, batch = RUNS[name]
     metrics = train(scripts[name], tmp_path / "out", iters, batch)
     assert metrics["auc"] > 0.5 + LEARNS_MARGIN, metrics

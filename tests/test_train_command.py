@@ -206,6 +206,7 @@ def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
 
 
 def test_two_ranks_on_the_cpu(project, tmp_path):
+    """Seconds: `ctrgen train --ranks 2` through the real torchrun launcher and two rank processes."""
     proc = train(project, "--ranks", "2", "--max-iter", "10", "--", "--batch-size", "64", "--display", "10",
                  "--eval-interval", "10", "--snapshot", "0", "--max-eval-batches", "2", "--eval-batch-size", "256",
                  out=tmp_path / "run")
@@ -374,6 +375,7 @@ def test_an_out_that_is_a_file_or_under_one_is_one_line(project, tmp_path):
 
 
 def test_a_second_run_into_a_used_folder_is_refused_and_force_starts_afresh(project, run, tmp_path):
+    """Seconds: two real `ctrgen train` runs into one folder (the second refused), then a third with --force."""
     out = tmp_path / "run"
     subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
     proc = train(project, "--max-iter", "10", out=out)

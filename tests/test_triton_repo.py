@@ -224,6 +224,7 @@ def test_bad_triton_settings_are_user_errors(tmp_path):
 
 @pytest.mark.slow
 def test_assemble_names_the_missing_file(tmp_path):
+    """Seconds: `ctrgen assemble` runs as a real process for each missing file, the command line under test."""
     wf = tmp_path / "wf"
     wf.mkdir()
     (wf / "workflow.pkl").write_bytes(b"")

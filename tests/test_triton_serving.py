@@ -230,6 +230,8 @@ def _infer(client, conn, model: str, frame: pd.DataFrame, cast: dict | None) -> 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("name", (*SERVED, "tagged"))
 def test_preprocessing_matches_offline_transform(deployed, name, protocol):
+    """Seconds in its first case: the module's real Triton server (four preprocessing models, each a backend process
+    importing NVTabular) starts in its setup."""
     server, out = deployed
     d = out[name]
     frame = request_frame(d["raw"], d["plan"])

@@ -194,6 +194,8 @@ def _infer(client, conn, model: str, frame: pd.DataFrame, output: str):
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("name", list(SERVED))
 def test_ensemble_scores_raw_rows_like_the_offline_model(deployed, name, protocol, tmp_path):
+    """Seconds: the first test of the module pays the session's `torch_served` setup (three specs trained and
+    assembled, one real Triton server loading three ensembles); each case then sends raw rows over HTTP or gRPC."""
     server, out = deployed
     d = out[name]
     frame = request_frame(d["raw"], d["plan"])
