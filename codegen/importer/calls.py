@@ -249,6 +249,18 @@ class Reader(Evaluator):
         if note not in self.script.notes:
             self.script.notes.append(note)
 
+    def try_rest_skipped(self, node: ast.Try, calls: int) -> None:
+        last = self.script.all_calls[calls - 1]
+        rest = [s for s in node.body if s.lineno > last.line]
+        if not rest:
+            return
+        first, end = rest[0].lineno, max(getattr(s, "end_lineno", None) or s.lineno for s in rest)
+        lines = f"line {first}" if first == end else f"lines {first}-{end}"
+        self.script.notes.append((first, f"{lines} (after hugectr.{last.func}(...) in the try block at line "
+                                          f"{node.lineno}) skipped: not modelled, they may raise when the script "
+                                          "runs; the hugectr calls before them run either way, what they assign "
+                                          "is unknown"))
+
     def instantiated(self, cls: Class) -> None:
         self.script.unread = [u for u in self.script.unread if u[1] != f"class {cls.node.name}"]
 

@@ -32,6 +32,7 @@ class Evaluator(Poisoning, Expressions):
         self.budget = Budget()
         self.tainted: dict[int, object] = {}       # id -> container an uncertain region may have changed
         self.unknowns = 0                           # unknowns made so far (a try body that made one may raise)
+        self.try_marks: list[list[int | None]] = []  # per open try body: hugectr calls made at its first unknown
         self.loop_depth = 0                         # loops whose body is running
 
     # ---- hooks -------------------------------------------------------------------------------------------------
@@ -85,6 +86,10 @@ class Evaluator(Poisoning, Expressions):
 
     def unknown(self, node: ast.AST, why: str = "") -> Unknown:
         self.unknowns += 1
+        for mark in reversed(self.try_marks):   # an inner try's first unknown is its outer ones' too, if first
+            if mark[0] is not None:
+                break
+            mark[0] = self.hugectr_made()
         col = getattr(node, "col_offset", None)
         return Unknown(self.text(node), getattr(node, "lineno", 0), None if col is None else col + 1, why)
 
@@ -332,10 +337,15 @@ class Evaluator(Poisoning, Expressions):
         self.exec_body(node.body, frame)
 
     def s_Try(self, node: ast.Try, frame: Frame) -> None:
-        made = self.unknowns
+        made, calls = self.unknowns, self.hugectr_made()
+        mark: list[int | None] = [None]
+        self.try_marks.append(mark)
         try:
             try:
-                self.exec_body(node.body, frame)
+                try:
+                    self.exec_body(node.body, frame)
+                finally:
+                    self.try_marks.remove(mark)
             except Raised as r:
                 handler = self.handler_for(r, node, frame)
                 if handler is None:
@@ -345,13 +355,27 @@ class Evaluator(Poisoning, Expressions):
                 self.exec_body(handler.body, frame)
             else:
                 if node.handlers and self.unknowns > made:
-                    # An operation on an unknown in the body may raise when the script runs: which handler runs,
-                    # and how much of the body, is not known.
-                    self.uncertain_run([node.body, *(h.body for h in node.handlers)], frame, node,
-                                       "an operation in the try block may raise when the script runs")
-                self.exec_body(node.orelse, frame)
+                    self._try_may_raise(node, frame, calls, mark[0])
+                else:
+                    self.exec_body(node.orelse, frame)
         finally:
             self.exec_body(node.finalbody, frame)
+
+    def _try_may_raise(self, node: ast.Try, frame: Frame, calls: int, first: int | None) -> None:
+        """An operation on an unknown in the body may raise when the script runs: which handler runs, how much of
+        the body, and whether the else block runs, are not known."""
+        why = "an operation in the try block may raise when the script runs"
+        if first is not None and calls < first == self.hugectr_made():
+            # Every hugectr call of the body came before the first operation that may raise (try: model.fit(...);
+            # then code the evaluator does not model): the calls run either way; the rest is an uncertain region.
+            self.try_rest_skipped(node, first)
+            self.poison(node.body, frame, why)
+            self.uncertain_run([*(h.body for h in node.handlers), node.orelse], frame, node, why)
+            return
+        self.uncertain_run([node.body, *(h.body for h in node.handlers), node.orelse], frame, node, why)
+
+    def try_rest_skipped(self, node: ast.Try, calls: int) -> None:
+        """Hook: the first ``calls`` hugectr calls of a try body ran for certain, what follows them may not."""
 
     def handler_for(self, r: Raised, node: ast.Try, frame: Frame) -> ast.ExceptHandler | None:
         for h in node.handlers:

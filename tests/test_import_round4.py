@@ -1,0 +1,88 @@
+"""Import, fourth round (issue 44, points 5-7): a try block around fit followed by code the evaluator does not
+model, a script a notebook writes with open().write() and runs, and the script's own helper modules beside it.
+Every script here is written for these tests."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from codegen.errors import UserError
+from codegen.importer import import_source
+from codegen.importer.calls import Reader
+from test_import import _roundtrip
+from test_import_round3 import SCRIPT
+
+FIT = 'model.fit(max_iter=2300, display=200, eval_interval=1000, snapshot=1000000, snapshot_prefix="mlp")'
+BASE = SCRIPT.replace("PARSE", "parser.parse_args()")
+
+
+def _with_fit(text: str) -> str:
+    return BASE.replace(FIT, text.replace("FIT", FIT))
+
+
+TRY_FIT = """import numpy as np
+import json
+try:
+    FIT
+    metrics = model.get_eval_metrics()
+    np.save("metrics.npy", np.array(metrics))
+    report = json.dumps({"auc": float(metrics[0][1])})
+except Exception as exc:
+    print("training failed", exc)
+    raise
+print(report)
+"""
+
+
+def test_try_around_fit_then_code_not_modelled(tmp_path: Path):
+    """fit runs whether or not what follows it in the try block raises: the calls are read, the rest is listed as
+    skipped among the assumptions."""
+    src = tmp_path / "tryfit.py"
+    src.write_text(_with_fit(TRY_FIT), encoding="utf-8")
+    spec, diffs = _roundtrip(tmp_path, src, "23.06")
+    assert diffs == []
+    notes = import_source(src, "23.06").assumptions
+    skipped = [n for n in notes if "skipped" in n]
+    assert len(skipped) == 1
+    first = src.read_text(encoding="utf-8").splitlines().index("    np.save(\"metrics.npy\", np.array(metrics))") + 1
+    assert skipped[0].startswith(f"line {first}: lines {first}-{first + 1} (after hugectr.Model.get_eval_metrics(...) "
+                                 "in the try block")
+
+
+@pytest.mark.parametrize("after", [
+    # a hugectr call after the first operation that may raise: it may not run
+    "try:\n    FIT\n    np.save('x', np.zeros(1))\n    model.save_params_to_files('mlp')\nexcept Exception:\n    pass\n",
+    # a hugectr call in the handler: runs only if something raised
+    "try:\n    FIT\n    np.save('x', np.zeros(1))\nexcept Exception:\n    model.save_params_to_files('mlp')\n",
+    # ... or in the else block: runs only if nothing raised
+    "try:\n    FIT\n    np.save('x', np.zeros(1))\nexcept Exception:\n    pass\nelse:\n"
+    "    model.save_params_to_files('mlp')\n",
+])
+def test_calls_that_may_not_run_after_a_try_are_still_refused(tmp_path: Path, after: str):
+    src = tmp_path / "tryfit.py"
+    src.write_text(_with_fit("import numpy as np\n" + after), encoding="utf-8")
+    with pytest.raises(UserError, match="which hugectr calls run depends on a value that cannot be known statically: "
+                                        "an operation in the try block may raise"):
+        import_source(src, "23.06")
+
+
+def test_what_the_skipped_rest_assigns_is_unknown(tmp_path: Path):
+    """A value assigned after the first operation that may raise, then fed to a hugectr call: refused at that
+    argument, never the value of a run that did not raise."""
+    src = tmp_path / "tryfit.py"
+    src.write_text(_with_fit("import numpy as np\nprefix = 'a'\ntry:\n    FIT\n    np.save('x', np.zeros(1))\n"
+                             "    prefix = 'b'\nexcept Exception:\n    pass\n"
+                             "model.save_params_to_files(prefix)\n"), encoding="utf-8")
+    with pytest.raises(UserError, match=r"save_params_to_files.*'prefix' cannot be known"):
+        import_source(src, "23.06")
+
+
+def test_try_else_runs_only_when_nothing_raised():
+    """An else block after a body that may raise is not run for certain (it was, giving the value of a run that
+    did not raise)."""
+    src = "x = 1\ntry:\n    y = int(open('f').read())\nexcept ValueError:\n    pass\nelse:\n    x = 2\nr = x\n"
+    g = Reader("<test>", src).run_module(ast.parse(src)).globals
+    assert type(g["r"]).__name__ == "Unknown"
