@@ -86,3 +86,47 @@ def test_try_else_runs_only_when_nothing_raised():
     src = "x = 1\ntry:\n    y = int(open('f').read())\nexcept ValueError:\n    pass\nelse:\n    x = 2\nr = x\n"
     g = Reader("<test>", src).run_module(ast.parse(src)).globals
     assert type(g["r"]).__name__ == "Unknown"
+
+
+def _notebook(path: Path, *cells: str) -> Path:
+    import json
+
+    path.write_text(json.dumps({"cells": [{"cell_type": "code", "source": c} for c in cells], "metadata": {},
+                                "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    return path
+
+
+WRITTEN = BASE.replace('default=2048)', 'default=512)').replace("{", "{{").replace("}", "}}") \
+    .replace("max_iter=2300", "max_iter={ITERS}")
+
+
+@pytest.mark.parametrize("write", [
+    'ITERS = 1200\nscript = f"""W"""\nopen("mlp_train.py", "w").write(script)\n',
+    'ITERS = 1200\nwith open("mlp_train.py", "w") as f:\n    f.write(f"""W""")\n',
+])
+def test_notebook_that_writes_its_script_with_open_write(tmp_path: Path, write: str):
+    """A script the notebook writes with open(...).write(TEXT) (an f-string) and runs with !python is read as a
+    %%writefile cell is, with the command line of that run."""
+    nb = _notebook(tmp_path / "nb.ipynb", "import os\nprint(os.getcwd())", write.replace("W", WRITTEN),
+                   "!python3 mlp_train.py --batch 1024 --hidden_units_num 2")
+    result = import_source(nb, "23.06")
+    from codegen.importer.write import write_import
+    from codegen.spec.load import load_spec
+
+    write_import(result, tmp_path / "specs")
+    spec = load_spec(tmp_path / "specs" / "nb.yaml").spec
+    assert spec.solver.batchsize == 1024 and spec.training.max_iter == 1200
+    assert [x.num_output for x in spec.model.layers if x.type == "InnerProduct"] == [64, 64, 1]
+    assert any("command line of mlp_train.py: --batch 1024 --hidden_units_num 2, from the notebook's cell 3" in n
+               for n in result.assumptions)
+
+
+def test_notebook_writes_its_script_with_unknown_text(tmp_path: Path):
+    """The text is not known statically: the refusal says so (not "no hugectr.Model is built")."""
+    nb = _notebook(tmp_path / "nb.ipynb", "import os\nwith open('t.py', 'w') as f:\n    f.write(os.environ['SRC'])",
+                   "!python t.py")
+    with pytest.raises(UserError) as exc:
+        import_source(nb, "23.06")
+    text = exc.value.format()
+    assert "writes t.py with open().write() and runs it, but the text it writes cannot be known statically" in text
+    assert "no hugectr.Model" not in text

@@ -7,7 +7,6 @@ builder that ``ctrgen generate`` uses before anything is written.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..errors import Located, Problem, UserError, sort_problems
@@ -45,28 +44,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise UserError([Problem(str(path), "the HugeCTR release cannot be read from a script", "hugectr_version",
                                  None, None, "pass --hugectr-version, e.g. --hugectr-version 23.06")])
     units = [Unit(text, path.name)] if kind == "script" else _notebook(path, text)
-    found: list[tuple[Unit, object]] = []
-    first_error: UserError | None = None
-    runs = None
-    argvs: dict[int, list[str] | None] = {}
-    for unit in units:
-        if argv is None and kind != "script" and runs is None:
-            from .argv import NotebookRuns
-
-            runs = NotebookRuns(text)       # read once for all units (once per unit is quadratic)
-        unit_argv, note = (argv, "") if runs is None else notebook_argv(text, unit, runs)
-        argvs[id(unit)] = unit_argv
-        try:
-            script = extract(unit.text, str(path), unit_argv)
-            if note:
-                script.notes.insert(0, (0, note))
-        except Located as exc:
-            if kind == "script":
-                raise _fail(path, exc.message, exc.line, exc.fix, col=exc.col) from None
-            first_error = first_error or _fail(path, exc.message, exc.line, exc.fix, unit=unit, col=exc.col)
-            continue
-        if script.count("Model") + script.count("ModelPerfExt"):
-            found.append((unit, script))
+    found, first_error, argvs, why_unwritten = _read_units(path, text, kind, units, argv)
     if not found:
         if first_error is not None:
             raise first_error
@@ -76,6 +54,11 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
             raise _fail(path, f"the model is built inside {what}, which the module never instantiates statically "
                               "(ctrgen reads a class's methods where the module creates it and calls them)", line,
                         "create the object and call its methods at module level or in __main__")
+        if why_unwritten:
+            name, (line, why) = why_unwritten[0]
+            raise _fail(path, f"the notebook writes {name} with open().write() and runs it, but the text it writes "
+                              f"cannot be known statically: {why}", line,
+                        "write the script with a %%writefile cell, or from a string literal", units[-1])
         raise _fail(path, "no hugectr.Model(...) is built here", None,
                     "give the script or notebook that builds and trains the model")
     if len(found) > 1:
@@ -115,19 +98,62 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     return _finish(path, imported, label, notes, (unit.text, argvs[id(unit)]))
 
 
+def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[str] | None):
+    """Read every unit; a script the notebook's code cells write with open().write() and run is one more unit.
+    Returns the units that build a model (with their script), the first refusal, each unit's command line, and the
+    written-and-run scripts whose text is unknown (name, (line, why))."""
+    found: list[tuple[Unit, object]] = []
+    first_error: UserError | None = None
+    runs = None
+    argvs: dict[int, list[str] | None] = {}
+    unwritten: list[tuple[str, tuple[int, str]]] = []
+    pending = list(units)
+    while pending:
+        unit = pending.pop(0)
+        if argv is None and kind != "script" and runs is None:
+            from .argv import NotebookRuns
+
+            runs = NotebookRuns(text)       # read once for all units (once per unit is quadratic)
+        unit_argv, note = (argv, "") if runs is None else notebook_argv(text, unit, runs)
+        argvs[id(unit)] = unit_argv
+        try:
+            script = extract(unit.text, str(path), unit_argv)
+            if note:
+                script.notes.insert(0, (0, note))
+        except Located as exc:
+            if kind == "script":
+                raise _fail(path, exc.message, exc.line, exc.fix, col=exc.col) from None
+            first_error = first_error or _fail(path, exc.message, exc.line, exc.fix, unit=unit, col=exc.col)
+            continue
+        if script.count("Model") + script.count("ModelPerfExt"):
+            found.append((unit, script))
+        if kind != "script" and not unit.written:
+            from .argv import NotebookRuns
+
+            index = runs or NotebookRuns(text)
+            for name, written in script.written.items():
+                if not index.of(name.lstrip("./")):
+                    continue            # written, never run: not the training script
+                if written is None:
+                    unwritten.append((name, script.written_why[name]))
+                    continue
+                cell = unit.where(script.written_at.get(name)).split(",")[0]
+                pending.append(Unit(written, f"{cell or 'cells'} (open({name!r}, 'w').write)", (), name))
+    return found, first_error, argvs, unwritten
+
+
 def notebook_argv(notebook_text: str, unit: Unit, index=None) -> tuple[list[str] | None, str]:
     """The command line of the notebook's first run of the file a ``%%writefile`` unit writes, and a note saying so
     (``index``: the notebook's :class:`~.argv.NotebookRuns`, read once by the caller)."""
     from .argv import NotebookRuns, describe
 
-    m = re.match(r"cell \d+ \(%%writefile (\S+)\)$", unit.name)
-    if m is None:
+    if not unit.written:
         return None, ""
-    runs = (index or NotebookRuns(notebook_text)).of(m.group(1).lstrip("./"))
+    runs = (index or NotebookRuns(notebook_text)).of(unit.written.lstrip("./"))
     if not runs:
         return None, ""
     cell, first = runs[0]
-    note = f"command line of {m.group(1)}: {describe(first)}, from the notebook's cell {cell}"
+    note = f"command line of {unit.written}: {describe(first)}, from the notebook's cell {cell}"
     others = {tuple(a) for _, a in runs} - {tuple(first)}
     if others:
         note += f" (the first of its {len(others) + 1} different runs in the notebook; pass --args for another)"

@@ -19,7 +19,7 @@ from ..errors import Located
 from ..graph.ir import Enum
 from ..hugectr.versions import ENUM_TYPE_NAMES
 from . import builtins as B
-from . import stdlib
+from . import files, stdlib
 from .evaluator import Evaluator
 from .known_modules import module_value
 from .scopes import Class, Frame, Function, Unk, col_of
@@ -124,6 +124,8 @@ class Reader(Evaluator):
             return self._hugectr_value(self.hugectr_names[name])
         if name == "ArgumentParser":
             return stdlib.Module("argparse.ArgumentParser")
+        if name == "open":
+            return files.OPEN
         raise Unk(f"name {name!r} is not defined statically")
 
     # ---- dotted names and attributes ---------------------------------------------------------------------------
@@ -205,6 +207,9 @@ class Reader(Evaluator):
         if isinstance(func, stdlib.Module):
             args, kwargs = self.call_args(node, frame)
             return stdlib.call(self, node, func, args, kwargs)
+        if func is files.OPEN:
+            args, kwargs = self.call_args(node, frame)
+            return files.open_file(self.script, args, kwargs, node, self._uncertain_why())
         if func in stdlib.STR_FUNCS.values():
             args, kwargs = self.call_args(node, frame)
             B.need_plain(*args, *kwargs.values())
@@ -223,6 +228,9 @@ class Reader(Evaluator):
         if isinstance(base, stdlib.Parser):
             args, kwargs = self.call_args(node, frame)
             return stdlib.parser_method(self, node, base, args, kwargs)
+        if isinstance(base, files.WrittenFile) and not node.keywords:
+            args, _ = self.call_args(node, frame)
+            return files.file_method(self.script, base, attr, args, node, self._uncertain_why())
         if attr in ("Get_size", "Get_rank") and not node.args:
             return stdlib.mpi_world(self, node)
         if isinstance(base, (stdlib.Module, B.Builtin)):
@@ -242,6 +250,17 @@ class Reader(Evaluator):
         if isinstance(func, HugeCTRFunc):
             raise Unk(f"hugectr.{func.path} passed as a function value is not modelled")
         return super().call_value(func, args, node)
+
+    def call_args(self, node: ast.Call, frame: Frame) -> tuple[list, dict]:
+        args, kwargs = super().call_args(node, frame)
+        for v in [*args, *kwargs.values()]:
+            if isinstance(v, files.WrittenFile):     # print(..., file=f), json.dump(x, f): text not followed
+                files.passed(self.script, v, node, self.text(node.func))
+        return args, kwargs
+
+    def _uncertain_why(self) -> str | None:
+        region = self.uncertain
+        return None if region is None else region.why
 
     def read_only_skipped(self, call: ast.Call) -> None:
         note = (call.lineno, f"{self.text(call.func)}(...) only reads its arguments: not followed, and what it "

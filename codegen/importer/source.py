@@ -2,7 +2,8 @@
 
 A notebook gives one unit per ``%%writefile NAME.py`` cell (the file the notebook writes and then runs) and one unit
 of every other code cell joined in order (IPython magics and shell lines blanked, so line numbers stay those of the
-joined cells). Each unit remembers where its lines came from, for messages.
+joined cells); a script those cells write with ``open(NAME, "w").write(TEXT)`` and the notebook runs is one more
+(``__init__``, :mod:`.files`). Each unit remembers where its lines came from, for messages.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Unit:
     text: str
     name: str                         # "train.py", "cell 7 (%%writefile dcn_train.py)", "cells"
     cells: tuple[tuple[int, int], ...] = field(default=())   # (first line in text, cell number), for notebooks
+    written: str = ""                 # the file a notebook writes with this text (%%writefile, open().write)
 
     def where(self, line: int | None) -> str:
         """'cell 12, line 3' for a notebook line; '' for a plain script."""
@@ -97,7 +99,7 @@ def notebook_units(text: str) -> list[Unit]:
         m = _WRITEFILE.match(lines[0]) if lines else None
         if m:
             body = "\n".join(lines[1:])
-            units.append(Unit(body, f"cell {number} (%%writefile {m.group(1)})", ((1, number),)))
+            units.append(Unit(body, f"cell {number} (%%writefile {m.group(1)})", ((1, number),), m.group(1)))
             continue
         if lines and lines[0].startswith("%%"):
             continue  # %%bash, %%time ...: not Python

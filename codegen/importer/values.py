@@ -108,6 +108,9 @@ class Script:
     unread: list[tuple[int, str]] = field(default_factory=list)   # classes that build a model (not followed)
     argv_read: bool = False                                  # the script reads its command line (argparse, sys.argv)
     required_args: list[str] = field(default_factory=list)   # required argparse options no command line gave
+    written: dict[str, str | None] = field(default_factory=dict)   # files open(NAME, "w").write(...) writes (.files)
+    written_why: dict[str, tuple[int, str]] = field(default_factory=dict)   # why a written file's text is unknown
+    written_at: dict[str, int] = field(default_factory=dict)   # the line of each written file's open()
 
     def count(self, func: str) -> int:
         return sum(1 for c in self.all_calls if c.func == func)
