@@ -130,3 +130,56 @@ def test_notebook_writes_its_script_with_unknown_text(tmp_path: Path):
     text = exc.value.format()
     assert "writes t.py with open().write() and runs it, but the text it writes cannot be known statically" in text
     assert "no hugectr.Model" not in text
+
+
+MODEL_MODULE = BASE[BASE.index("solver = hugectr.CreateSolver("):BASE.index("model.compile()")]
+HELPER = ("import hugectr as hc\n\n\ndef create_model(args, vvgpu, gpus):\n"
+          + "".join("    " + line + "\n" for line in MODEL_MODULE.replace("hugectr.", "hc.").splitlines())
+          + "    return model\n")
+MAIN = BASE[:BASE.index("solver = hugectr.CreateSolver(")] + \
+    "from model import create_model\nmodel = create_model(args, vvgpu, gpus)\nmodel.compile()\n" + FIT + "\n"
+
+
+def test_sibling_module_builds_the_model(tmp_path: Path):
+    """from model import create_model: model.py beside the script is read with the same evaluator (never run), its
+    own hugectr alias included, and its function builds the model."""
+    (tmp_path / "model.py").write_text(HELPER + "raise SystemExit('never run')\n" * 0, encoding="utf-8")
+    src = tmp_path / "train.py"
+    src.write_text(MAIN, encoding="utf-8")
+    result = import_source(src, "23.06")
+    from codegen.importer.write import write_import
+    from codegen.spec.load import load_spec
+
+    write_import(result, tmp_path / "specs")
+    spec = load_spec(tmp_path / "specs" / "train.yaml").spec
+    assert [x.num_output for x in spec.model.layers if x.type == "InnerProduct"] == [64, 64, 64, 1]
+    assert any("module model read from" in n for n in result.assumptions)
+
+
+def test_sibling_module_written_by_the_notebook(tmp_path: Path):
+    nb = _notebook(tmp_path / "nb.ipynb", "%%writefile model.py\n" + HELPER, MAIN)
+    result = import_source(nb, "23.06")
+    assert any("module model read from model.py" in n for n in result.assumptions)
+
+
+def test_missing_sibling_module_is_the_named_cause(tmp_path: Path):
+    src = tmp_path / "train.py"
+    src.write_text(MAIN, encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        import_source(src, "23.06")
+    text = exc.value.format()
+    line = MAIN.splitlines().index("from model import create_model") + 1
+    assert f"train.py:{line}:" in text
+    assert "imports module model" in text and "put model.py beside the script" in text
+
+
+def test_sibling_module_outside_the_folder_is_not_read(tmp_path: Path):
+    """A module is a regular file in the source's folder: a link to a file outside it is not followed."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "model.py").write_text(HELPER, encoding="utf-8")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "model.py").symlink_to(tmp_path / "outside" / "model.py")
+    src = tmp_path / "src" / "train.py"
+    src.write_text(MAIN, encoding="utf-8")
+    with pytest.raises(UserError, match="imports module model"):
+        import_source(src, "23.06")

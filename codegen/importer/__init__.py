@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import Located, Problem, UserError, sort_problems
 from .calls import extract
+from .modules import Modules
 from .source import Unit, kind_of, notebook_units, read_text
 from .to_spec import Imported, Mapper, unknown_arguments
 from .result import _NAME, MAX_NAME, ImportResult, _fail, _finish, default_name, name_note  # noqa: F401
@@ -44,7 +45,8 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise UserError([Problem(str(path), "the HugeCTR release cannot be read from a script", "hugectr_version",
                                  None, None, "pass --hugectr-version, e.g. --hugectr-version 23.06")])
     units = [Unit(text, path.name)] if kind == "script" else _notebook(path, text)
-    found, first_error, argvs, why_unwritten = _read_units(path, text, kind, units, argv)
+    modules = Modules(path.parent, {u.written.lstrip("./"): u.text for u in units if u.written}, path)
+    found, first_error, argvs, why_unwritten, unfollowed = _read_units(path, text, kind, units, argv, modules)
     if not found:
         if first_error is not None:
             raise first_error
@@ -59,6 +61,13 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
             raise _fail(path, f"the notebook writes {name} with open().write() and runs it, but the text it writes "
                               f"cannot be known statically: {why}", line,
                         "write the script with a %%writefile cell, or from a string literal", units[-1])
+        if unfollowed:
+            unit, line, mod = unfollowed[0]
+            where = unit.where(line)
+            raise _fail(path, f"no hugectr.Model(...) is built here; the script imports module {mod} (line {line}"
+                              f"{', ' + where if where else ''}), which is not beside it, so its functions are not "
+                              "read", line, f"import the script from the folder that holds {mod.replace('.', '/')}.py, "
+                                            f"or put {mod.replace('.', '/')}.py beside the script", None)
         raise _fail(path, "no hugectr.Model(...) is built here", None,
                     "give the script or notebook that builds and trains the model")
     if len(found) > 1:
@@ -95,10 +104,10 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
     notes = [f"line {line}: {what}" if line else what for line, what in [*script.notes, *imported.assumptions]]
     if note := name_note(path, name):
         notes.insert(0, note)
-    return _finish(path, imported, label, notes, (unit.text, argvs[id(unit)]))
+    return _finish(path, imported, label, notes, (unit.text, argvs[id(unit)], modules))
 
 
-def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[str] | None):
+def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[str] | None, modules: Modules):
     """Read every unit; a script the notebook's code cells write with open().write() and run is one more unit.
     Returns the units that build a model (with their script), the first refusal, each unit's command line, and the
     written-and-run scripts whose text is unknown (name, (line, why))."""
@@ -107,6 +116,7 @@ def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[
     runs = None
     argvs: dict[int, list[str] | None] = {}
     unwritten: list[tuple[str, tuple[int, str]]] = []
+    unfollowed: list[tuple[Unit, int, str]] = []
     pending = list(units)
     while pending:
         unit = pending.pop(0)
@@ -117,7 +127,7 @@ def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[
         unit_argv, note = (argv, "") if runs is None else notebook_argv(text, unit, runs)
         argvs[id(unit)] = unit_argv
         try:
-            script = extract(unit.text, str(path), unit_argv)
+            script = extract(unit.text, str(path), unit_argv, modules)
             if note:
                 script.notes.insert(0, (0, note))
         except Located as exc:
@@ -127,6 +137,7 @@ def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[
             continue
         if script.count("Model") + script.count("ModelPerfExt"):
             found.append((unit, script))
+        unfollowed += [(unit, line, mod) for line, mod in script.unfollowed]
         if kind != "script" and not unit.written:
             from .argv import NotebookRuns
 
@@ -139,7 +150,10 @@ def _read_units(path: Path, text: str, kind: str, units: list[Unit], argv: list[
                     continue
                 cell = unit.where(script.written_at.get(name)).split(",")[0]
                 pending.append(Unit(written, f"{cell or 'cells'} (open({name!r}, 'w').write)", (), name))
-    return found, first_error, argvs, unwritten
+    # A %%writefile module another part imports is that part's code, not a model of its own.
+    imported = {v[0] for v in modules.cache.values() if v}
+    found = [(u, sc) for u, sc in found if u.written.lstrip("./") not in imported]
+    return found, first_error, argvs, unwritten, unfollowed
 
 
 def notebook_argv(notebook_text: str, unit: Unit, index=None) -> tuple[list[str] | None, str]:

@@ -14,6 +14,8 @@ references (:class:`Obj`).
 from __future__ import annotations
 
 import ast
+import sys
+from contextlib import contextmanager
 
 from ..errors import Located
 from ..graph.ir import Enum
@@ -22,6 +24,7 @@ from . import builtins as B
 from . import files, stdlib
 from .evaluator import Evaluator
 from .known_modules import module_value
+from .modules import THIRD_PARTY, ModuleContext, Modules
 from .scopes import Class, Frame, Function, Unk, col_of
 from .values import Call, ModuleConstants, Namespace, Obj, Script, Unknown, value_repr
 
@@ -56,8 +59,11 @@ def _module_namespace(consts: dict) -> Namespace:
 
 
 class Reader(Evaluator):
-    def __init__(self, filename: str, source: str, argv: list[str] | None = None):
+    def __init__(self, filename: str, source: str, argv: list[str] | None = None, modules: Modules | None = None):
         super().__init__(filename, source)
+        self.modules = modules or Modules()          # the script's own modules (beside it, or the notebook writes)
+        self.loaded: dict[str, dict | None] = {}     # module name -> its globals (None: being read)
+        self.contexts: dict[int, ModuleContext] = {}  # id of a module's globals -> what names mean there
         self.script = Script(filename)
         self.argv = argv                            # the command line it runs with (None: argparse defaults)
         self.hugectr_modules: dict[str, str] = {}   # local name -> "hugectr" / "hugectr.inference" / ...
@@ -95,6 +101,10 @@ class Reader(Evaluator):
                     self.hugectr_modules[local] = a.name if a.asname else "hugectr"
                     continue
                 bound = a.name if a.asname else a.name.split(".")[0]
+                own = self._own_module(a.name, node)
+                if own is not None and (a.asname or "." not in a.name):
+                    self.bind(frame, a.asname or bound, Namespace(own))
+                    continue
                 self.bind(frame, a.asname or bound, self._module(bound, node))
             return
         mod = node.module or ""
@@ -106,8 +116,65 @@ class Reader(Evaluator):
                     continue
                 self.hugectr_names[local] = (mod + "." + a.name)[len("hugectr."):] if mod != "hugectr" else a.name
                 frame.globals.pop(local, None)
+            elif (own := self._own_module(mod, node) if node.level == 0 else None) is not None:
+                names = [k for k in own if not k.startswith("_")] if a.name == "*" else [a.name]
+                for k in names:
+                    self.bind(frame, local if a.name != "*" else k, own[k] if k in own else Unknown(
+                        f"{mod}.{k}", node.lineno, col_of(node), f"module {mod} defines no {k} statically"))
             elif a.name != "*":
                 self.bind(frame, local, self._module(f"{mod}.{a.name}", node))
+
+    def _own_module(self, dotted: str, node: ast.stmt) -> dict | None:
+        """The globals of the script's own module ``dotted`` (read once, never executed), or None."""
+        top = dotted.split(".")[0]
+        if top in stdlib.MODULES or dotted in stdlib.MODULES or module_value(dotted) is not None \
+                or top in ("os", "sys", "math", "argparse", "mpi4py", "hugectr"):
+            return None
+        if dotted in self.loaded:
+            if self.loaded[dotted] is None:
+                raise ScriptError(f"module {dotted} imports itself again (a cycle is not read statically)",
+                                  node.lineno)
+            return self.loaded[dotted]
+        written = self.script.written.get(dotted.replace(".", "/") + ".py")
+        found = (dotted.replace(".", "/") + ".py", written) if written else self.modules.find(dotted)
+        if found is None:
+            if top not in sys.stdlib_module_names and top not in THIRD_PARTY:
+                self.script.unfollowed.append((node.lineno, dotted))
+            return None
+        filename, text = found
+        try:
+            tree = ast.parse(text, filename=filename)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            raise ScriptError(f"module {dotted} ({filename}) is not valid Python", node.lineno) from None
+        ctx = ModuleContext(filename, text, {}, {})
+        frame = Frame({"__name__": dotted}, {})
+        frame.locals = frame.globals
+        self.loaded[dotted] = None
+        self.contexts[id(frame.globals)] = ctx
+        with self._in_module(ctx):
+            self.exec_body(tree.body, frame)
+        self.loaded[dotted] = frame.globals
+        self.script.notes.append((node.lineno, f"module {dotted} read from {filename} (never executed)"))
+        return frame.globals
+
+    @contextmanager
+    def _in_module(self, ctx: ModuleContext):
+        """Names, hugectr aliases and source text of module ``ctx`` while its code runs."""
+        saved = ModuleContext(self.filename, self.source, self.hugectr_modules, self.hugectr_names)
+        self.filename, self.source, self.hugectr_modules, self.hugectr_names = \
+            ctx.filename, ctx.source, ctx.hugectr_modules, ctx.hugectr_names
+        try:
+            yield
+        finally:
+            self.filename, self.source, self.hugectr_modules, self.hugectr_names = \
+                saved.filename, saved.source, saved.hugectr_modules, saved.hugectr_names
+
+    def call_function(self, fn: Function, args: list, kwargs: dict, node: ast.AST) -> object:
+        ctx = self.contexts.get(id(fn.frame.globals))
+        if ctx is None or ctx.source is self.source:
+            return super().call_function(fn, args, kwargs, node)
+        with self._in_module(ctx):
+            return super().call_function(fn, args, kwargs, node)
 
     def _module(self, dotted: str, node: ast.stmt) -> object:
         if dotted in stdlib.MODULES or dotted in ("mpi4py.MPI",):
@@ -353,7 +420,8 @@ def _calls_in(v: object):
             yield from _calls_in(x)
 
 
-def extract(text: str, filename: str = "<script>", argv: list[str] | None = None) -> Script:
+def extract(text: str, filename: str = "<script>", argv: list[str] | None = None,
+            modules: Modules | None = None) -> Script:
     """Read a script's hugectr calls. Raises :class:`Located` (with a line) on text that is not Python."""
     try:
         tree = ast.parse(text, filename=filename)
@@ -365,7 +433,7 @@ def extract(text: str, filename: str = "<script>", argv: list[str] | None = None
         raise ScriptError("the script nests too deeply to read statically",
                           fix="write the value as a literal, or pass it with --args") from None
     try:
-        script = Reader(filename, text, argv).run(tree)
+        script = Reader(filename, text, argv, modules).run(tree)
     except RecursionError:
         raise ScriptError("the script nests too deeply to read statically") from None
     # Statements: every call that is not an argument of another hugectr call.

@@ -30,7 +30,7 @@ class ImportResult:
     torch_text: str = ""
     # The text the model came from and its command line (a script or a notebook's unit; None for a graph JSON):
     # write_import reads its hugectr calls again and refuses a generated model.py that makes different ones.
-    origin: tuple[str, Any] | None = None
+    origin: tuple[Any, ...] | None = None
 
 
 def _fail(path: Path, message: str, line: int | None = None, fix: str = "", unit: Unit | None = None,
@@ -62,7 +62,7 @@ def name_note(path: Path, name: str | None) -> str:
 
 
 def _finish(path: Path, imported: Imported, label: str, notes: list[str],
-            origin: tuple[str, Any] | None = None) -> ImportResult:
+            origin: tuple[Any, ...] | None = None) -> ImportResult:
     from pydantic import ValidationError
 
     from ..spec.model import Spec

@@ -111,6 +111,7 @@ class Script:
     written: dict[str, str | None] = field(default_factory=dict)   # files open(NAME, "w").write(...) writes (.files)
     written_why: dict[str, tuple[int, str]] = field(default_factory=dict)   # why a written file's text is unknown
     written_at: dict[str, int] = field(default_factory=dict)   # the line of each written file's open()
+    unfollowed: list[tuple[int, str]] = field(default_factory=list)   # (line, module) imports of no file found
 
     def count(self, func: str) -> int:
         return sum(1 for c in self.all_calls if c.func == func)

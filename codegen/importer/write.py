@@ -77,8 +77,9 @@ def _same_calls(result: ImportResult, model_py: str, release: str) -> None:
 
     if result.origin is None:
         return
-    text, argv = result.origin
-    diffs = compare_with(extract(text, result.source, argv), extract(model_py, "model.py"), release)
+    text, argv = result.origin[:2]
+    modules = result.origin[2] if len(result.origin) > 2 else None     # the script's own modules it read
+    diffs = compare_with(extract(text, result.source, argv, modules), extract(model_py, "model.py"), release)
     if diffs:
         raise UserError([Problem(result.source, f"the generated model.py would not make the source's calls: {d}", "",
                                  None, None, "report it: ctrgen should reproduce this script or refuse it")
