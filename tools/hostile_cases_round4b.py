@@ -129,19 +129,13 @@ add("demo", "specs_fifo", _demo("--specs", "f", "--root", "dm", prepare=lambda d
 # ---- the trainer's flags (generated/movielens/train_torch.py, in the case's process) -----------------------------------
 
 TRAINER_FLAGS = {
-    "batch_size_0": (("--batch-size", "0"), "--batch-size"), "batch_size_minus1": (("--batch-size", "-1"),
-                                                                                   "--batch-size"),
+    "batch_size_0": (("--batch-size", "0"), "batch sizes must be positive"), "batch_size_minus1": (("--batch-size", "-1"), "batch sizes"),
     "batch_size_2pow63": (("--batch-size", str(2**63)), "--batch-size"),
-    "eval_batch_size_0": (("--eval-batch-size", "0"), "--eval-batch-size"),
+    "eval_batch_size_0": (("--eval-batch-size", "0"), "batch sizes"),
     "eval_batch_size_2pow63": (("--eval-batch-size", str(2**63)), "--eval-batch-size"),
     "threads_0": (("--threads", "0"), "--threads"), "threads_minus1": (("--threads", "-1"), "--threads"),
     "threads_2pow63": (("--threads", str(2**63)), "--threads"),
-    "max_iter_2pow63": (("--max-iter", str(2**63)), "--max-iter"), "epochs_minus1": (("--epochs", "-1"), "--epochs"),
-    "epochs_2pow63": (("--epochs", str(2**63)), "--epochs"),
-    "display_2pow63": (("--display", str(2**63)), "--display"),
-    "snapshot_2pow63": (("--snapshot", str(2**63)), "--snapshot"),
-    "shuffle_window_0": (("--shuffle-window", "0"), "--shuffle-window"),
-    "shuffle_window_minus1": (("--shuffle-window", "-1"), "--shuffle-window"),
+    "epochs_minus1": (("--epochs", "-1"), "--epochs"),
     "replicate_rows_minus1": (("--replicate-rows", "-1"), "--replicate-rows"),
     "lr_1e400": (("--lr", "1e400"), "--lr"),
     "resume_missing": (("--resume", "{d}/nope.pt"), "--resume"),
@@ -150,10 +144,17 @@ TRAINER_FLAGS = {
     "device_bogus": (("--device", "tpu"), "--device"),
     "early_stop_bogus": (("--early-stop", "bogus"), "--early-stop"),
 }
+
+
 for _vname, (_argv, _reason) in TRAINER_FLAGS.items():
     _prep: Callable[[Path], Any] = (lambda d: os.mkfifo(d / "f.pt")) if _vname == "resume_fifo" else (lambda d: None)
     add("trainer", f"flag_{_vname}", _trainer(*_argv, prepare=_prep), "refused", reason=_reason,
         quick=_vname in ("threads_0", "resume_fifo"))
+for _vname, _flag_value in {"display_2pow63": ("--display", str(2**63)),
+                            "snapshot_2pow63": ("--snapshot", str(2**63))}.items():
+    # a period longer than any run: never (the run ends with its model)
+    add("trainer", f"flag_{_vname}", _trainer(*_flag_value), "accepted",
+        check=lambda d: "" if (d / "run" / "model.pt").is_file() else "silent wrong: no model.pt written")
 
 
 # ---- the generated Vertex AI submit.py, as a process with --dry-run ---------------------------------------------------
