@@ -370,3 +370,73 @@ def test_submit_trials_save_and_from_json_are_checked_before_reading(tmp_path):
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(SystemExit, match="not a tuning job's description"):
         m.load_job(type("A", (), {"from_json": str(tmp_path / "deep.json"), "job": None})())
+
+
+# ---- issue 43, fourth round: the defects its cases found ------------------------------------------------------------
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -1.0])
+def test_serve_timeout_must_be_finite_and_positive(value):
+    """nan, 0 and -1 started the server and reported 'not ready after nans'; inf waited until a signal."""
+    from codegen.errors import UserError
+    from codegen.serve.cli_serve import _timeout
+
+    with pytest.raises(UserError, match="finite number of seconds > 0"):
+        _timeout(None, None, value)
+    assert _timeout(None, None, 300.0) == 300.0
+
+
+@pytest.mark.parametrize("host, kind", [("224.0.0.1", "multicast"), ("ff02::1", "multicast"),
+                                        ("255.255.255.255", "broadcast"), ("240.0.0.1", "reserved")])
+def test_serve_host_refuses_addresses_no_client_reaches(host, kind):
+    from codegen.errors import UserError
+    from codegen.serve.repository import _check_unicast
+
+    with pytest.raises(UserError, match=kind):
+        _check_unicast(host)
+    _check_unicast("127.0.0.1")
+    _check_unicast("localhost")
+
+
+def test_submit_tune_image_uri_without_worker_pools_is_one_line(tmp_path, monkeypatch):
+    from types import SimpleNamespace as NS
+
+    m = _submit()
+    (tmp_path / "hyperparameter_tuning_job.json").write_text(json.dumps({"trial_job_spec": {}}))
+    monkeypatch.setattr(m, "HERE", str(tmp_path))
+    args = NS(kind="tune", project="p", region="r", bucket="b", job_id="1", display_name="d", service_account=None,
+              image_uri="x")
+    with pytest.raises(SystemExit, match="no worker_pool_specs"):
+        m.build_request(args)
+    (tmp_path / "hyperparameter_tuning_job.json").write_text("[" * 100_000)
+    with pytest.raises(SystemExit, match="nested too deep"):
+        m.build_request(args)
+    os.unlink(tmp_path / "hyperparameter_tuning_job.json")
+    os.mkfifo(tmp_path / "hyperparameter_tuning_job.json")
+    with pytest.raises(SystemExit, match="not a regular file"):
+        m.build_request(args)
+
+
+def test_trainer_eval_batch_size_past_a_c_long_is_refused(capsys):
+    """--eval-batch-size 2**63 was an OverflowError traceback in torch."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("t4", REPO / "generated" / "movielens" / "train_torch.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(SystemExit) as exc:
+        module.main(["--eval-batch-size", str(2**63), "--device", "cpu"])
+    assert exc.value.code == 2
+    assert "at most 2147483647" in capsys.readouterr().err
+
+
+def test_report_and_validate_say_what_an_existing_wrong_path_is(tmp_path):
+    from codegen.errors import UserError
+    from codegen.train.report import render_report
+    from codegen.triton.lint.validate import validate_repository
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(UserError, match="not a folder"):
+        render_report(tmp_path / "f")
+    os.mkfifo(tmp_path / "ps")
+    with pytest.raises(UserError, match="not a regular file"):
+        validate_repository(REPO / "generated" / "movielens" / "triton", ps=tmp_path / "ps")

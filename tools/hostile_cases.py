@@ -963,3 +963,5 @@ def _zip_without_tensors(path: Path) -> None:
 
 # ---- issue 43 (third round): report, etl, port, query, import, submit.py ---------------------------------------------
 import hostile_cases_round3  # noqa: E402,F401  (registers its cases into CASES)
+import hostile_cases_round4  # noqa: E402,F401  (issue 43, fourth round: paths, spec commands, schema)
+import hostile_cases_round4b  # noqa: E402,F401  (issue 43, fourth round: flags, serve --host, demo, trainer, submit.py)

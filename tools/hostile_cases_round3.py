@@ -262,10 +262,14 @@ def _run_trainer(argv: list[str]) -> None:
     spec.loader.exec_module(module)
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        code = module.main(argv)
+        try:
+            code = module.main(argv)
+        except SystemExit as exc:       # argparse's refusal: usage, then "...: error: ...", exit 2
+            code = exc.code if isinstance(exc.code, int) else 1
     sys.stderr.write(err.getvalue()) if code != 2 else None
     if code == 2:       # the trainer's one line ("error: ..."), as the refusal
-        raise Located(err.getvalue().strip())
+        lines = err.getvalue().strip().splitlines()
+        raise Located("\n".join(line for line in lines if "error:" in line) or "\n".join(lines))
 
 
 def _hold_lock(d: Path) -> None:

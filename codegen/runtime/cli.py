@@ -105,6 +105,8 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
         args.max_iter, args.epochs = d["max_iter"], d["num_epochs"]
     if args.batch_size <= 0 or args.eval_batch_size <= 0:
         ap.error("batch sizes must be positive")
+    if max(args.batch_size, args.eval_batch_size) > 2**31 - 1:   # past a C long: torch's OverflowError, a traceback
+        ap.error(f"--batch-size / --eval-batch-size: at most {2**31 - 1}")
     if passes is not None:
         for name in ("pass_train", "pass_eval"):
             given = getattr(args, name)

@@ -7,6 +7,7 @@ fails validation, a port is taken, the server binary is missing, a model fails t
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import signal
@@ -42,6 +43,15 @@ def _raise_stopped(signum, frame):
     raise _Stopped()
 
 
+def _timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """NaN, 0 or a negative number would give the server no time at all (it was started, then reported 'not ready
+    after nans'); Infinity would wait for a model that never loads until a signal."""
+    if not math.isfinite(value) or value <= 0:
+        raise UserError.one(repr(value), "must be a finite number of seconds > 0", field="--timeout",
+                            fix="e.g. --timeout 300")
+    return value
+
+
 @contextlib.contextmanager
 def stop_on_signals():
     """SIGTERM and SIGINT raise :class:`_Stopped` in the main thread; the previous handlers come back after."""
@@ -63,7 +73,8 @@ def stop_on_signals():
               help="Prometheus metrics (0: off)")
 @click.option("--log", "log_path", type=click.Path(path_type=Path),
               help="copy the server's log here when it stops (default: only its error is printed)")
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait for the models")
+@click.option("--timeout", type=float, default=300.0, show_default=True, callback=_timeout,
+              help="seconds to wait for the models")
 def serve_command(repo: Path, host: str, http_port: int, grpc_port: int, metrics_port: int, log_path: Path | None,
                   timeout: float) -> None:
     """Validate the Triton repository REPO (the rules of ctrgen validate), then serve every model in it with the

@@ -57,6 +57,7 @@ def check_ports(host: str, ports: dict[str, int | None]) -> None:
     except (OSError, UnicodeError) as exc:      # 999.1.1.1, a name that does not resolve
         raise UserError.one(host, f"not an address of this machine: {getattr(exc, 'strerror', None) or exc}",
                             field="--host", fix="give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+    _check_unicast(host)
     for option, port in ports.items():
         if port is None:
             continue
@@ -70,6 +71,21 @@ def check_ports(host: str, ports: dict[str, int | None]) -> None:
                                         fix=f"stop what listens there, or pass {option} with a free port") from None
                 raise UserError.one(f"{host}:{port}", f"cannot listen there: {exc.strerror or exc}", field="--host",
                                     fix="give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0") from None
+
+
+def _check_unicast(host: str) -> None:
+    """A multicast or broadcast address binds on Linux, but no TCP client can ever connect to it: the server would
+    start and never be reached."""
+    import ipaddress
+
+    try:
+        address = ipaddress.ip_address(host.split("%")[0])
+    except ValueError:      # a host name: what it resolves to is bound below
+        return
+    if address.is_multicast or (address.version == 4 and address.is_reserved):
+        kind = "a multicast" if address.is_multicast else "a broadcast or reserved"
+        raise UserError.one(host, f"cannot listen there: {kind} address", field="--host",
+                            fix="give an address of this machine, e.g. 127.0.0.1 or 0.0.0.0")
 
 
 def server_for(repo: Path, scratch: Path, *, host: str, http_port: int, grpc_port: int,

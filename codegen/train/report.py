@@ -4,6 +4,8 @@ of this module, not a generator template (it is no input of generated code)."""
 
 from __future__ import annotations
 
+import os
+
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -47,7 +49,8 @@ def _size(n: float) -> str:
 
 def render_report(run_dir: Path) -> str:
     if not run_dir.is_dir():
-        raise UserError.one(run_dir, "run folder not found", fix="pass the --out folder of ctrgen train")
+        what = "not a folder" if os.path.lexists(run_dir) else "run folder not found"
+        raise UserError.one(run_dir, what, fix="pass the --out folder of ctrgen train")
     run = read_run(run_dir / RUN_FILE)
     metrics = read_metrics(run_dir / "metrics.json")
     read = read_points(run_dir / METRICS_JSONL)

@@ -11,6 +11,8 @@ everything wrong inside the repository is a :class:`codegen.errors.Problem` with
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
@@ -52,7 +54,8 @@ def validate_repository(path: Path, *, ps: Path | None = None, root_map: Mapping
     if not path.is_dir():
         raise UserError.one(path, "not a folder", fix="pass the folder of a Triton model repository")
     if ps is not None and not Path(ps).is_file():
-        raise UserError.one(ps, "ps.json not found", field="--ps", fix="name an existing ps.json")
+        what = "not a regular file (a folder, FIFO or device)" if os.path.lexists(ps) else "ps.json not found"
+        raise UserError.one(ps, what, field="--ps", fix="name an existing ps.json")
     # A repository of a generated folder shares files with it (codegen.triton.layout): they are checked where they lie.
     shared = {path.joinpath(*rel.parts): source for rel, source in (generated_repository(path) or {}).items()}
     ctx = Context(root=path, resolver=PathResolver(path, dict(root_map), shared))
