@@ -239,15 +239,22 @@ def test_stale_generated_folder_is_refused_or_regenerated(project, tmp_path):
     assert "generated/movielens: out of date with its spec" in proc.stderr
     assert "fix: run 'ctrgen generate movielens.yaml', or pass --regenerate" in proc.stderr
     assert not (tmp_path / "run").exists()
-    # --regenerate writes a stale folder (a never generated one is written anyway), then goes on (to a refusal of
-    # its data here)
+    # A refusal of the spec's data writes nothing, not even a never generated folder (issue 43: nothing written)
     spec = variant(project, "regen", project["spec"].read_text().replace(str(project["data"] / "train"),
                                                                          str(tmp_path / "nothing")))
     proc = run_ctrgen("train", str(spec), "--regenerate", "--device", "cpu", "--out", str(tmp_path / "run"),
                       cwd=project["root"])
     folder = project["root"] / "generated" / "regen"
-    assert proc.returncode == 2 and f"generated {folder}" in proc.stderr and "data.train" in proc.stderr, proc.stderr
-    assert compare(project["root"] / "generated" / "regen", render_spec(open_spec(spec)).files, "regen").clean
+    assert proc.returncode == 2 and "data.train" in proc.stderr and not folder.exists(), proc.stderr
+    # --regenerate writes a stale folder (its spec changed since `ctrgen generate`), then trains from it
+    spec = variant(project, "regen2", project["spec"].read_text())
+    assert run_ctrgen("generate", str(spec), cwd=project["root"]).returncode == 0
+    spec.write_text(spec.read_text() + "# changed after generate\n")
+    proc = run_ctrgen("train", str(spec), "--regenerate", "--device", "cpu", "--max-iter", "1",
+                      "--out", str(tmp_path / "run2"), *TRAINER_FLAGS, cwd=project["root"])
+    folder = project["root"] / "generated" / "regen2"
+    assert proc.returncode == 0 and f"regenerated {folder} (it was stale)" in proc.stderr, proc.stderr[-2000:]
+    assert compare(folder, render_spec(open_spec(spec)).files, "regen2").clean
 
 
 def test_missing_data_is_one_line(project, tmp_path):

@@ -64,16 +64,15 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
         raise ctx.loaded.error(("targets",), "the spec has no PyTorch trainer to run", fix="add torch to targets")
     folder = ctx.root / "generated" / rendered.name
     drift = compare(folder, rendered.files, display=f"generated/{rendered.name}")
+    write, note = None, ""
     if not drift.clean:
         if not folder.exists():     # never generated (e.g. right after `ctrgen import`): nothing to overwrite
-            apply_write(plan_write(folder, rendered.files))
-            click.echo(f"generated {folder}", err=True)
+            write, note = plan_write(folder, rendered.files), f"generated {folder}"
         elif not regenerate:
             raise UserError.one(folder, "out of date with its spec ('ctrgen check' finds it stale)",
                                 fix=f"run 'ctrgen generate {ctx.display}', or pass --regenerate")
         else:
-            apply_write(plan_write(folder, rendered.files))
-            click.echo(f"regenerated {folder} (it was stale)", err=True)
+            write, note = plan_write(folder, rendered.files), f"regenerated {folder} (it was stale)"
     if gpus is not None:
         found = gpu_count()
         if found < gpus:
@@ -83,6 +82,9 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     run = out if out is not None else ctx.root / "runs" / rendered.name
     launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
                          resume=resume, extra=("--force", *extra) if force else extra, continuous=rendered.job.continuous is not None)
+    if write is not None:           # after every check of the command line, the spec and its data: a refusal writes nothing
+        apply_write(write)
+        click.echo(note, err=True)
     # This checkout's codegen.runtime, whichever ctrgen the environment installs.
     package_root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
