@@ -328,6 +328,23 @@ def _submit():
     return module
 
 
+class _Refused:
+    """A submit.py refusal: exit status 2 and its one line on stderr (``with _Refused(capsys, needle): ...``)."""
+
+    def __init__(self, capsys, needle: str = ""):
+        self.capsys, self.needle = capsys, needle
+
+    def __enter__(self):
+        self.capsys.readouterr()
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        assert kind is SystemExit and exc.code == 2, (kind, exc)
+        err = self.capsys.readouterr().err
+        assert err.startswith("submit.py: ") and len(err.strip().splitlines()) == 1 and self.needle in err, err
+        return True
+
+
 def _job(values: dict, prefix: str = "gs://bucket/runs"):
     from types import SimpleNamespace as NS
 
@@ -347,28 +364,27 @@ def test_submit_ranks_a_nan_trial_last():
 
 @pytest.mark.parametrize("prefix, tid", [("gs://b/../../../../x", "1"), ("gs:///etc", "1"), ("/etc/model", "1"),
                                          ("gs://b/runs", "../../x"), ("gs://b/runs", "/etc")])
-def test_submit_deploy_refuses_an_unchecked_trial_path(prefix, tid):
+def test_submit_deploy_refuses_an_unchecked_trial_path(prefix, tid, capsys):
     m, job = _job({tid: 0.7}, prefix)
-    with pytest.raises(SystemExit) as exc:
+    with _Refused(capsys):
         m.trial_model_dir(job, job.trials[0], "/gcs")
-    assert str(exc.value).startswith("submit.py: ")
     m, job = _job({"12": 0.7}, "gs://bucket/runs/a")
     assert m.trial_model_dir(job, job.trials[0], "/gcs") == "/gcs/bucket/runs/a/12/model"
 
 
-def test_submit_trials_save_and_from_json_are_checked_before_reading(tmp_path):
+def test_submit_trials_save_and_from_json_are_checked_before_reading(tmp_path, capsys):
     m = _submit()
     (tmp_path / "folder").mkdir()
     for path, needle in ((tmp_path / "missing" / "j.json", "its folder does not exist"),
                          (tmp_path / "folder", "is a folder")):
-        with pytest.raises(SystemExit, match=needle):
+        with _Refused(capsys, needle):
             m.check_save(str(path))
     fifo = tmp_path / "job.json"
     os.mkfifo(fifo)
-    with pytest.raises(SystemExit, match="not a regular file"):      # no hang waiting for a writer
+    with _Refused(capsys, "not a regular file"):      # no hang waiting for a writer
         m.load_job(type("A", (), {"from_json": str(fifo), "job": None})())
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(SystemExit, match="not a tuning job's description"):
+    with _Refused(capsys, "not a tuning job's description"):
         m.load_job(type("A", (), {"from_json": str(tmp_path / "deep.json"), "job": None})())
 
 
@@ -397,7 +413,7 @@ def test_serve_host_refuses_addresses_no_client_reaches(host, kind):
     _check_unicast("localhost")
 
 
-def test_submit_tune_image_uri_without_worker_pools_is_one_line(tmp_path, monkeypatch):
+def test_submit_tune_image_uri_without_worker_pools_is_one_line(tmp_path, monkeypatch, capsys):
     from types import SimpleNamespace as NS
 
     m = _submit()
@@ -405,14 +421,14 @@ def test_submit_tune_image_uri_without_worker_pools_is_one_line(tmp_path, monkey
     monkeypatch.setattr(m, "HERE", str(tmp_path))
     args = NS(kind="tune", project="p", region="r", bucket="b", job_id="1", display_name="d", service_account=None,
               image_uri="x")
-    with pytest.raises(SystemExit, match="no worker_pool_specs"):
+    with _Refused(capsys, "no worker_pool_specs"):
         m.build_request(args)
     (tmp_path / "hyperparameter_tuning_job.json").write_text("[" * 100_000)
-    with pytest.raises(SystemExit, match="nested too deep"):
+    with _Refused(capsys, "nested too deep"):
         m.build_request(args)
     os.unlink(tmp_path / "hyperparameter_tuning_job.json")
     os.mkfifo(tmp_path / "hyperparameter_tuning_job.json")
-    with pytest.raises(SystemExit, match="not a regular file"):
+    with _Refused(capsys, "not a regular file"):
         m.build_request(args)
 
 

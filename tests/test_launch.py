@@ -623,7 +623,7 @@ def test_trials_lists_each_trial_and_names_the_best(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2")
     proc = _py_here(VERTEX / "vertex" / "submit.py", "trials", "--from-json", str(bad), env={})
-    assert proc.returncode == 1 and "not a tuning job's description" in proc.stderr
+    assert proc.returncode == 2 and "not a tuning job's description" in proc.stderr
 
 
 @pytest.mark.slow
@@ -651,4 +651,4 @@ def test_deploy_best_trial_assembles_its_weights(tmp_path):
     # An unknown trial is one line.
     proc = _py_here(VERTEX / "vertex" / "submit.py", "deploy", "--trial", "9", "--from-json", str(job),
                     "--workflow", str(workflow), "--out", str(tmp_path / "r2"), env={})
-    assert proc.returncode == 1 and "--trial '9': the job has trials ['1', '2', '3', '4']" in proc.stderr
+    assert proc.returncode == 2 and "--trial '9': the job has trials ['1', '2', '3', '4']" in proc.stderr

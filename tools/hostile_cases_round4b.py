@@ -167,8 +167,8 @@ DRY = ("--dry-run", "--project", "p", "--region", "us-central1", "--bucket", "b"
 
 def _submit(argv: tuple[str, ...], prepare: Callable[[Path], Any] = lambda v: None,
             check_out: Callable[[str], str] | None = None) -> Callable[[Path], Run]:
-    """submit.py copied into the case's folder (it reads its job files beside itself), run as a process; a non-zero
-    exit without a traceback is its refusal (its one line, 'submit.py: ...')."""
+    """submit.py copied into the case's folder (it reads its job files beside itself), run as a process; an
+    exit 2 without a traceback is its refusal (its one line, 'submit.py: ...')."""
     def build(d: Path) -> Run:
         shutil.copytree(VERTEX, d / "vertex")
         prepare(d / "vertex")
@@ -179,7 +179,7 @@ def _submit(argv: tuple[str, ...], prepare: Callable[[Path], Any] = lambda v: No
 
             done = subprocess.run([sys.executable, "-W", "ignore", str(d / "vertex" / "submit.py"), *args],
                                   cwd=d, capture_output=True, text=True, timeout=60)
-            if "Traceback" in done.stderr or done.returncode not in (0, 1, 2):
+            if "Traceback" in done.stderr or done.returncode not in (0, 2):
                 sys.stderr.write(done.stderr)
                 raise RuntimeError(f"submit.py exited {done.returncode}")
             if done.returncode:
