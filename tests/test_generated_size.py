@@ -13,11 +13,11 @@ from collections import defaultdict
 from conftest import REPO
 
 GENERATED = REPO / "generated"
-BUDGET_LINES = 38_500      # 78,426 before the runtime (issue 23), 30,721 before the repositories shared files, 22,270 after;
+BUDGET_LINES = 39_000      # 78,426 before the runtime (issue 23), 30,721 before the repositories shared files, 22,270 after;
 #                            35,905 with the eight sample-family specs (issue 41 item 4: ncf ... shared_bottom, 13,635);
 #                            36,459 with submit.py's input checks (issue 43); about 38,300 with mmoe's and
 #                            shared_bottom's torch target (issue 41 item 3: 953 lines each, of which 345 their own
-#                            ensemble, one output per label). Issue 42 item 5 moves the static parts of task.py,
+#                            ensemble, one output per label); 38,502 with submit.py's refuse(). Issue 42 item 5 moves the static parts of task.py,
 #                            submit.py and etl.py into codegen/, which will bring it down again.
 
 

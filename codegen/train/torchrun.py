@@ -14,7 +14,10 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import main as torchrun
 
-    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    # Every record of this launcher process up to ERROR is dropped: the elastic agent's loggers set their own levels
+    # (get_logger: LOGLEVEL or WARNING), so a parent logger's level does not reach them ("Received 2 death signal,
+    # shutting down workers" came through on a loaded machine). The ranks print what the user needs.
+    logging.disable(logging.ERROR)
     try:
         torchrun(argv)
     except ChildFailedError as exc:
