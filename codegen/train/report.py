@@ -14,7 +14,7 @@ import jinja2
 from ..errors import UserError
 from ..runtime.progress import METRICS_JSONL, TENSORBOARD_DIR
 from .record import RUN_FILE
-from .run_folder import read_metrics, read_points, read_run
+from .report_inputs import read_metrics, read_points, read_run
 from .svg import graph_layout, line_chart
 
 TEMPLATE = "report.html.j2"
