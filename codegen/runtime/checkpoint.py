@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import stat
 import warnings
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import torch
 import torch.nn as nn
 
 from .contract import FEATURES_FILE
+from .checks import regular_file
 from .errors import DataError
 
 
@@ -24,7 +24,8 @@ def resume(path: Path, model: nn.Module, optimizer, features: dict, device: torc
     A checkpoint is data, never code: it is unpickled with ``weights_only=True`` (tensors, numbers, strings and
     containers only; a pickle that names any other callable, such as ``os.system``, is refused before it runs), and
     each field is checked against this model before anything is loaded into it."""
-    check_regular_file(path)
+    regular_file(path, "checkpoint", "pass --resume a checkpoint_<iter>.pt this trainer wrote, or train the earlier "
+                 "passes first", verb="load")
     try:
         with warnings.catch_warnings():     # torch warns of a pickle protocol it did not write; refused below anyway
             warnings.simplefilter("ignore")
@@ -58,18 +59,6 @@ def resume(path: Path, model: nn.Module, optimizer, features: dict, device: torc
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0][:300] if text else type(exc).__name__
-
-
-def check_regular_file(path: Path) -> None:
-    """A checkpoint must be a regular file: a FIFO or a device would block or never end."""
-    try:
-        mode = path.stat().st_mode
-    except OSError as exc:
-        raise DataError(f"{path}: cannot load the checkpoint ({exc.strerror or exc}) (fix: pass --resume a "
-                        "checkpoint_<iter>.pt, or train the earlier passes first)") from None
-    if not stat.S_ISREG(mode):
-        raise DataError(f"{path}: cannot load the checkpoint (not a regular file) (fix: pass --resume a "
-                        "checkpoint_<iter>.pt this trainer wrote)")
 
 
 def check_fields(path: Path, state, features: dict) -> None:

@@ -54,15 +54,15 @@ def check_output_dir(folder: Path) -> None:
             return
 
 
-def regular_file(path: Path, what: str, fix: str) -> os.stat_result:
+def regular_file(path: Path, what: str, fix: str, verb: str = "read") -> os.stat_result:
     """The stat of ``path`` when it is a regular file (following links); a FIFO or a device would block or never
     end, so either is refused."""
     try:
         info = path.stat()
     except OSError as exc:
-        raise DataError(f"{path}: cannot read the {what} ({exc.strerror or exc}) (fix: {fix})") from None
+        raise DataError(f"{path}: cannot {verb} the {what} ({exc.strerror or exc}) (fix: {fix})") from None
     if not stat.S_ISREG(info.st_mode):
-        raise DataError(f"{path}: cannot read the {what} (not a regular file) (fix: {fix})")
+        raise DataError(f"{path}: cannot {verb} the {what} (not a regular file) (fix: {fix})")
     return info
 
 
