@@ -136,6 +136,25 @@ def test_a_refused_run_writes_nothing(movielens, tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_refusal_reaches_stderr_in_one_write(movielens, tmp_path, monkeypatch):
+    """Every rank of `ctrgen train --ranks N` prints the same refusal into one pipe, which passes each error line on
+    once: a line written in parts (print's text, then its newline) could interleave with another rank's and show
+    twice."""
+    writes: list[str] = []
+
+    class Stderr:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    assert train(movielens, tmp_path / "run", "--batch-size", "99999999") == 2
+    assert len(writes) == 1 and writes[0].startswith("error: --batch-size ") and writes[0].endswith("\n"), writes
+
+
 # ---- 2. numbers range-checked -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("flag, value", [

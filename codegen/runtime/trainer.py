@@ -486,7 +486,10 @@ def main(job: Job, model_class, argv=None, *, script: str, clock: Clock) -> int:
         args = parse_args(job, script, argv)
         train(args, job, model_class, clock)
     except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        # One write of the whole line: every rank prints the same refusal and `ctrgen train` passes each error line on
+        # once; print() writes the text and its newline apart, and two ranks' halves could interleave in the pipe.
+        sys.stderr.write(f"error: {exc}\n")
+        sys.stderr.flush()
         return 2
     except KeyboardInterrupt:
         return 130
