@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .contract import local_path
 from .errors import DataError
 
 MAX_JSON_BYTES = 16 << 20       # features.json is kilobytes; a cap keeps /dev/zero or a huge file from filling memory
@@ -191,3 +192,39 @@ def agree(problem: str, device) -> str:
     collective(dist.all_gather, every, mine)
     texts = [bytes(t.cpu().tolist()).rstrip(b"\0").decode(errors="replace") for t in every]
     return next((t for t in texts if t), "")
+
+
+def data_files(source: str) -> list[Path]:
+    """The Parquet files of a to_parquet output folder, a HugeCTR _file_list.txt, or a single .parquet file (``~/...``:
+    under this machine's home folder, as the spec's paths mean)."""
+    path = Path(local_path(source))
+    if path.is_dir():
+        if (path / "_file_list.txt").is_file():
+            return data_files(str(path / "_file_list.txt"))
+        files = sorted(path.glob("*.parquet"), key=lambda p: (len(p.name), p.name))
+        if not files:
+            raise DataError(f"{path}: no .parquet files in this folder")
+        return _regular(files)
+    if path.suffix == ".txt":
+        lines = read_text(path, "file list", "pass a _file_list.txt, a folder or .parquet files").split()
+        if not lines or not lines[0].isdigit() or int(lines[0]) != len(lines) - 1:
+            raise DataError(f"{path}: not a file list (a count, then one path per line)")
+        files = []
+        for line in lines[1:]:
+            listed = Path(line) if Path(line).is_absolute() else path.parent / line
+            # Lists hold the absolute paths of the machine that wrote them; the files may have moved with the list.
+            files.append(listed if listed.is_file() else path.parent / listed.name)
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise DataError(f"{path}: listed file {missing[0]} not found")
+        return _regular(files)
+    if path.exists() and not path.is_dir():
+        return _regular([path])
+    raise DataError(f"{path}: not found (fix: pass a to_parquet output folder, its _file_list.txt or .parquet files)")
+
+
+def _regular(files: list[Path]) -> list[Path]:
+    """Data files are regular files: Parquet's reader blocks forever on a FIFO."""
+    for f in files:
+        regular_file(f, "data file", "pass Parquet files, a folder of them or a _file_list.txt")
+    return files

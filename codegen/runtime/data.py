@@ -15,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from .checks import check_finite, read_json, read_text, regular_file
-from .contract import FEATURES_FORMATS, layout_of, local_path
+from .checks import check_finite, read_json
+from .checks import data_files  # noqa: F401  (its home is checks, without torch: ctrgen train counts files with it)
+from .contract import FEATURES_FORMATS, layout_of
 from .errors import DataError
 from .kernels import RowKernels
 
@@ -30,42 +31,6 @@ def load_features(path: Path, layout: dict) -> dict:
         raise DataError(f"{path}: its columns {layout_of(features)} are not the ones this script was generated for "
                         f"{layout} (fix: regenerate both with 'ctrgen generate')")
     return features
-
-
-def data_files(source: str) -> list[Path]:
-    """The Parquet files of a to_parquet output folder, a HugeCTR _file_list.txt, or a single .parquet file (``~/...``:
-    under this machine's home folder, as the spec's paths mean)."""
-    path = Path(local_path(source))
-    if path.is_dir():
-        if (path / "_file_list.txt").is_file():
-            return data_files(str(path / "_file_list.txt"))
-        files = sorted(path.glob("*.parquet"), key=lambda p: (len(p.name), p.name))
-        if not files:
-            raise DataError(f"{path}: no .parquet files in this folder")
-        return _regular(files)
-    if path.suffix == ".txt":
-        lines = read_text(path, "file list", "pass a _file_list.txt, a folder or .parquet files").split()
-        if not lines or not lines[0].isdigit() or int(lines[0]) != len(lines) - 1:
-            raise DataError(f"{path}: not a file list (a count, then one path per line)")
-        files = []
-        for line in lines[1:]:
-            listed = Path(line) if Path(line).is_absolute() else path.parent / line
-            # Lists hold the absolute paths of the machine that wrote them; the files may have moved with the list.
-            files.append(listed if listed.is_file() else path.parent / listed.name)
-        missing = [str(f) for f in files if not f.is_file()]
-        if missing:
-            raise DataError(f"{path}: listed file {missing[0]} not found")
-        return _regular(files)
-    if path.exists() and not path.is_dir():
-        return _regular([path])
-    raise DataError(f"{path}: not found (fix: pass a to_parquet output folder, its _file_list.txt or .parquet files)")
-
-
-def _regular(files: list[Path]) -> list[Path]:
-    """Data files are regular files: Parquet's reader blocks forever on a FIFO."""
-    for f in files:
-        regular_file(f, "data file", "pass Parquet files, a folder of them or a _file_list.txt")
-    return files
 
 
 def _check_type(file: Path, name: str, typ: pa.DataType, kind: str, want: str) -> None:

@@ -80,6 +80,7 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
                                 fix=f"--gpus {found}" if found else "--device cpu")
         device = "cuda"
     run = out if out is not None else ctx.root / "runs" / rendered.name
+    check_no_earlier_run(run, resume=resume, force=force)
     launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
                          resume=resume, extra=("--force", *extra) if force else extra, continuous=rendered.job.continuous is not None)
     if write is not None:           # after every check of the command line, the spec and its data: a refusal writes nothing
@@ -107,6 +108,18 @@ def check_run_folder(out: Path) -> None:
                 where = "is a file, not a folder" if part == out else f"is under {part}, which is not a folder"
                 raise UserError.one(out, where, field="--out", fix="name a folder for the run, e.g. --out runs/m")
             return
+
+
+def check_no_earlier_run(run: Path, *, resume: bool, force: bool) -> None:
+    """The trainer's rule for its run folder (codegen.runtime.run_folder), checked before anything is written or
+    started: a folder an earlier run wrote takes --resume or --force."""
+    from ..runtime.run_folder import earlier_run
+
+    found = earlier_run(run)
+    if found and not (resume or force):
+        raise UserError.one(run, f"holds an earlier run ({', '.join(found[:4])}{', ...' if len(found) > 4 else ''})",
+                            field="--out", fix="--resume to continue it, --force to start afresh (its files are "
+                                               "removed), or another --out")
 
 
 @click.command(short_help="Write one self-contained HTML page of a training run.")

@@ -53,6 +53,24 @@ def check_data(ctx: SpecContext, data: dict[str, list[str]], source: str) -> Non
                 raise ctx.loaded.error(where, f"{flag.lstrip('-')} data {path!r} not found", fix=fix)
 
 
+def check_files_per_rank(ctx: SpecContext, train: list[str], source: str, ranks: int) -> None:
+    """Each rank reads whole training files: fewer files than ranks is refused here, in one line naming the spec field,
+    before torchrun and every rank start (each would import torch only to refuse it). The ranks keep their own check
+    (a job started without ctrgen); a file list they cannot read is theirs to report."""
+    from ..runtime.checks import data_files
+    from ..runtime.errors import DataError
+
+    try:
+        files = [f for path in train for f in data_files(path)]
+    except DataError:
+        return
+    if len(files) < ranks:
+        where = ("etl", "output", "dir") if source == "etl.output.dir" else ("data", "train")
+        raise ctx.loaded.error(where, f"{len(files)} training file(s) for {ranks} ranks; each rank reads whole files",
+                               fix=f"write at least {ranks} files, e.g. NVTabular's out_files_per_proc, or start "
+                                   "fewer ranks")
+
+
 def latest_checkpoint(out: Path) -> tuple[int, Path] | None:
     """The run folder's checkpoint of the highest iteration: (iteration, path)."""
     found = [(int(m.group(1)), p) for p in out.glob("checkpoint_*.pt") if (m := CHECKPOINT.fullmatch(p.name))]
@@ -83,6 +101,8 @@ def plan_launch(ctx: SpecContext, folder: Path, out: Path, *, ranks: int, device
     if not continuous:          # continuous training reads the passes its spec lists (they are the trainer's defaults)
         data, source = spec_data(ctx)
         check_data(ctx, data, source)
+        if ranks > 1:
+            check_files_per_rank(ctx, data["--train"], source, ranks)
         for flag, paths in data.items():
             argv += [flag, *paths]
     argv += ["--output-dir", str(out)]
