@@ -47,7 +47,6 @@ model.fit(max_iter=20, display=10, eval_interval=10)
 """
 # Adam keeps two state copies from 23.06 (hugectr.md §2.8): 1 MiB // ((1 + 2) * 4 bytes * 4) rows on one GPU.
 CAPACITY = 1024 * 1024 // (3 * 4 * 4)
-ENV = {"OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
 
 
 def write_data(root: Path, big_id: int | None = None) -> None:
@@ -98,16 +97,19 @@ def test_locked_cardinalities_keep_format_1():
 
 
 @pytest.mark.slow
-def test_import_then_train_sizes_the_tables_from_the_data(imported: Path):
-    """Seconds: `ctrgen import` then `ctrgen train` as a user runs them, the trainer scanning the data."""
+def test_import_then_train_sizes_the_tables_from_the_data(imported: Path, capfd):
+    """`ctrgen import` then `ctrgen train` (in this process; the trainer is its real child process, its stdout this
+    process's fd 1), the trainer scanning the data."""
     root = imported.parents[1]
     write_data(root)
     out = root / "run"
+    capfd.readouterr()
     proc = run_ctrgen("train", str(imported), "--device", "cpu", "--max-iter", "10", "--out", str(out),
-                      "--", "--display", "5", "--eval-interval", "10", "--no-tensorboard", cwd=root, env=ENV)
+                      "--", "--display", "5", "--eval-interval", "10", "--no-tensorboard", "--threads", "1", cwd=root)
+    trainer_out = capfd.readouterr().out
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"generated {root / 'generated' / 'ws'}" in proc.stderr
-    assert "rows from the data (largest id + 1): C1 50, C2 300, C3 7" in proc.stdout + proc.stderr
+    assert "rows from the data (largest id + 1): C1 50, C2 300, C3 7" in trainer_out + proc.stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert {n: (r["rows"], r["largest_id"]) for n, r in metrics["rows_from_data"].items()} == \
         {"C1": (50, 49), "C2": (300, 299), "C3": (7, 6)}
@@ -122,8 +124,7 @@ def test_an_id_beyond_hugectr_capacity_is_refused_not_wrapped(imported: Path):
     root = imported.parents[1]
     write_data(root, big_id=CAPACITY)
     out = root / "run"
-    proc = run_ctrgen("train", str(imported), "--device", "cpu", "--max-iter", "10", "--out", str(out),
-                      cwd=root, env=ENV)
+    proc = run_ctrgen("train", str(imported), "--device", "cpu", "--max-iter", "10", "--out", str(out), cwd=root)
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: column 'C2': largest id {CAPACITY} needs {CAPACITY + 1} rows of table "

@@ -17,11 +17,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import warm_python
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from codegen.demo.cli import demo_spec_text
 from codegen.output import compare, write
 from codegen.pipeline import open_spec, render_spec
+from codegen.train.launch import plan_launch
 from codegen.workflow import read_workflow_features
 from conftest import REPO, run_ctrgen
 from demo_data import built_demo
@@ -50,8 +52,28 @@ def project(tmp_path_factory):
 
 
 def train(project, *args: str, out: Path):
+    """The real `ctrgen train` process (its exit status, and the trainer's stdout through it)."""
     return run_ctrgen("train", str(project["spec"]), "--device", "cpu", "--out", str(out), *args, env=ENV,
                       cwd=project["root"])
+
+
+def train_here(project, *args: str, out: Path):
+    """`ctrgen train` in this process: its checks and plan, then the real trainer process (or torchrun and its ranks).
+    The trainer's stdout is this process's fd 1 (capfd reads it)."""
+    return run_ctrgen("train", str(project["spec"]), "--device", "cpu", "--out", str(out), *args, cwd=project["root"])
+
+
+def trainer_env() -> dict:
+    return {**os.environ, **ENV, "PYTHONPATH": str(REPO)}
+
+
+def run_trainer_script(project, *args: str, out: Path):
+    """The generated train_torch.py on the spec's data, forked from the warm Python (tests/warm_python.py): for what
+    the trainer does, where `ctrgen train` only starts it (the command it runs is tested above)."""
+    script = project["root"] / "generated" / "movielens" / "train_torch.py"
+    return warm_python.run([sys.executable, str(script), "--device", "cpu", "--train", str(project["data"] / "train"),
+                            "--eval", str(project["data"] / "valid"), "--output-dir", str(out), *args],
+                           cwd=project["root"], env=trainer_env(), timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +155,8 @@ def test_best_weights_kept_beside_the_last(run):
 def test_early_stop(project, tmp_path):
     """With a learning rate of 0 the AUC never improves on the first evaluation: patience 1 stops at the second."""
     out = tmp_path / "out"
-    proc = train(project, "--max-iter", "200", *TRAINER_FLAGS, "--lr", "0", "--early-stop", "auc:1",
-                 "--no-tensorboard", out=out)
+    proc = run_trainer_script(project, "--max-iter", "200", *TRAINER_FLAGS[1:], "--lr", "0", "--early-stop", "auc:1",
+                              "--no-tensorboard", out=out)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["iterations"] == 40 and metrics["stopped_early"] is True and metrics["early_stop"] == "auc:1"
@@ -183,14 +205,17 @@ def test_bar_on_a_terminal(project, tmp_path):
 
 
 def test_resume_keeps_the_points_up_to_its_checkpoint(project, run, tmp_path):
-    """A run resumed from checkpoint_20.pt (its checkpoint_40.pt lost) records 30 and 40 once, in both files."""
+    """A run resumed from checkpoint_20.pt (its checkpoint_40.pt lost) records 30 and 40 once, in both files: the
+    command `ctrgen train --resume` plans (its latest checkpoint), run by the trainer forked from the warm Python."""
     out = tmp_path / "run"
     subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
     (out / "checkpoint_40.pt").unlink()
     generated = project["root"] / "generated" / "movielens"
-    proc = train(project, "--resume", "--max-iter", "20", *TRAINER_FLAGS, out=out)
+    argv = plan_launch(open_spec(project["spec"]), generated, out, ranks=1, device="cpu", max_iter=20, resume=True,
+                       extra=TRAINER_FLAGS[1:], continuous=False).argv
+    assert argv[argv.index("--resume") + 1] == str(out / "checkpoint_20.pt")
+    proc = warm_python.run(argv, cwd=project["root"], env=trainer_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert f"--resume {out / 'checkpoint_20.pt'}" in proc.stderr.splitlines()[0]
     assert "resumed from" in proc.stdout and "iteration 20" in proc.stdout
     assert json.loads((out / "metrics.json").read_text())["iterations"] == 40
     assert [s for s, _ in points(out)["train/loss"]] == [10, 20, 30, 40]
@@ -199,15 +224,16 @@ def test_resume_keeps_the_points_up_to_its_checkpoint(project, run, tmp_path):
 
 
 def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
-    proc = train(project, "--resume", out=tmp_path / "empty")
+    proc = train_here(project, "--resume", out=tmp_path / "empty")
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert "--resume: no checkpoint_<iteration>.pt" in proc.stderr and "Traceback" not in proc.stderr
     assert "--resume: --resume" not in proc.stderr                  # the field named once
 
 
 def test_two_ranks_on_the_cpu(project, tmp_path):
-    """Seconds: `ctrgen train --ranks 2` through the real torchrun launcher and two rank processes."""
-    proc = train(project, "--ranks", "2", "--max-iter", "10", "--", "--batch-size", "64", "--display", "10",
+    """Seconds: `ctrgen train --ranks 2` (its checks and plan in this process) through the real torchrun launcher and
+    two rank processes."""
+    proc = train_here(project, "--ranks", "2", "--max-iter", "10", "--", "--batch-size", "64", "--display", "10",
                  "--eval-interval", "10", "--snapshot", "0", "--max-eval-batches", "2", "--eval-batch-size", "256",
                  out=tmp_path / "run")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -364,13 +390,42 @@ def test_resume_runs_what_is_left_of_the_spec_run(project, tmp_path):
 
 # ---- hostile inputs (issue 43, third round) ------------------------------------------------------------------------
 
-def test_more_ranks_than_files_is_the_ranks_one_line(project, tmp_path):
-    """Every rank refuses with the same line; torchrun's ChildFailedError traceback and log records are not shown."""
-    proc = train(project, "--ranks", "3", "--max-iter", "5", out=tmp_path / "run")
-    lines = proc.stderr.splitlines()
-    assert proc.returncode == 2 and len(lines) == 2 and lines[0].startswith("$ "), proc.stderr
-    assert lines[1].startswith("error: ") and "2 training file(s) for 3 ranks" in lines[1]
+def test_more_ranks_than_files_is_one_line_before_any_rank_starts(project, tmp_path):
+    """`ctrgen train` counts the training files itself: no command is run (torchrun and each rank would import torch
+    only to refuse), nothing is written."""
+    proc = train_here(project, "--ranks", "3", "--max-iter", "5", out=tmp_path / "run")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert re.match(r".*movielens\.yaml:\d+:\d+: data\.train: 2 training file\(s\) for 3 ranks; each rank reads whole "
+                    r"files \(fix: write at least 3 files", proc.stderr), proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_more_ranks_than_files_is_every_ranks_same_line(project, tmp_path):
+    """The ranks keep their own check (a job started without ctrgen): three ranks of the generated trainer, as torchrun
+    starts them (forked from the warm Python), each refuse with the same one line and write nothing."""
+    script = project["root"] / "generated" / "movielens" / "train_torch.py"
+    ranks = warm_python.run_ranks([sys.executable, str(script), "--device", "cpu", "--train",
+                                   str(project["data"] / "train"), "--eval", str(project["data"] / "valid"),
+                                   "--output-dir", str(tmp_path / "run")], cwd=project["root"],
+                                  envs=warm_python.rank_envs(trainer_env(), 3), timeout=300)
+    assert [p.returncode for p in ranks] == [2, 2, 2], [p.stderr[-2000:] for p in ranks]
+    assert len({p.stderr for p in ranks}) == 1 and len(ranks[0].stderr.splitlines()) == 1, ranks[0].stderr
+    assert ranks[0].stderr.startswith("error: ") and "2 training file(s) for 3 ranks" in ranks[0].stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_rank_refusal_through_torchrun_is_its_one_line(tmp_path, capsys):
+    """What ctrgen runs for ranks (codegen.train.torchrun, then ctrgen's reading of their stderr) shows a refusing
+    rank's line once with its exit status 2: no ChildFailedError traceback, no log record of torchrun's agent. The two
+    ranks are a script that refuses at once (the real ranks' refusal is the test above)."""
+    from codegen.train.child import run_trainer
+    from codegen.train.launch import launcher
+
+    rank = tmp_path / "rank.py"
+    rank.write_text("import sys\nsys.stderr.write('error: --x 1: refused (fix: --x 2)\\n')\nsys.exit(2)\n")
+    code = run_trainer([*launcher(2), str(rank)], {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    err = capsys.readouterr().err
+    assert code == 2 and err == "error: --x 1: refused (fix: --x 2)\n", err
 
 
 def test_an_out_that_is_a_file_or_under_one_is_one_line(project, tmp_path):
@@ -382,23 +437,27 @@ def test_an_out_that_is_a_file_or_under_one_is_one_line(project, tmp_path):
 
 
 def test_a_second_run_into_a_used_folder_is_refused_and_force_starts_afresh(project, run, tmp_path):
-    """Seconds: two real `ctrgen train` runs into one folder (the second refused), then a third with --force."""
+    """A run into the folder of an earlier one is refused by `ctrgen train` itself (before the trainer starts: nothing
+    in the folder changes); with --force the trainer starts afresh there."""
     out = tmp_path / "run"
     subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
-    proc = train(project, "--max-iter", "10", out=out)
-    assert proc.returncode == 2 and proc.stderr.splitlines()[1:] == [proc.stderr.splitlines()[-1]], proc.stderr
-    assert "holds an earlier run" in proc.stderr and "--force" in proc.stderr
-    proc = train(project, "--force", "--max-iter", "10", "--", "--snapshot", "0", "--display", "10", out=out)
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    proc = train_here(project, "--max-iter", "10", out=out)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert f"{out}: --out: holds an earlier run (model.pt, metrics.json" in proc.stderr and "--force" in proc.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    proc = train_here(project, "--force", "--max-iter", "10", "--", "--snapshot", "0", "--display", "10",
+                      "--threads", "1", out=out)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not list(out.glob("checkpoint_*.pt")) and [s for s, _ in points(out)["train/loss"]] == [10]
 
 
-@pytest.mark.parametrize("ranks", [1, 2])
-def test_ctrl_c_is_one_line_and_130(project, tmp_path, ranks):
-    """Ctrl-C (SIGINT to the foreground group: ctrgen, torchrun, the ranks) once training runs: no traceback."""
+def test_ctrl_c_is_one_line_and_130(project, tmp_path):
+    """Seconds: Ctrl-C (SIGINT to the foreground group: the real ctrgen process, torchrun, two ranks) once training
+    runs: no traceback. The ranks are the trainer one process runs without --ranks, under the same run_trainer."""
     argv = [sys.executable, "-m", "codegen", "train", str(project["spec"]), "--device", "cpu", "--max-iter", "100000",
-            "--out", str(tmp_path / "run"), *(["--ranks", "2"] if ranks == 2 else []), "--", "--batch-size", "64",
-            "--display", "20", "--snapshot", "0", "--eval-interval", "100000"]
+            "--out", str(tmp_path / "run"), "--ranks", "2", "--", "--batch-size", "64",
+            "--display", "1", "--snapshot", "0", "--eval-interval", "100000"]
     # Python's own SIGINT handler in the child, also where this process ignores SIGINT (a background job).
     launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
     env = {**os.environ, **ENV, "PYTHONPATH": str(REPO)}
