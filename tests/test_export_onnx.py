@@ -355,3 +355,11 @@ def test_the_exported_pooling_is_embedding_bags_with_its_padding(combiner):
     with torch.no_grad():
         assert torch.allclose(table.pooled(F.embedding(keys, table.weight), ids >= 0), table(ids), atol=1e-7)
         assert not table.pooled(F.embedding(keys, table.weight), ids >= 0)[1, 0].any()
+
+
+def test_an_exported_file_belongs_to_its_run(tmp_path):
+    """A new run into the folder is refused while best.onnx is there; `--force` removes it with the run's files."""
+    from codegen.runtime import run_folder
+
+    (tmp_path / "best.onnx").write_bytes(b"onnx")
+    assert run_folder.earlier_run(tmp_path) == ["best.onnx"]
