@@ -15,7 +15,7 @@ $(STAMP): requirements/constraints.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "ctrgen needs Python 3.11 (NVTabular 23.8 pins)"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check 'pip==25.2'
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[nvt,triton,test,torch,tensorboard,vertex]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c requirements/constraints.txt -e '.[nvt,triton,test,torch,tensorboard,vertex,onnx]'
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps '$(PYTRITON)'
 	@touch $@
 

@@ -40,6 +40,7 @@ LAZY_COMMANDS = {
                 "Write the keyset file of each training source."),
     "validate": ("codegen.triton.commands.validate", "validate_command", "Lint a Triton repository of HugeCTR models."),
     "etl": ("codegen.etl.cli", "etl_command", "Generate etl.py from the spec's etl: section and run it."),
+    "export": ("codegen.export.cli", "export_command", "Export a trained PyTorch run as an ONNX model."),
     "serve": ("codegen.serve.cli_serve", "serve_command", "Run the Triton server on an assembled repository."),
     "query": ("codegen.serve.cli_query", "query_command",
               "Send raw rows through a served ensemble and print the scores."),

@@ -218,15 +218,19 @@ def _carry(src: Path, dest: Path) -> None:
             shutil.copy2(src, dest)
 
 
-def replace_file(path: Path, text: str) -> None:
+def replace_file(path: Path, text: str | bytes) -> None:
     """Write one file atomically (a temporary file beside it, then rename); a symbolic link at ``path`` is replaced,
-    not written through."""
+    not written through. ``text`` is written as UTF-8 with LF line ends; bytes as they are."""
     import tempfile
 
     fd, tmp = tempfile.mkstemp(prefix=f"{PREFIX}{path.name}-", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
         mask = os.umask(0o022)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)      # mkstemp creates 0600; a lock is an ordinary, shared file

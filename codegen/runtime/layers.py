@@ -127,9 +127,19 @@ class SparseEmbedding(nn.Module):
                 return GatherRows.apply(self.weight, rows).reshape(batch, slots, -1)
             return self.weight.index_select(0, rows).reshape(batch, slots, -1)
         keys = torch.where(ids >= 0, ids + offsets[:, None], self.padding_row)
+        if torch.onnx.is_in_onnx_export():     # ONNX has no embedding_bag with a padding row (ctrgen export)
+            return self.pooled(F.embedding(keys, self.weight), ids >= 0)
         bags = F.embedding_bag(keys.reshape(batch * slots, nnz), self.weight, mode=self.combiner,
                                padding_idx=self.padding_row)
         return bags.reshape(batch, slots, -1)
+
+    def pooled(self, vectors: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """(batch, slots, width) of each slot's looked-up vectors (batch, slots, nnz, width) pooled by the combiner
+        over the ``valid`` ids (not padding), as embedding_bag with its padding_idx pools them (a slot of no valid id:
+        zeros)."""
+        mask = valid.unsqueeze(-1).to(vectors.dtype)
+        bags = (vectors * mask).sum(dim=2)
+        return bags / mask.sum(dim=2).clamp(min=1) if self.combiner == "mean" else bags
 
     def rows_lookup(self, rows: torch.Tensor, nnz: int, replica: bool = False,
                     slots: int | None = None) -> torch.Tensor:

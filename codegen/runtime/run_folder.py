@@ -19,7 +19,7 @@ from .errors import DataError
 LOCK_FILE = "run.lock"
 # What a run writes into its folder (trainer, progress.Recorder, ctrgen train and report): an earlier run's files.
 RUN_FILES = ("model.pt", "metrics.json", "metrics.jsonl", "features.json", "run.json", "report.html")
-RUN_GLOBS = ("checkpoint_*.pt", "pass_*.pt", "*.pt.tmp")
+RUN_GLOBS = ("checkpoint_*.pt", "pass_*.pt", "*.pt.tmp", "*.onnx")     # *.onnx: ctrgen export's default
 RUN_DIRS = ("tensorboard",)
 MAX_METRICS_BYTES = 256 << 20       # as ctrgen report reads it: millions of points
 _held: dict[str, IO[str]] = {}      # the lock files this process holds, open until it ends

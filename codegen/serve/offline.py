@@ -32,7 +32,8 @@ def _version_dir(model_dir: Path) -> Path:
     return versions[-1]
 
 
-def _load_script(path: Path):
+def load_script(path: Path):
+    """A generated train_torch.py imported as a module (its Model, RUNTIME and LAYOUT); its main() does not run."""
     spec = importlib.util.spec_from_file_location("ctrgen_offline_train_torch", path)
     assert spec is not None and spec.loader is not None     # a .py path always has a loader
     module = importlib.util.module_from_spec(spec)
@@ -43,31 +44,33 @@ def _load_script(path: Path):
 MAX_CHECKPOINT_BYTES = 1 << 40        # weights of any size a machine holds; what matters is a regular file
 
 
-def read_checkpoint(checkpoint: Path) -> tuple[dict, object]:
-    """(features.json, state_dict) of train_torch.py's output folder; a file that is no checkpoint is one line."""
+def read_checkpoint(checkpoint: Path, field: str = "--compare") -> tuple[dict, object]:
+    """(features.json, state_dict) of train_torch.py's output folder; a file that is no checkpoint is one line naming
+    ``field``, the option that gave it."""
     import torch
 
     weights, features_path = checkpoint / "model.pt", checkpoint / "features.json"
     if not checkpoint.is_dir():
-        raise UserError.one(checkpoint, "checkpoint folder not found", field="--compare",
+        raise UserError.one(checkpoint, "checkpoint folder not found", field=field,
                             fix="pass the --output-dir of train_torch.py (model.pt, features.json)")
     for path in (weights, features_path):
         if not os.path.lexists(path):
-            raise UserError.one(path, "not found", field="--compare",
+            raise UserError.one(path, "not found", field=field,
                                 fix="train_torch.py writes model.pt and features.json into its --output-dir")
     try:    # a FIFO, a link to a device, a huge or deeply nested file: one line, nothing read whole
         features = read_json(features_path, "features.json", MAX_META_BYTES)
         check_regular(weights, "model.pt", MAX_CHECKPOINT_BYTES)
     except UserError as exc:
-        raise UserError([replace(p, field="--compare") for p in exc.problems]) from None
+        raise UserError([replace(p, field=field) for p in exc.problems]) from None
     if not zipfile.is_zipfile(weights):
-        raise UserError.one(weights, "not a PyTorch checkpoint (torch.save writes a zip archive)", field="--compare",
+        raise UserError.one(weights, "not a PyTorch checkpoint (torch.save writes a zip archive)", field=field,
                             fix="pass the model.pt train_torch.py wrote")
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise UserError.one(weights, f"cannot read the checkpoint ({type(exc).__name__}: {exc})",
-                            field="--compare", fix="pass the model.pt train_torch.py wrote") from None
+    except Exception as exc:     # noqa: BLE001  (a damaged or hostile file fails in many ways)
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else "damaged"
+        raise UserError.one(weights, f"cannot read the checkpoint ({type(exc).__name__}: {first})",
+                            field=field, fix="pass the model.pt train_torch.py wrote") from None
     return features, state
 
 
@@ -85,7 +88,7 @@ def offline_scores(repo: Path, ensemble: str, checkpoint: Path, frame) -> np.nda
                                 "train_torch.py", field="--compare",
                                 fix="pass the repository 'ctrgen assemble --checkpoint' wrote")
     features, state = read_checkpoint(checkpoint)
-    script = _load_script(script_path)
+    script = load_script(script_path)
     from ..runtime import RuntimeMismatch, require
     from ..runtime.data import read_split
 

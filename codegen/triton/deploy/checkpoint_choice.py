@@ -52,12 +52,12 @@ def _record(asked: Path, which: str, path: Path, iteration: int | None) -> dict:
 
 
 @contextmanager
-def chosen_checkpoint(path: Path) -> Iterator[Choice]:
+def chosen_checkpoint(path: Path, field: str = FIELD) -> Iterator[Choice]:
     """The folder to deploy from for ``--checkpoint path`` (module docstring); a temporary one for a .pt file,
-    removed on exit."""
+    removed on exit. ``field``: the option or argument that gave ``path``, as refusals name it."""
     if path.suffix == ".pt" and path.is_file():
         with tempfile.TemporaryDirectory(prefix="ctrgen-checkpoint-") as tmp:
-            iteration = _extract(path, Path(tmp))
+            iteration = _extract(path, Path(tmp), field)
             yield Choice(Path(tmp), _record(path, path.name, path, iteration))
         return
     if path.name == LAST and not path.exists() and (path.parent / "model.pt").is_file():
@@ -70,30 +70,30 @@ def chosen_checkpoint(path: Path) -> Iterator[Choice]:
         yield Choice(path, _record(path, BEST_DIR, path, _iteration(path.parent, BEST_DIR)))
         return
     if path.suffix == ".pt" and not path.exists():
-        raise UserError.one(path, "checkpoint file not found", field=FIELD,
+        raise UserError.one(path, "checkpoint file not found", field=field,
                             fix="pass a checkpoint_<iter>.pt or pass_<k>.pt of the run folder, or the folder")
     yield Choice(path, _record(path, LAST, path, _iteration(path, LAST)))
 
 
-def _extract(path: Path, dest: Path) -> int | None:
+def _extract(path: Path, dest: Path, field: str = FIELD) -> int | None:
     """model.pt (the checkpoint's model weights) and features.json of a checkpoint_<iter>.pt into ``dest``; returns
     its iteration. Loaded as data only (weights_only: no code in the pickle runs)."""
     import torch
 
     if not zipfile.is_zipfile(path):
         raise UserError.one(path, "not a checkpoint train_torch.py saved (torch.save writes a zip archive)",
-                            field=FIELD, fix="pass a checkpoint_<iter>.pt or pass_<k>.pt of the run folder")
+                            field=field, fix="pass a checkpoint_<iter>.pt or pass_<k>.pt of the run folder")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:     # noqa: BLE001  (a damaged or hostile file fails in many ways)
         raise UserError.one(path, f"does not open as a checkpoint ({type(exc).__name__}: "
                             f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else 'damaged'})",
-                            field=FIELD, fix="pass a checkpoint_<iter>.pt or pass_<k>.pt train_torch.py saved") from None
+                            field=field, fix="pass a checkpoint_<iter>.pt or pass_<k>.pt train_torch.py saved") from None
     model = state.get("model") if isinstance(state, dict) else None
     if not isinstance(model, dict) or not model or not all(
             isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in model.items()):
         raise UserError.one(path, "holds no model weights (a checkpoint of train_torch.py has 'model', a map of "
-                            "parameter names to tensors)", field=FIELD, fix="pass a checkpoint_<iter>.pt or "
+                            "parameter names to tensors)", field=field, fix="pass a checkpoint_<iter>.pt or "
                             "pass_<k>.pt train_torch.py saved")
     torch.save(model, dest / "model.pt")
     features = state.get("features")
