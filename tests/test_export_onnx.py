@@ -16,60 +16,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, run_ctrgen
-
-ROWS = 300
-FAST = ("--device", "cpu", "--max-iter", "4", "--batch-size", "64", "--display", "2", "--eval-interval", "2",
-        "--snapshot", "2", "--max-eval-batches", "1", "--eval-batch-size", "128", "--threads", "1")
-
-
-def _columns(features: dict, rng: np.random.Generator, rows: int) -> dict[str, pa.Array]:
-    cols = {c["name"]: pa.array(rng.integers(0, 2, rows).astype(np.int8)) for c in features["labels"]}
-    cols.update({c["name"]: pa.array(rng.random(rows).astype(np.float32)) for c in features["continuous"]})
-    for s in features["sparse"]:
-        for c in s["columns"]:
-            if c["multi_hot"]:
-                lengths = rng.integers(1, s["nnz"] + 1, rows)
-                cols[c["name"]] = pa.array([rng.integers(0, c["cardinality"], n).tolist() for n in lengths],
-                                           pa.list_(pa.int64()))
-            else:
-                cols[c["name"]] = pa.array(rng.integers(0, c["cardinality"], rows))
-    return cols
-
-
-def _trained(root: Path, name: str) -> dict[str, Path]:
-    """generated/<name>/train_torch.py beside a features.json of small tables, data of its columns, a run of it."""
-    import importlib.util
-
-    folder = root / name
-    folder.mkdir()
-    shutil.copy(REPO / "generated" / name / "train_torch.py", folder)
-    features = json.loads((REPO / "generated" / name / "features.json").read_text())
-    for s in features["sparse"]:
-        for c in s["columns"]:
-            c["cardinality"] = 40
-    (folder / "features.json").write_text(json.dumps(features))
-    rng = np.random.default_rng(0)
-    for split in ("train", "valid"):
-        (folder / split).mkdir()
-        pq.write_table(pa.table(_columns(features, rng, ROWS)), folder / split / "part_0.parquet")
-    spec = importlib.util.spec_from_file_location(f"export_{name}_train_torch", folder / "train_torch.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    run = folder / "run"
-    assert module.main(["--train", str(folder / "train"), "--eval", str(folder / "valid"), *FAST,
-                        "--output-dir", str(run)]) == 0
-    return {"generated": folder, "valid": folder / "valid", "run": run}
+from conftest import run_ctrgen
+from synthetic_runs import ROWS, trained
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("export")
-    return {name: _trained(root, name) for name in ("movielens", "movielens_genres", "wdl", "mmoe")}
+    return {name: trained(root, name) for name in ("movielens", "movielens_genres", "wdl", "mmoe")}
 
 
 def ctrgen_export(path: Path, run: dict, *extra: str, generated: bool = True, data: bool = True):

@@ -96,12 +96,13 @@ class _Names:
 
     locals_: dict[str, str] = field(default_factory=dict)
     attrs: dict[str, str] = field(default_factory=dict)
+    reserved: frozenset[str] = frozenset()             # runtime helpers forward() calls (translate_graph)
 
     # (tensor names are HugeCTR strings such as "50k_label"; as Python names they are made identifiers)
     def var(self, tensor: str) -> str:
         if tensor not in self.locals_:
             name = _identifier(tensor)
-            name = name if name not in RESERVED_LOCALS else f"t_{name}"
+            name = name if name not in RESERVED_LOCALS | self.reserved else f"t_{name}"
             while name in self.locals_.values():
                 name = f"t_{name}"
             self.locals_[tensor] = name
@@ -329,8 +330,17 @@ def _lr_schedule(job: TrainingJob) -> dict:
 
 def translate_graph(job: TrainingJob) -> _Model:
     """The graph as Model.__init__ and forward() lines (the builder checked that every layer translates)."""
+    m, names = _translate(job, frozenset())
+    if set(names.locals_.values()) & m.helpers:
+        # A tensor named like a runtime helper that forward() calls (BST's "sequence_mask") would make that name a
+        # local of forward() and the call an UnboundLocalError: translate again with the helpers' names reserved.
+        m, names = _translate(job, frozenset(m.helpers))
+    return m
+
+
+def _translate(job: TrainingJob, reserved: frozenset[str]) -> tuple[_Model, _Names]:
     g = job.graph
-    n, m = _Names(), _Model(release=job.hugectr_version)
+    n, m = _Names(reserved=reserved), _Model(release=job.hugectr_version)
     for e in g.embeddings:
         sparse = next(s for s in g.sparse if s.name == e.bottom)
         m.init.append(f"self.{n.attr(e.name)} = SparseEmbedding(cardinalities[{py_str(sparse.name)}], "
@@ -343,7 +353,7 @@ def translate_graph(job: TrainingJob) -> _Model:
     # forward() returns what the loss layers read, side by side (B, N) where there are several
     m.output = m.loss_inputs[0] if len(m.loss_inputs) == 1 else f"torch.cat([{', '.join(m.loss_inputs)}], dim=1)"
     m.forward_args = [n.var(g.dense_name)] + [n.var(s.name) for s in g.sparse]  # type: ignore[attr-defined]
-    return m
+    return m, n
 
 
 def loss_terms(job: TrainingJob, m: _Model) -> list[dict] | None:
