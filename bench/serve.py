@@ -80,7 +80,7 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
     from codegen.demo.cli import DEMO_SPECS, demo_spec_text
     from codegen.output import write
     from codegen.pipeline import open_spec, render_spec
-    from codegen.workflow import read_workflow_features
+    from codegen.workflow import WORKFLOW_SCHEMA, read_workflow_features
 
     print(f"building the demo data under {root}/ (once) ...", file=sys.stderr, flush=True)
     paths = build_demo(root)
@@ -92,7 +92,11 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
                                    dataset_dir=root.resolve() / dataset, spec_dir=spec_dir)
                     + (serving or "triton:\n  torch:\n    instance: {kind: KIND_CPU}\n"))
     ctx = open_spec(spec)
-    ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+    # The lock from the schema files the demo's ETL saved beside the workflow, as ctrgen assemble and the stale-lock
+    # check read them (the same text as nvtabular's reading, without importing it here); the server loads the workflow.
+    wf = ctx.workflow_path
+    ctx.lock_path.write_text(read_workflow_features(ctx, wf, allow_import=not (wf / WORKFLOW_SCHEMA).is_file())
+                             .lock_text())
     rendered = render_spec(ctx)
     generated = ctx.root / "generated" / rendered.name       # where assemble looks for it
     write(generated, rendered.files)
