@@ -80,7 +80,7 @@ class WarmPython:
                 self.proc.kill()
                 self.proc.wait()
                 raise
-            _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]        # CPU of the runs (for profiling)
+            self._count(done["cpu_s"])
             return subprocess.CompletedProcess(cmd, done["status"], _text(out), _text(err))
 
     def run_group(self, cmds: list[list[str]], cwd: str, envs: list[dict],
@@ -102,11 +102,20 @@ class WarmPython:
                 self.proc.kill()
                 self.proc.wait()
                 raise
-            _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]
+            self._count(done["cpu_s"])
             return [subprocess.CompletedProcess(cmd, status, _text(out), _text(err))
                     for cmd, status, (out, err) in zip(cmds, done["statuses"], streams)]
 
+    def _count(self, cpu_s: float) -> None:
+        """CPU of the runs, for profiling (conftest's CTRGEN_TEST_CPU): the server reaps them, so this process sees
+        them only once it reaps the server; until then they are counted here."""
+        self.runs_cpu_s = getattr(self, "runs_cpu_s", 0.0) + cpu_s
+        _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + cpu_s
+
     def stop(self) -> None:
+        # once reaped, the server's children's CPU reaches this process's own count: no longer counted here
+        _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) - getattr(self, "runs_cpu_s", 0.0)
+        self.runs_cpu_s = 0.0
         if self.proc.poll() is None:
             self.proc.stdin.close()
             try:
