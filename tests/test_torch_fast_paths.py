@@ -281,12 +281,16 @@ def test_dense_optimizer_equals_torch_optim(name):
 
 
 def test_the_first_step_does_not_import_dynamo(tmp_path):
-    """The generated trainer's optimizer step (dense layers and row updates) never imports torch._dynamo."""
+    """The generated trainer's optimizer step (dense layers and row updates) and the placement of sharded tables (a
+    Model on the meta device) never import torch._dynamo."""
     code = ("import sys, importlib.util, json, torch\n"
             "assert not any(k.startswith('torch._dynamo') for k in sys.modules)\n"
             f"sys.path.insert(0, {str(REPO / 'tests')!r}); from trainer_view import view\n"
             f"m = view({str(REPO / 'generated/dlrm/train_torch.py')!r})\n"
-            f"model = m.Model(json.load(open({str(REPO / 'generated/dlrm/features.json')!r})))\n"
+            f"features = json.load(open({str(REPO / 'generated/dlrm/features.json')!r}))\n"
+            "with torch.device('meta'):\n"
+            "    m.place_tables(m.Model(features), 2, 0)\n"
+            "model = m.Model(features)\n"
             "for rows in (False, True):\n"
             "    opt = m.make_optimizer(model, 0.1, fused=False, capturable=False, row_updates=rows)\n"
             "    ids = torch.zeros(4, 27, 1, dtype=torch.long)\n"
