@@ -63,24 +63,32 @@ def demo():
     return built_demo()
 
 
+class _Rendered(dict):
+    """generated/<name>/ folders rendered against the demo datasets (as `ctrgen demo` does), each on first use: the
+    tests of a module are spread over the xdist workers, and a worker renders only the specs its tests train."""
+
+    def __init__(self, demo, out: Path, spec_dir: Path):
+        super().__init__()
+        self.demo, self.out, self.spec_dir = demo, out, spec_dir
+
+    def __missing__(self, name: str) -> Path:
+        spec = self.spec_dir / f"{name}.yaml"
+        spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
+                                       dataset_dir=self.demo.root / SPECS[name], spec_dir=self.spec_dir))
+        ctx = open_spec(spec)
+        ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+        write(self.out / name, render_spec(ctx).files)
+        self[name] = self.out / name
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def scripts(demo, tmp_path_factory) -> dict[str, Path]:
-    """generated/<name>/ folders rendered against the demo datasets (as `ctrgen demo` does)."""
-    out = tmp_path_factory.mktemp("torch-demo")
+    """generated/<name>/ folders rendered against the demo datasets (as `ctrgen demo` does), on first use."""
     # Beside the datasets (demo specs name them relative to their folder); one folder per xdist worker.
     spec_dir = demo.root / f"torch-specs-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     spec_dir.mkdir(exist_ok=True)
-    folders = {}
-    for name, dataset in SPECS.items():
-        spec = spec_dir / f"{name}.yaml"
-        spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
-                                       dataset_dir=demo.root / dataset, spec_dir=spec_dir))
-        ctx = open_spec(spec)
-        ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
-        rendered = render_spec(ctx)
-        write(out / name, rendered.files)
-        folders[name] = out / name
-    return folders
+    return _Rendered(demo, tmp_path_factory.mktemp("torch-demo"), spec_dir)
 
 
 def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
