@@ -295,7 +295,7 @@ def test_the_first_step_does_not_import_dynamo(tmp_path):
             "    ids = torch.zeros(4, 27, 1, dtype=torch.long)\n"
             "    model(torch.randn(4, 13), ids).sum().backward(); opt.step(); opt.zero_grad()\n"
             "print(sorted(k for k in sys.modules if k.startswith('torch._dynamo')))\n")
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}   # the warm Python of the trainer runs
     env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     (tmp_path / "first_step.py").write_text(code)
     # A process forked from the warm Python (which has torch, not torch._dynamo: checked first).
@@ -387,7 +387,7 @@ def test_arrow_columns_read_as_pyarrow_reads_them():
 
 def test_first_step_bench_reports_every_phase():
     """Seconds: bench/first_step.py starts a trainer process and times each phase of its start-up."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}   # the warm Python of the trainer runs
     env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     # The bench forked from the warm Python; the trainer runs it measures are fresh processes of its own.
     proc = run_warm([sys.executable, str(REPO / "bench" / "first_step.py"), "--device", "cpu", "--runs", "1",
