@@ -136,18 +136,26 @@ def test_torch_repository_is_deterministic(tmp_path):
 
 # ---- ctrgen assemble --checkpoint ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def inputs(tmp_path):
-    """The demo's saved MovieLens workflow (assemble proves workflow.pkl loads), its output schema with the committed
-    lock's cardinalities (what assemble checks against the lock), and a checkpoint folder shaped like train_torch.py's
-    output (model.pt a state dict of tensors, as torch.save writes it)."""
-    import torch
-
+@pytest.fixture(scope="module")
+def saved_workflow(tmp_path_factory):
+    """The demo's saved MovieLens workflow with its output schema given the committed lock's cardinalities (what
+    assemble checks against the lock). One copy for the module, which no test changes: assemble proves that a
+    workflow.pkl loads in a process of its own (NVTabular's import, ~2 s), once per process for one unchanged file."""
     from demo_data import built_demo
 
-    workflow = tmp_path / "workflow"
+    workflow = tmp_path_factory.mktemp("saved") / "workflow"
     shutil.copytree(built_demo().paths["movielens"]["workflow"], workflow)
     write_output_schema(workflow, MOVIELENS, label="rating")
+    return workflow
+
+
+@pytest.fixture
+def inputs(saved_workflow, tmp_path):
+    """The module's saved workflow (above) and a checkpoint folder shaped like train_torch.py's output (model.pt a
+    state dict of tensors, as torch.save writes it)."""
+    import torch
+
+    workflow = saved_workflow
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     torch.save({"table.weight": torch.zeros(4, 2)}, checkpoint / "model.pt")
