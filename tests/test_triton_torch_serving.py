@@ -31,10 +31,11 @@ from codegen.workflow import read_workflow_features
 from tests.conftest import REPO, run_ctrgen
 from tests.demo_data import built_demo
 from tests.test_torch_target import train
-from tests.test_triton_serving import WIRE
+from tests.test_triton_serving import WIRE, deploy_hugectr_only
 from tests.triton_server import Server
 
-# One worker, one server: tests/test_serving_errors.py queries the same server (conftest's torch_served fixture).
+# One worker, one server: tests/test_serving_errors.py and tests/test_triton_serving.py query the same server
+# (conftest's torch_served fixture).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]
 SERVED = {"movielens": (40, 256), "movielens_genres": (40, 256), "wdl": (30, 256)}   # iterations, batch
 # One CPU instance per python model: each instance is a backend process importing NVTabular or torch (2-3 s of CPU
@@ -75,13 +76,15 @@ def _deploy(name: str, demo, spec_dir: Path, scratch: Path) -> dict:
     assert sorted(p.name for p in version.iterdir()) == ["features.json", "model.pt", "model.py", "train_torch.py"]
     assert (version / "train_torch.py").read_text() == (generated / "train_torch.py").read_text()
     return {"repo": repo, "workflow": ctx.workflow_path, "plan": rendered.triton_torch, "generated": generated,
-            "checkpoint": checkpoint, "raw": demo.paths[dataset]["raw"]}
+            "checkpoint": checkpoint, "raw": demo.paths[dataset]["raw"], "spec": spec}
 
 
 @contextlib.contextmanager
 def serve_deployed():
     """The specs of SERVED (and movielens_broken) deployed and one server loading their ensembles; yields
-    (server, {name: deployment}). Once per session: conftest's ``torch_served`` fixture."""
+    (server, {name: deployment}). Once per session: conftest's ``torch_served`` fixture. The server also holds the
+    HugeCTR repositories of tests/test_triton_serving.py (``deploy_hugectr_only``), which queries its preprocessing
+    models: one server for both."""
     demo = built_demo()
     scratch = Path(tempfile.mkdtemp(prefix="ctrgen-torch-serving-"))
     server = None
@@ -90,6 +93,7 @@ def serve_deployed():
         spec_dir.mkdir(exist_ok=True)
         out = {name: _deploy(name, demo, spec_dir, scratch) for name in SERVED}
         out["movielens_broken"] = _deploy_broken(spec_dir, scratch)
+        out.update(deploy_hugectr_only(demo, scratch))
         server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
         server.start(load=[f"{name}_ens" for name in SERVED])       # loads each ensemble's two models too
         yield server, out
