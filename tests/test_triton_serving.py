@@ -157,7 +157,9 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("name", SERVED)
 def test_the_hugectr_repository_has_the_served_preprocessing_model(deployed, name):
-    """One spec, two repositories (--weights, --checkpoint): the same preprocessing model, workflow included."""
+    """One spec, two repositories (--weights, --checkpoint): the same preprocessing model, workflow included.
+    Seconds in its first case when it is the first test of its xdist group: the session's Triton server (conftest's
+    ``torch_served``: three specs trained and assembled) starts in its setup."""
     _, out = deployed
     hugectr, served = _files(out[name]["repo"] / f"{name}_nvt"), _files(out[name]["served_repo"] / f"{name}_nvt")
     assert "1/model.py" in hugectr and "1/workflow/workflow.pkl" in hugectr
@@ -246,8 +248,7 @@ def _infer(client, conn, model: str, frame: pd.DataFrame, cast: dict | None) -> 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("name", (*SERVED, "tagged"))
 def test_preprocessing_matches_offline_transform(deployed, name, protocol):
-    """Seconds in its first case when it is the first of its xdist group: the session's Triton server
-    (conftest's ``torch_served``) starts in its setup."""
+    """Each preprocessing model's VCSR over HTTP and gRPC equals the offline transform packed by hand."""
     server, out = deployed
     d = out[name]
     frame = request_frame(d["raw"], d["plan"])
