@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
 from codegen.pipeline import open_spec, render_spec
 from codegen.workflow import read_workflow_features
