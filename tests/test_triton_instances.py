@@ -14,7 +14,7 @@ from codegen.triton.layout import repository_sources
 from codegen.triton.lint.modelconfig import load_config
 from tests.conftest import REPO, run_ctrgen
 from tests.specfactory import MOVIELENS_LOCK, write_spec
-from tests.test_triton_torch_repo import assemble, inputs, saved_workflow  # noqa: F401  (the assemble fixtures)
+from tests.test_triton_torch_repo import assemble, inputs  # noqa: F401  (the assemble fixture)
 
 BASE = (REPO / "specs" / "movielens.yaml").read_text()
 

@@ -257,13 +257,10 @@ def test_assemble_names_the_missing_file(tmp_path):
                    "--out", str(tmp_path / "repo"))
     assert r.returncode == 2 and f"{wf / 'workflow.pkl'}: --workflow: does not load with NVTabular" in r.stderr
     # ... and a real one passes (the demo's saved workflow, its schema with the lock's cardinalities).
-    from demo_data import built_demo
+    from tests.test_triton_torch_repo import locked_movielens_workflow
 
-    shutil.rmtree(wf)
-    shutil.copytree(built_demo().paths["movielens"]["workflow"], wf)
-    write_output_schema(wf, MOVIELENS, label="rating")
-    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
-                   "--out", str(tmp_path / "repo"))
+    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(locked_movielens_workflow()), "--weights",
+                   str(weights), "--out", str(tmp_path / "repo"))
     assert r.returncode == 0, r.stderr
     assert "tritonserver --model-repository=/model --backend-config=hugectr,ps=/model/ps.json" in r.stdout
     repo = tmp_path / "repo"
