@@ -175,6 +175,8 @@ def assemble(*args):
 
 @pytest.mark.slow
 def test_assemble_checkpoint_builds_the_repository(inputs, tmp_path):
+    """Seconds when it is its process's first assemble: the session's locked workflow (and the demo, if no test built
+    it yet) is made and proven to load in a process of its own."""
     workflow, checkpoint = inputs
     out = tmp_path / "repo"
     result = assemble("--workflow", str(workflow), "--checkpoint", str(checkpoint), "--out", str(out))
