@@ -91,11 +91,11 @@ def scripts(demo, tmp_path_factory) -> dict[str, Path]:
     return _Rendered(demo, tmp_path_factory.mktemp("torch-demo"), spec_dir)
 
 
-def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
-               timeout: int = 600, omp: str | None = "1") -> subprocess.CompletedProcess:
-    """The script in a process forked from a warm Python; with torchrun=N under the real torchrun; with ranks=N as N
-    ranks with torchrun's environment, forked (stdout and stderr of every rank, the worst exit status). The suite
-    runs several trainers side by side, one thread each (omp=None: the trainer's own default)."""
+def run_script(folder: Path, *args: str, ranks: int = 0, timeout: int = 600,
+               omp: str | None = "1") -> subprocess.CompletedProcess:
+    """The script in a process forked from a warm Python; with ranks=N as N ranks with torchrun's environment, forked
+    (stdout and stderr of every rank, the worst exit status; the real launcher's start is test_train_command.py's).
+    The suite runs several trainers side by side, one thread each (omp=None: the trainer's own default)."""
     env = {**os.environ, "OMP_NUM_THREADS": omp or "", "PYTHONHASHSEED": "0"}
     if omp is None:
         del env["OMP_NUM_THREADS"]
@@ -103,18 +103,13 @@ def run_script(folder: Path, *args: str, torchrun: int = 0, ranks: int = 0,
     if ranks:
         return run_job([sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args], cwd=folder,
                        env=env, ranks=ranks, timeout=timeout)
-    cmd = [sys.executable]
-    if torchrun:
-        cmd += ["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={torchrun}"]
-    cmd += [str(folder / "train_torch.py"), "--device", "cpu", *args]
-    if torchrun:                  # torchrun's own process start is under test
-        return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+    cmd = [sys.executable, str(folder / "train_torch.py"), "--device", "cpu", *args]
     return run_warm(cmd, cwd=folder, env=env, timeout=timeout)     # a process forked from a warm Python
 
 
-def train(folder: Path, out: Path, iters: int, batch: int, *extra: str, torchrun: int = 0) -> dict:
+def train(folder: Path, out: Path, iters: int, batch: int, *extra: str, ranks: int = 0) -> dict:
     proc = run_script(folder, "--max-iter", str(iters), "--batch-size", str(batch), "--display", str(iters),
-                      "--eval-interval", str(iters), "--output-dir", str(out), *extra, torchrun=torchrun)
+                      "--eval-interval", str(iters), "--output-dir", str(out), *extra, ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     return json.loads((out / "metrics.json").read_text())
 
@@ -225,10 +220,12 @@ def test_checkpoint_loads_into_the_importable_model(demo, scripts, tmp_path):
     assert arrays["sparse"][0].shape[1:] == (3, 10) and (arrays["sparse"][0][:, 2] >= 0).sum(axis=1).max() > 1
 
 
-def test_two_process_torchrun(demo, scripts, tmp_path):
-    """DDP over gloo: each rank reads one of the two part files, lr scaled by 2, metrics reduced across ranks."""
+def test_two_ranks_over_gloo(demo, scripts, tmp_path):
+    """Two ranks over gloo (forked with torchrun's environment; the real launcher's start is
+    test_train_command.py's `ctrgen train --ranks 2`): each rank reads one of the two part files, lr scaled by 2,
+    metrics reduced across ranks."""
     iters, batch = RUNS["movielens"]
-    metrics = train(scripts["movielens"], tmp_path / "out", iters, batch // 2, torchrun=2)
+    metrics = train(scripts["movielens"], tmp_path / "out", iters, batch // 2, ranks=2)
     assert metrics["world_size"] == 2 and metrics["global_batch_size"] == batch
     assert metrics["auc"] > truth(demo, "movielens")["baseline_auc_valid"]["onehot"] - 0.03
     # the table (Global Adam: replicated, updated whole) takes its gradient from the ranks' looked-up rows, fewer
