@@ -359,9 +359,12 @@ def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_
     assert result.stderr.count("\n") == 1 and not out.exists()
 
 
-def test_ctrl_c_stops_a_second_server_on_other_ports(deployed):
-    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports."""
-    with serve_process(deployed["repo"]) as (proc, http, out):
+def test_ctrl_c_stops_a_second_server_on_other_ports(deployed, tmp_path):
+    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports. The second serves the PyTorch model
+    alone (a repository of one python model: one backend process, not the preprocessing model's too)."""
+    repo = tmp_path / "repo"
+    shutil.copytree(deployed["repo"] / NAME, repo / NAME)
+    with serve_process(repo) as (proc, http, out):
         text = wait_for_line(proc, out, "Serving ")
         assert "Serving " in text and f":{http}" in text and http != deployed["http"]
         tree = psutil.Process(proc.pid).children(recursive=True)
