@@ -27,3 +27,48 @@ def test_multi_gpu_docstrings_say_what_the_runtime_does():
     seeds = (REPO / "docs" / "seeds.md").read_text()
     row = next(line for line in seeds.splitlines() if line.startswith("| `hvd.DistributedOptimizer`"))
     assert "GradientSync" in row and "DistributedDataParallel (" not in row, row
+
+
+def _seed001_job():
+    """train_torch.py's JOB of the seed-001 spec, its literals read from the committed file (no torch model built)."""
+    from types import SimpleNamespace
+    tree = ast.parse((GENERATED / "movielens_seed001" / "train_torch.py").read_text())
+    values = {t.id: ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+              for t in node.targets if isinstance(t, ast.Name) and t.id in ("MODEL_NAME", "DEFAULTS", "SCHEDULE")}
+    return SimpleNamespace(name=values["MODEL_NAME"], doc="seed 001", defaults=values["DEFAULTS"], passes=None,
+                           schedule=values["SCHEDULE"], optimizer=SimpleNamespace(rows=False))
+
+
+def test_seed001_trains_16384_rows_per_gpu_on_two_ranks(monkeypatch, tmp_path):
+    """Seed 001, batch: the seed's `horovodrun -np 2 ... --batch_size 16384` is 16,384 rows per GPU, 32,768 a step,
+    610 steps an epoch. The spec's solver.batchsize is the global batch (HugeCTR's), so the two ranks of
+    cluster/torchrun.sh default to 16,384 each; --batch-size given is per rank; ranks that do not divide the spec's
+    batch are one line."""
+    import pytest
+
+    from codegen.runtime.cli import parse_args
+    from codegen.runtime.errors import DataError
+    job = _seed001_job()
+    assert job.defaults["batch_size"] == 32768 and job.defaults["max_iter"] == 610
+    assert 'NPROC_PER_NODE=${NPROC_PER_NODE:-2}' in (GENERATED / "movielens_seed001" / "cluster" / "torchrun.sh").read_text()
+    script = str(tmp_path / "train_torch.py")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert parse_args(job, script, []).batch_size == 16384
+    assert parse_args(job, script, ["--batch-size", "100"]).batch_size == 100
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert parse_args(job, script, []).batch_size == 32768
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(DataError, match=r"^the spec's solver\.batchsize 32768 is the global batch and 3 ranks do not "
+                                        r"divide it \(fix: --batch-size ROWS per rank"):
+        parse_args(job, script, [])
+
+
+def test_batch_size_help_says_per_rank_and_global(capsys, tmp_path):
+    import pytest
+
+    from codegen.runtime.cli import parse_args
+    with pytest.raises(SystemExit):
+        parse_args(_seed001_job(), str(tmp_path / "train_torch.py"), ["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert ("--batch-size ROWS rows per rank a step; the global batch is ROWS x the ranks (default: the spec's "
+            "solver.batchsize, 32768, is the global batch as in HugeCTR: divided by the ranks)") in text
