@@ -551,9 +551,9 @@ def test_container_files_pin_the_seed_image_and_build_task_py():
     assert f"RUN pip install --no-cache-dir {pin}" in instructions
     assert instructions.index("WORKDIR /src") < instructions.index("COPY task.py ./")
     build = yaml.safe_load((VERTEX / "vertex" / "cloudbuild.yaml").read_text())
-    assert build["steps"] == [{"name": "gcr.io/cloud-builders/docker", "args": [
-        "build", "-t", "gcr.io/$PROJECT_ID/hugectr-training", "-f", "vertex/Dockerfile", "."]}]
-    assert build["images"] == ["gcr.io/$PROJECT_ID/hugectr-training"]
+    assert build["steps"] == [{"name": "gcr.io/cloud-builders/docker", "args": [   # substitutions: tests/test_seeds.py
+        "build", "-t", "$_IMAGE_URI", "$_FILE_LOCATION", "-f", "$_FILE_LOCATION/vertex/Dockerfile"]}]
+    assert build["images"] == ["$_IMAGE_URI"]
     assert (build["timeout"], build["options"]["machineType"]) == ("7200s", "E2_HIGHCPU_8")
 
 

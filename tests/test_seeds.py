@@ -6,6 +6,7 @@ Reads the committed generated/ and the runtime's sources; trains nothing.
 from __future__ import annotations
 
 import ast
+import json
 import re
 
 from conftest import REPO
@@ -72,3 +73,34 @@ def test_batch_size_help_says_per_rank_and_global(capsys, tmp_path):
     text = " ".join(capsys.readouterr().out.split())
     assert ("--batch-size ROWS rows per rank a step; the global batch is ROWS x the ranks (default: the spec's "
             "solver.batchsize, 32768, is the global batch as in HugeCTR: divided by the ranks)") in text
+
+
+def _substitute(value, subs: dict):
+    """Cloud Build's substitution of $_NAME / ${_NAME} in a build's values (strings, lists, mappings)."""
+    if isinstance(value, list):
+        return [_substitute(v, subs) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, subs) for k, v in value.items()}
+    return re.sub(r"\$\{?(_[A-Z0-9_]+)\}?", lambda m: subs[m.group(1)], value) if isinstance(value, str) else value
+
+
+def test_seed004_cloudbuild_takes_the_seeds_substitutions():
+    """Seed 004: `gcloud builds submit --config src/cloudbuild.yaml --substitutions
+    _DOCKERNAME=$DOCKERNAME,_IMAGE_URI=$IMAGE_URI,_FILE_LOCATION=$FILE_LOCATION` builds `docker build -t $_IMAGE_URI
+    $_FILE_LOCATION -f $_FILE_LOCATION/Dockerfile.$_DOCKERNAME`. The generated cloudbuild.yaml takes _IMAGE_URI and
+    _FILE_LOCATION with defaults (the image the custom job runs, `.`); there is one Dockerfile, so no _DOCKERNAME."""
+    import yaml
+
+    build = yaml.safe_load((GENERATED / "deepfm_vertex" / "vertex" / "cloudbuild.yaml").read_text())
+    subs = build["substitutions"]
+    assert subs == {"_IMAGE_URI": "gcr.io/$PROJECT_ID/hugectr-training", "_FILE_LOCATION": "."}
+    used = set(re.findall(r"\$\{?(_[A-Z0-9_]+)", json.dumps([build["steps"], build["images"]])))
+    assert used == set(subs)      # Cloud Build's MUST_MATCH: every substitution used, every one used defined
+    assert build["options"]["dynamicSubstitutions"] is True     # a default that names $PROJECT_ID
+    seed = {"_IMAGE_URI": "gcr.io/my-project/hugectr-training", "_FILE_LOCATION": "./src"}
+    assert _substitute(build["steps"], seed)[0]["args"] == [
+        "build", "-t", "gcr.io/my-project/hugectr-training", "./src", "-f", "./src/vertex/Dockerfile"]
+    assert _substitute(build["images"], seed) == ["gcr.io/my-project/hugectr-training"]
+    job = json.loads((GENERATED / "deepfm_vertex" / "vertex" / "custom_job_spec.json").read_text())
+    assert job["worker_pool_specs"][0]["container_spec"]["image_uri"] == \
+        subs["_IMAGE_URI"].replace("$PROJECT_ID", "{project}")     # the default builds the image the job runs
