@@ -9,7 +9,7 @@ import ast
 import json
 import re
 
-from conftest import REPO
+from conftest import REPO, run_ctrgen
 
 GENERATED = REPO / "generated"
 
@@ -104,3 +104,55 @@ def test_seed004_cloudbuild_takes_the_seeds_substitutions():
     job = json.loads((GENERATED / "deepfm_vertex" / "vertex" / "custom_job_spec.json").read_text())
     assert job["worker_pool_specs"][0]["container_spec"]["image_uri"] == \
         subs["_IMAGE_URI"].replace("$PROJECT_ID", "{project}")     # the default builds the image the job runs
+
+
+# ---- seed 003: the Norm files the ETL writes are framed as the model's reader reads them ---------------------------
+
+_NORM_LOCK = {"ctrgen_features_lock": 1, "source": "recorded", "provenance": "test",
+              "categorical": [{"name": "C1", "dtype": "int64", "cardinality": 9},
+                              {"name": "C2", "dtype": "int64", "cardinality": 5}],
+              "continuous": [{"name": "I1", "dtype": "float32"}], "labels": [{"name": "y", "dtype": "float32"}]}
+
+
+def _norm_spec(tmp_path, reader: str | None, files: str | None):
+    """A spec whose ETL writes Norm files (etl.output.norm.check_type: files) that its reader reads (data.check_type:
+    reader); None leaves the field out."""
+    from specfactory import write_spec
+
+    data = {"format": "norm", "train": ["out/norm/train/file_list.0.txt"], "eval": "out/norm/valid/file_list.txt"}
+    if reader is not None:
+        data["check_type"] = reader
+    norm = {"rows_per_file": 40} if files is None else {"rows_per_file": 40, "check_type": files}
+    etl = {"inputs": {"train": ["raw/train.parquet"], "columns": {"C1": "str", "C2": "int64", "I1": "float64",
+                                                                   "y": "int64"}},
+           "groups": [{"columns": ["C1", "C2"], "ops": ["Categorify"]}, {"columns": ["I1"], "ops": ["FillMissing"]},
+                      {"columns": ["y"], "ops": [{"LambdaOp": {"compare": ">=", "value": 1, "dtype": "int8"}}]}],
+           "output": {"dir": "out", "format": "norm", "norm": norm}}
+    spec = {"version": 1, "name": "normcheck", "hugectr_version": "23.06", "data": data,
+            "embeddings": [{"embedding_vec_size": 4, "workspace_size_per_gpu_in_mb": 1}],
+            "model": {"preset": "mlp", "units": [8]}, "etl": etl}
+    return write_spec(tmp_path / f"{reader}-{files}", spec, lock=_NORM_LOCK, name="normcheck")
+
+
+def test_seed003_norm_files_are_framed_as_the_reader_reads_them(tmp_path):
+    """Both sides from one value: the check type of the Norm files etl.py writes (the ETL plan, which
+    codegen/etl/run.py hands to the writer) and the one model.py's DataReaderParams reads them with."""
+    from codegen.pipeline import render_spec
+    from codegen.spec.context import open_spec
+
+    for reader, files, both in ((None, None, "Sum"), ("Non", None, "Non"), (None, "Non", "Non"), ("Sum", "Sum", "Sum")):
+        rendered = render_spec(open_spec(_norm_spec(tmp_path, reader, files)))
+        assert rendered.model.etl.output.norm.check_type == both, (reader, files)
+        model_py = rendered.files[next(p for p in rendered.files if str(p) == "model.py")]
+        assert f"check_type=hugectr.Check_t.{both}," in model_py, (reader, files)
+
+
+def test_seed003_a_norm_check_type_the_reader_does_not_read_is_refused(tmp_path):
+    """A mismatch cannot be written: one line naming the spec's field and line, exit 2, nothing written."""
+    proc = run_ctrgen("generate", str(_norm_spec(tmp_path, "Sum", "Non")), "--out", str(tmp_path / "gen"))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert re.fullmatch(r".*normcheck\.yaml:\d+:\d+: etl\.output\.norm\.check_type: the Norm files would be written "
+                        r"for Check_t\.Non, but the model's reader reads them with data\.check_type Check_t\.Sum "
+                        r"\(fix: remove etl\.output\.norm\.check_type \(data\.check_type decides for both\), or set "
+                        r"both to Non\)\n", proc.stderr), proc.stderr
+    assert not (tmp_path / "gen").exists()

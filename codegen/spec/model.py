@@ -463,6 +463,18 @@ class Spec(Strict):
                                description="the Triton repository in generated/<name>/triton/ (on by default)")
     etl: EtlSpec | None = Field(None, description="the NVTabular ETL from raw files (ctrgen etl; generated/<name>/etl.py)")
 
+    def reader_check_type(self) -> str:
+        """DataReaderParams check_type, one value for the model's reader and the Norm files the ETL writes for it:
+        data.check_type; without it etl.output.norm.check_type where the reader reads the ETL's Norm files; else
+        HugeCTR's framing of the format (Non for Parquet, Sum for Norm and Raw)."""
+        d = self.data
+        if d.check_type is not None:
+            return d.check_type
+        if d.format == "norm" and self.etl is not None and self.etl.output.format == "norm" and \
+                self.etl.output.norm.check_type is not None:
+            return self.etl.output.norm.check_type
+        return "Non" if d.format == "parquet" else "Sum"
+
     @model_validator(mode="before")
     @classmethod
     def _data_from_etl(cls, data: Any) -> Any:
