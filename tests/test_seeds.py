@@ -156,3 +156,19 @@ def test_seed003_a_norm_check_type_the_reader_does_not_read_is_refused(tmp_path)
                         r"\(fix: remove etl\.output\.norm\.check_type \(data\.check_type decides for both\), or set "
                         r"both to Non\)\n", proc.stderr), proc.stderr
     assert not (tmp_path / "gen").exists()
+
+
+def test_seed001_cluster_devices_alone_start_one_worker_per_gpu(tmp_path):
+    """Seed 001's LocalCUDACluster(CUDA_VISIBLE_DEVICES="0,1") starts a worker per GPU: etl.cluster.devices alone
+    gives etl.py two workers (it started none: workers stayed unset)."""
+    from codegen.etl.plan import build_plan
+    from codegen.etl.render import render_etl_py
+    from codegen.spec.load import load_spec
+
+    path = _norm_spec(tmp_path, None, None)
+    text = path.read_text().replace("etl:\n", "etl:\n  cluster: {devices: [0, 1], device_memory_limit: 0.5}\n", 1)
+    path.write_text(text)
+    plan = build_plan(load_spec(path))
+    assert (plan.cluster.workers, plan.cluster.devices) == (2, (0, 1))
+    etl_py = render_etl_py(plan, spec_display="normcheck.yaml", spec_text=text, name="normcheck")
+    assert re.search(r'CLUSTER = \{[^}]*"workers": 2,[^}]*"devices": "0,1"', etl_py), etl_py[:3000]

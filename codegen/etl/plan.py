@@ -91,7 +91,7 @@ class OutputPlan:
 class ClusterPlan:
     """The local Dask cluster etl.py starts (LocalCUDACluster's names)."""
 
-    workers: int | None
+    workers: int | None                 # devices alone: one worker per device, as dask-cuda starts them
     protocol: str
     devices: tuple[int, ...] | None
     device_memory_limit: float
@@ -290,7 +290,7 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
                                      format=o.format,
                                      norm=NormPlan(o.norm.rows_per_file, o.norm.files_per_list, norm_check)
                                      if o.format == "norm" else None),
-                   cluster=ClusterPlan(workers=cl.workers, protocol=cl.protocol,
+                   cluster=ClusterPlan(workers=len(cl.devices) if cl.devices else cl.workers, protocol=cl.protocol,
                                        devices=None if cl.devices is None else tuple(cl.devices),
                                        device_memory_limit=cl.device_memory_limit, rmm_pool=cl.rmm_pool,
                                        local_directory=cl.local_directory, threads_per_worker=cl.threads_per_worker),

@@ -255,8 +255,8 @@ class EtlCluster(Strict):
     """The local Dask cluster etl.py starts (seed 001's LocalCUDACluster settings; on the CPU, a LocalCluster). The
     output does not depend on any of these: the same parquet and categories with 1 worker or 8."""
 
-    workers: PosInt | None = Field(None, description="local workers (default: one process, no cluster; "
-                                                     "ctrgen etl --workers overrides)")
+    workers: PosInt | None = Field(None, description="local workers (default: one per GPU of devices, else one "
+                                                     "process, no cluster; ctrgen etl --workers overrides)")
     protocol: Literal["tcp", "ucx"] = Field(
         "tcp", description="transport between scheduler and workers (ucx: GPU clusters with UCX-Py installed)")
     devices: list[NonNegInt] | None = Field(
