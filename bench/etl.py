@@ -1,13 +1,15 @@
 """How fast `ctrgen etl` runs a Criteo-shaped ETL: one process, then local Dask clusters of 1, 2 and 4 workers.
 
     PYTHONPATH=. python bench/etl.py [--rows 10000000] [--workers 1 2 4] [--keep DIR]
+                                     [--categorical 26] [--continuous 13]
 
 Writes synthetic Criteo-shaped parquet (label, I1-I13 heavy-tailed counts with missing values, C1-C26 8-hex-digit ids
 as int64 with cardinalities from 10 to 1 M, 1 M rows per file) and a spec whose etl: section is Merlin's Criteo ETL
 (Categorify C1-C26, FillMissing >> Clip(0) >> LogOp >> Normalize on I1-I13, the label as a comparison, 10 % held
 out), then runs `ctrgen etl` in a fresh process per setting and prints rows per second of the ETL itself (reading,
-fit, transform, writing; not the interpreter start or the input check). Outputs of every run are compared: the
-parquet and categories must be byte-identical whatever the number of workers.
+fit, transform, writing; not the interpreter start or the input check), labelled with where ctrgen says it ran.
+Outputs of every run are compared: the parquet and categories must be byte-identical whatever the number of workers.
+--categorical and --continuous take fewer columns (a quick check of the script, not a Criteo measurement).
 
 On a machine where NVTabular's GPU path (cudf, dask-cuda) is installed the same script measures it: the generated
 etl.py picks LocalCUDACluster + an RMM pool by itself.
@@ -35,7 +37,8 @@ CATS = [f"C{i}" for i in range(1, 27)]
 
 def write_raw(folder: Path, rows: int, seed: int = 0) -> list[str]:
     rng = np.random.default_rng(seed)
-    cards = np.unique(np.geomspace(10, 1_000_000, len(CATS)).astype(np.int64), return_inverse=True)[0]
+    # Criteo's 26 cardinalities from 10 to 1 M; fewer columns take the first ones.
+    cards = np.unique(np.geomspace(10, 1_000_000, 26).astype(np.int64), return_inverse=True)[0]
     cards = np.resize(cards, len(CATS))
     folder.mkdir(parents=True, exist_ok=True)
     names = []
@@ -86,15 +89,16 @@ def outputs_digest(out: Path) -> str:
     return h.hexdigest()
 
 
-def run(folder: Path, workers: int | None) -> tuple[int, float, str]:
+def run(folder: Path, workers: int | None) -> tuple[int, float, str, str]:
+    """Raw rows, seconds of the ETL, where it ran (ctrgen's own words: "cpu, 1 process"), and the outputs' digest."""
     cmd = [sys.executable, "-m", "codegen", "etl", str(folder / "criteo_bench.yaml"), "--out", str(folder / "gen")]
     if workers is not None:
         cmd += ["--workers", str(workers)]
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if proc.returncode != 0:
         raise SystemExit(proc.stdout + proc.stderr)
-    m = re.search(r"(\d+) rows in -> .* in ([0-9.]+) s", proc.stdout)
-    return int(m.group(1)), float(m.group(2)), outputs_digest(folder / "out")
+    m = re.search(r"(\d+) rows in -> .* in ([0-9.]+) s \((.+)\)$", proc.stdout, re.M)
+    return int(m.group(1)), float(m.group(2)), m.group(3), outputs_digest(folder / "out")
 
 
 def main() -> None:
@@ -102,18 +106,26 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     ap.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temporary one)")
+    ap.add_argument("--categorical", type=int, default=len(CATS), choices=range(1, len(CATS) + 1), metavar="1-26",
+                    help="categorical columns (Criteo's 26)")
+    ap.add_argument("--continuous", type=int, default=len(CONT), choices=range(1, len(CONT) + 1), metavar="1-13",
+                    help="continuous columns (Criteo's 13)")
     args = ap.parse_args()
+    del CATS[args.categorical:], CONT[args.continuous:]
     folder = args.keep or Path(tempfile.mkdtemp(prefix="ctrgen-etl-bench-"))
     try:
         files = write_raw(folder / "raw", args.rows)
         (folder / "criteo_bench.yaml").write_text(spec_text(files), encoding="utf-8")
-        print(f"{args.rows} Criteo-shaped rows in {len(files)} file(s); {os.cpu_count()} CPU(s)")
+        print(f"{args.rows} Criteo-shaped rows ({len(CATS)} categorical, {len(CONT)} continuous columns) in "
+              f"{len(files)} file(s); {os.cpu_count()} CPU(s)")
         digests = set()
         for workers in [None, *args.workers]:
-            rows, seconds, digest = run(folder, workers)
+            rows, seconds, where, digest = run(folder, workers)
             digests.add(digest)
-            label = "1 process" if workers is None else f"{workers} Dask worker(s)"
-            print(f"{label:>18}: {rows / seconds:12,.0f} rows/s  ({seconds:.1f} s)")
+            asked = "1 process" if workers is None else f"{workers} Dask worker(s)"
+            if not where.endswith(f", {asked}"):
+                raise SystemExit(f"asked for {asked}, ctrgen etl ran on: {where}")
+            print(f"{where:>22}: {rows / seconds:12,.0f} rows/s  ({seconds:.1f} s)")
         print("outputs byte-identical across runs:", "yes" if len(digests) == 1 else f"NO ({len(digests)} variants)")
     finally:
         if args.keep is None:

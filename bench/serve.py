@@ -2,8 +2,9 @@
 
 Builds (or reuses) the demo's synthetic data and NVTabular ETL under --root, locks and generates the spec against
 that workflow, saves the Model of the generated train_torch.py at its seeded initialisation (speed does not depend on
-the weights), assembles the PyTorch repository with `ctrgen assemble --checkpoint` and adds a pass-through python
-model. One real Triton server (the nvidia-pytriton wheel's) then serves, side by side:
+the weights), assembles the PyTorch repository with `ctrgen assemble --checkpoint` (its command, run in this
+process) and adds a pass-through python model. One real Triton server (the nvidia-pytriton wheel's) then serves, side
+by side:
 
 * ensemble     <name>_ens: raw request columns -> <name>_nvt (the workflow as numpy lookups) -> <name> (torch);
 * model alone  <name> on the VCSR tensors <name>_nvt returned for the same rows (already preprocessed);
@@ -23,10 +24,11 @@ missed speed target exits 1 only with --strict: timings on a shared machine vary
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -78,7 +80,7 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
     from codegen.demo.cli import DEMO_SPECS, demo_spec_text
     from codegen.output import write
     from codegen.pipeline import open_spec, render_spec
-    from codegen.workflow import read_workflow_features
+    from codegen.workflow import WORKFLOW_SCHEMA, read_workflow_features
 
     print(f"building the demo data under {root}/ (once) ...", file=sys.stderr, flush=True)
     paths = build_demo(root)
@@ -90,7 +92,11 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
                                    dataset_dir=root.resolve() / dataset, spec_dir=spec_dir)
                     + (serving or "triton:\n  torch:\n    instance: {kind: KIND_CPU}\n"))
     ctx = open_spec(spec)
-    ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+    # The lock from the schema files the demo's ETL saved beside the workflow, as ctrgen assemble and the stale-lock
+    # check read them (the same text as nvtabular's reading, without importing it here); the server loads the workflow.
+    wf = ctx.workflow_path
+    ctx.lock_path.write_text(read_workflow_features(ctx, wf, allow_import=not (wf / WORKFLOW_SCHEMA).is_file())
+                             .lock_text())
     rendered = render_spec(ctx)
     generated = ctx.root / "generated" / rendered.name       # where assemble looks for it
     write(generated, rendered.files)
@@ -107,11 +113,16 @@ def deploy(name: str, root: Path, scratch: Path, serving: str = "") -> dict:
     torch.save(script.Model(features).state_dict(), checkpoint / "model.pt")
     shutil.copy2(generated / "features.json", checkpoint / "features.json")
     repo = scratch / "repo"
-    proc = subprocess.run([sys.executable, "-m", "codegen", "assemble", str(spec), "--workflow",
-                           str(ctx.workflow_path), "--checkpoint", str(checkpoint), "--out", str(repo)],
-                          capture_output=True, text=True, cwd=REPO)
-    if proc.returncode:
-        raise SystemExit(f"error: ctrgen assemble failed: {proc.stderr.strip()}")
+    # ctrgen assemble's command in this process (torch and codegen are imported already; its workflow check still
+    # loads the workflow in a fresh process), its report kept off this bench's table
+    from codegen.cli import main as ctrgen
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = ctrgen(["assemble", str(spec), "--workflow", str(ctx.workflow_path), "--checkpoint", str(checkpoint),
+                       "--out", str(repo)], prog_name="ctrgen", standalone_mode=False)
+    if code:
+        raise SystemExit(f"error: ctrgen assemble failed: {err.getvalue().strip()}")
     floor = repo / FLOOR
     (floor / "1").mkdir(parents=True)
     (floor / "1" / "model.py").write_text(FLOOR_MODEL)

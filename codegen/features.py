@@ -179,7 +179,11 @@ def read_lock(path: Path) -> Features:
     if not os.path.lexists(path):
         raise UserError.one(path, "features lock not found",
                             fix="run 'ctrgen lock SPEC' where the workflow is available, and commit the lock")
-    text = read_text(path, "features lock", MAX_LOCK_BYTES)
+    return lock_from_text(read_text(path, "features lock", MAX_LOCK_BYTES), path)
+
+
+def lock_from_text(text: str, path: Path) -> Features:
+    """The lock ``path`` holding ``text`` (as :func:`read_lock` read it) reads as."""
     check_json_depth(text, path, "features lock")
     try:
         data = json.loads(text)

@@ -134,8 +134,7 @@ def _run_in_process(args: list[str], cwd: Path) -> CliResult:
 FIRST = ("test_triton_torch_serving.py", "test_serving_errors.py", "test_bench_scripts.py", "test_triton_serving.py",
          "test_serve.py", "test_torch_shard.py", "test_train_command.py", "test_torch_continuous.py",
          "test_torch_target.py", "test_demo_serve.py", "test_torch_fast_paths.py", "test_etl_bench.py", "test_etl.py",
-         "test_nvt_import.py", "test_runtime.py", "test_lint.py", "test_hostile.py", "test_etl_cluster.py",
-         "test_demo_cli.py")
+         "test_runtime.py", "test_lint.py", "test_hostile.py", "test_demo_cli.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -258,25 +257,6 @@ def torch_served(no_process_left_behind):
         yield value
 
 
-def stop_later(server, remove: Path | None = None) -> None:
-    """Stop a module's Triton server in a background thread, then remove its folder ``remove``: its exit timeout and
-    clean-up overlap the next tests. The session's process check (below) waits for these stops first."""
-    import threading
-    import types
-
-    def stop():
-        try:
-            server.stop()
-        finally:
-            if remove is not None:
-                shutil.rmtree(remove, ignore_errors=True)
-
-    thread = threading.Thread(target=stop, name=f"stop-triton-{server.http_port}", daemon=True)
-    thread.start()
-    state = sys.modules.setdefault("_ctrgen_test_stops", types.ModuleType("_ctrgen_test_stops"))  # one list, also
-    state.__dict__.setdefault("threads", []).append(thread)          # when this file is imported as tests.conftest
-
-
 # ---- no process left behind -----------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session", autouse=True)
@@ -289,8 +269,6 @@ def no_process_left_behind():
 
     from warm_python import stop_all           # the warm Python servers of tests/warm_python.py are expected; stop them
 
-    for thread in getattr(sys.modules.get("_ctrgen_test_stops"), "threads", []):     # stop_later's
-        thread.join(timeout=120)
     stop_all()
     left = psutil.Process().children(recursive=True)
     _, alive = psutil.wait_procs(left, timeout=5)

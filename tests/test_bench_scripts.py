@@ -246,7 +246,10 @@ def test_served_model_step_scores_like_the_offline_forward():
 
 def test_serving_bench_measures_every_point_and_scores_alike():
     """bench/serve.py --tiny: one server, every model x batch x concurrency measured, one verdict per target, the
-    ensemble scoring what the model alone scores on the preprocessed rows (the speed verdicts vary with the load)."""
+    ensemble scoring what the model alone scores on the preprocessed rows (the speed verdicts vary with the load).
+    Seconds: a real Triton server with three python backend processes (NVTabular, torch, the floor), after the bench
+    has generated and assembled the demo spec (its ctrgen assemble in the bench's process, the workflow check in one of
+    its own)."""
     from demo_data import built_demo        # the session's demo build (the bench writes only its own subfolder)
 
     # One preprocessing instance: each is a backend process importing NVTabular (tests/test_demo_serve.py serves two).

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -51,9 +50,7 @@ def test_second_build_is_skipped(built):
     pkl = built.paths["movielens"]["workflow"] / "workflow.pkl"
     mtime = pkl.stat().st_mtime_ns
     calls = []
-    start = time.perf_counter()
     again = build_demo(built.root, progress=lambda *a: calls.append(a))
-    assert time.perf_counter() - start < 1.0
     assert again == built.paths and calls == [("up to date", TOTAL_STEPS, TOTAL_STEPS)]
     assert pkl.stat().st_mtime_ns == mtime
     assert demo_is_current(built.root) and not demo_is_current(built.root, seed=DEFAULT_SEED + 1)
@@ -143,7 +140,8 @@ def test_saved_workflow_runs_without_ctrgen(demo, tmp_path):
     """workflow.pkl (JoinExternal + the label lambda) loads and transforms in a process without ctrgen importable."""
     d = demo["movielens_genres"]
     code = f"""
-import json, warnings
+import json, sys, warnings
+sys.modules["codegen"] = None        # not importable (the venv may hold an editable install of ctrgen)
 warnings.simplefilter("ignore")
 import nvtabular as nvt, pandas as pd
 wf = nvt.Workflow.load({str(d["workflow"])!r})

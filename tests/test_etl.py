@@ -1,10 +1,12 @@
-"""ctrgen etl: the generated etl.py against NVTabular run directly, ruff, worker-count determinism, the seeds'
-cardinalities, and bad input (one line, exit 2, nothing written)."""
+"""ctrgen etl: the generated etl.py against NVTabular run directly, ruff, worker-count determinism (with the spec's
+cluster settings and nvtabular imported without torch), the seeds' cardinalities, and bad input (one line, exit 2,
+nothing written)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -17,8 +19,9 @@ import pytest
 from click.testing import CliRunner
 
 from codegen.cli import main
-from codegen.etl.run import run_etl
+from codegen.etl.run import etl_plan, render_for, run_etl
 from codegen.pipeline import open_spec
+from codegen.runtime.nvt_import import import_nvtabular
 
 from specfactory import write_spec
 
@@ -216,15 +219,15 @@ def _movielens_raw(folder: Path) -> Path:
     return raw
 
 
-def _committed_spec_copy(folder: Path, name: str, **etl_changes) -> Path:
-    """specs/<name>.yaml with its lock, in folder/specs (so that ../data is folder/data)."""
+def _committed_spec_copy(folder: Path, name: str, specs: str = "specs", **etl_changes) -> Path:
+    """specs/<name>.yaml with its lock, in folder/<specs> (so that ../data is folder/data)."""
     from ruamel.yaml import YAML
 
     yaml = YAML()
     doc = yaml.load((REPO / "specs" / f"{name}.yaml").read_text())
     for key, value in etl_changes.items():
         doc["etl"][key] = value
-    dest = folder / "specs" / f"{name}.yaml"
+    dest = folder / specs / f"{name}.yaml"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with dest.open("w") as fh:
         yaml.dump(doc, fh)
@@ -232,21 +235,84 @@ def _committed_spec_copy(folder: Path, name: str, **etl_changes) -> Path:
     return dest
 
 
+# etl.py's own main() in a fresh interpreter (torch not imported yet), which owns the Dask cluster it starts
+# (multiprocessing's resource tracker lives as long as the process that started the workers). Its start_client is
+# wrapped to record what the real cluster says about itself.
+ON_ITS_OWN = """
+import json, runpy, sys
+
+assert "torch" not in sys.modules
+from codegen.runtime.nvt_import import import_nvtabular
+nvt = import_nvtabular()
+assert "torch" not in sys.modules and nvt.Workflow, sorted(k for k in sys.modules if k.startswith("torch"))[:5]
+from codegen.runtime import nvt_model          # the Triton preprocessing model imports ctrgen's function
+assert nvt_model.import_nvtabular is import_nvtabular
+
+etl_py, root, out = sys.argv[1:]
+etl = runpy.run_path(etl_py, run_name="ctrgen_etl")
+assert etl["import_nvtabular"]() is nvt        # etl.py's copy of it (templates/_macros.j2)
+module, seen = etl["main"].__globals__, {}
+real_start_client = module["start_client"]
+
+
+def start_client(*args, **kwargs):
+    client = real_start_client(*args, **kwargs)
+    workers = client.scheduler_info()["workers"]
+    modules = client.run(lambda: sorted(k for k in sys.modules if k in ("torch", "nvtabular")))
+    seen.update(nthreads=sorted(w["nthreads"] for w in workers.values()), address=client.scheduler.address,
+                dirs=sorted(client.run(lambda dask_worker: dask_worker.local_directory).values()),
+                worker_modules=sorted(modules.values()))
+    return client
+
+
+module["start_client"] = start_client
+assert etl["main"](["--root", root, "--out", out]) == 0      # no --workers: the spec's etl.cluster.workers
+assert "torch" not in sys.modules
+import torch
+assert float(torch.ones(2).sum()) == 2.0
+print(json.dumps(seen))
+"""
+
+
 @pytest.mark.slow
-def test_one_and_two_dask_workers_write_identical_outputs(tmp_path):
-    """Seconds: the generated etl.py on one process and on a real two-worker local Dask cluster (worker processes
-    import NVTabular)."""
-    _movielens_raw(tmp_path)
-    spec = _committed_spec_copy(tmp_path, "movielens_genres")
-    run_etl(spec, out_root=tmp_path / "generated")
+def test_etl_py_on_its_own_on_the_specs_cluster_writes_what_one_process_writes(tmp_path):
+    """Seconds: a real local Dask cluster of two worker processes (each imports NVTabular). ctrgen etl runs a spec in
+    one process; the etl.py of the same spec with an etl.cluster section (2 workers of 2 threads, a local_directory)
+    runs on its own, its main() in a fresh interpreter, over several partitions: the same parquet, categories and
+    schemas (the output does not depend on the cluster); the cluster has the spec's settings; nvtabular is imported
+    without torch by ctrgen, the Triton preprocessing model and each Dask worker (etl.py is its preload), and torch
+    stays importable."""
+    raw = _movielens_raw(tmp_path)
+    # Partitions of 16KB: the 3,000 ratings (75KB of CSV) are five, so that both workers get some.
+    output = {"dir": "../data/movielens_genres", "out_files_per_proc": 4, "shuffle": True, "reader": "hugectr",
+              "part_size": "16KB"}
+    spec = _committed_spec_copy(tmp_path, "movielens_genres", output=output)
+    res = CliRunner().invoke(main, ["etl", str(spec), "--out", str(tmp_path / "generated")])
+    assert res.exit_code == 0, res.output
+    assert "(cpu, 1 process)" in res.output and "genres (" in res.output
     one = _hashes(tmp_path / "data/movielens_genres")
-    # The Dask cluster runs in a ctrgen process of its own (multiprocessing's resource tracker lives as long as the
-    # process that started the workers).
-    proc = subprocess.run([sys.executable, "-m", "codegen", "etl", str(spec), "--workers", "2", "--out",
-                           str(tmp_path / "generated")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 Dask worker(s)" in proc.stdout and "genres (" in proc.stdout
-    two = _hashes(tmp_path / "data/movielens_genres")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # "Initializing an NVTabular Dataset in CPU mode"
+        dataset = import_nvtabular().Dataset(str(raw / "ratings.csv"), engine="csv", part_size="16KB", cpu=True)
+    assert dataset.to_ddf().npartitions >= 2
+
+    clustered = _committed_spec_copy(tmp_path, "movielens_genres", specs="clustered", output=output, cluster={
+        "workers": 2, "threads_per_worker": 2, "local_directory": "../scratch"})
+    ctx = open_spec(clustered)
+    etl_py = tmp_path / "clustered_etl.py"
+    etl_py.write_text(render_for(ctx, etl_plan(ctx)))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONWARNINGS": "ignore"}
+    proc = subprocess.run([sys.executable, "-c", ON_ITS_OWN, str(etl_py), str(clustered.parent), str(tmp_path / "two")],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert f"etl: {len(pd.read_csv(raw / 'ratings.csv'))} rows read on the cpu" in proc.stdout
+    got = json.loads(proc.stdout.splitlines()[-1])
+    assert got["nthreads"] == [2, 2] and got["address"].startswith("tcp://")
+    scratch = (tmp_path / "scratch").resolve()
+    assert len(got["dirs"]) == 2 and all(Path(d).resolve().is_relative_to(scratch) for d in got["dirs"]), got
+    assert got["worker_modules"] == [["nvtabular"], ["nvtabular"]], got       # each worker: nvtabular, no torch
+    # Categorify's ./categories where it ran (ctrgen moves only train/, valid/ and workflow/ into place).
+    two = {k: v for k, v in _hashes(tmp_path / "two").items() if not k.startswith("categories/")}
     assert len(one) >= 10 and any(k.startswith("workflow/categories/") for k in one)
     assert one == two
 
@@ -349,19 +415,6 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, case, expect
     assert len(lines) == 1 and expect in lines[0], res.output
     assert not (tmp_path / "out").is_dir() and not (tmp_path / "generated").exists()
     assert not (tmp_path / "etltest.features.lock.json").exists()
-
-
-@pytest.mark.slow
-def test_generated_etl_py_runs_on_its_own(tmp_path):
-    """python etl.py --root SPEC_DIR --out DIR writes what ctrgen etl writes."""
-    _raw(tmp_path)
-    result = run_etl(_spec(tmp_path, LISTS), out_root=tmp_path / "generated")
-    proc = subprocess.run([sys.executable, str(result.etl_py), "--root", str(tmp_path), "--out",
-                           str(tmp_path / "standalone")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "500 rows read on the cpu" in proc.stdout
-    ours = {k: v for k, v in _hashes(tmp_path / "standalone").items() if not k.startswith("categories/")}
-    assert ours == _hashes(tmp_path / "out") and any(k.endswith(".parquet") for k in ours)
 
 
 def test_output_that_would_replace_an_input_is_refused(tmp_path):

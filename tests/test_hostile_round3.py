@@ -174,11 +174,14 @@ def test_etl_scheduler_that_is_malformed_or_unreachable_is_one_line(tmp_path, ad
 
 @pytest.mark.slow
 def test_etl_reads_tab_separated_files_and_quoted_headers(tmp_path):
-    """Seconds: two real NVTabular ETL runs (a tab-separated file, quoted headers)."""
+    """Two real NVTabular ETL runs (a tab-separated file, quoted headers)."""
+    from codegen.runtime.nvt_import import import_nvtabular
+
+    import_nvtabular()      # merlin's import sets PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION once per process, not ctrgen
     tsv = etl_folder(tmp_path / "tsv", _set("inputs", "sep", "\t"), ROWS.replace(",", "\t"))
     quoted = etl_folder(tmp_path / "quoted", rows=ROWS.replace("userId,movieId,rating", '"userId","movieId","rating"'))
     for d in (tsv, quoted):
-        proc = run_ctrgen("etl", "s.yaml", "--out", "gen", cwd=d, process=True)
+        proc = run_ctrgen("etl", "s.yaml", "--out", "gen", cwd=d)
         assert proc.returncode == 0, proc.stderr
         lock = json.loads((d / "s.features.lock.json").read_text())
         assert [(c["name"], c["cardinality"]) for c in lock["categorical"]] == [("userId", 10), ("movieId", 8)]

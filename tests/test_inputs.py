@@ -398,18 +398,35 @@ def test_names_in_the_model_card_show_control_and_bidi_characters_as_escapes(spe
 
 # ---- saved workflows ---------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def workflow_and_checkpoint(tmp_path):
-    """The demo's saved MovieLens workflow (a real workflow.pkl and Categorify tables; assemble proves it loads), its
-    output schema rewritten with the committed lock's cardinalities (what assemble checks against the lock), and a
-    checkpoint folder shaped like train_torch.py's output (a model.pt of tensors)."""
-    import torch
+# One worker runs the tests of the saved workflow (one NVTabular load, see workflow_and_checkpoint).
+WORKFLOW_GROUP = pytest.mark.xdist_group("inputs_workflow")
 
+
+@pytest.fixture(scope="module")
+def pristine_workflow(tmp_path_factory) -> Path:
+    """The demo's saved MovieLens workflow (a real workflow.pkl and Categorify tables; assemble proves it loads), its
+    output schema rewritten with the committed lock's cardinalities (what assemble checks against the lock). Never
+    written by the tests: ``workflow_and_checkpoint`` gives each a fresh copy."""
     from demo_data import built_demo
 
-    workflow = tmp_path / "workflow"
-    shutil.copytree(built_demo().paths["movielens"]["workflow"], workflow)
-    write_output_schema(workflow, MOVIELENS, label="rating")
+    pristine = tmp_path_factory.mktemp("workflow") / "pristine"
+    shutil.copytree(built_demo().paths["movielens"]["workflow"], pristine)
+    write_output_schema(pristine, MOVIELENS, label="rating")
+    return pristine
+
+
+@pytest.fixture
+def workflow_and_checkpoint(pristine_workflow, tmp_path):
+    """A fresh copy of the pristine workflow and a checkpoint folder shaped like train_torch.py's output (a model.pt of
+    tensors). The copy lies at one path for the module, with workflow.pkl a hard link to the pristine one: assemble
+    remembers a workflow.pkl it saw load (path, inode, size, time), so its NVTabular process runs once here, not per
+    test."""
+    import torch
+
+    workflow = pristine_workflow.parent / "workflow"
+    shutil.rmtree(workflow, ignore_errors=True)
+    shutil.copytree(pristine_workflow, workflow, ignore=shutil.ignore_patterns("workflow.pkl"))
+    os.link(pristine_workflow / "workflow.pkl", workflow / "workflow.pkl")
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     torch.save({"table.weight": torch.zeros(4, 2)}, checkpoint / "model.pt")
@@ -422,6 +439,7 @@ def assemble(workflow: Path, checkpoint: Path, out: Path, *extra: str):
                       "--checkpoint", str(checkpoint), "--out", str(out), *extra)
 
 
+@WORKFLOW_GROUP
 @pytest.mark.slow
 def test_a_corrupt_categories_parquet_is_one_line(workflow_and_checkpoint, tmp_path):
     workflow, checkpoint = workflow_and_checkpoint
@@ -438,6 +456,7 @@ def test_a_corrupt_categories_parquet_is_one_line(workflow_and_checkpoint, tmp_p
              f"{table}: unreadable Parquet file")
 
 
+@WORKFLOW_GROUP
 @pytest.mark.slow
 def test_workflow_pickle_must_be_a_regular_file(workflow_and_checkpoint, tmp_path):
     workflow, checkpoint = workflow_and_checkpoint
@@ -446,6 +465,7 @@ def test_workflow_pickle_must_be_a_regular_file(workflow_and_checkpoint, tmp_pat
     one_line(assemble(workflow, checkpoint, tmp_path / "repo"), f"{workflow / 'workflow.pkl'}")
 
 
+@WORKFLOW_GROUP
 @pytest.mark.slow
 def test_assemble_replaces_the_repository_whole_and_cleans_up(workflow_and_checkpoint, tmp_path):
     workflow, checkpoint = workflow_and_checkpoint
@@ -456,7 +476,7 @@ def test_assemble_replaces_the_repository_whole_and_cleans_up(workflow_and_check
     result = assemble(workflow, checkpoint, out, "--force")
     assert result.returncode == 0, result.stderr
     assert not (out / "stray.txt").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "repo", "workflow"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "repo"]
     link = tmp_path / "linked"
     link.symlink_to(out)
     one_line(assemble(workflow, checkpoint, link, "--force"), f"{link}: --out: is a symbolic link")
@@ -651,6 +671,7 @@ def test_assemble_reports_every_missing_trained_file_at_once(tmp_path):
     assert not (tmp_path / "repo").exists()
 
 
+@WORKFLOW_GROUP
 @pytest.mark.slow
 def test_assemble_copies_regular_files_and_inner_links_only(workflow_and_checkpoint, tmp_path):
     """A link inside the workflow folder stays a link in the repository; one pointing outside, a FIFO, a model.pt

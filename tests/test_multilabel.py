@@ -3,8 +3,8 @@
 The loss functions against NumPy references written from HugeCTR's loss unit tests and kernels (tests/
 hugectr_reference.py; float32 against float64, rtol 1e-5, atol 1e-7): value and gradient. Then a two-label,
 MMoE-like spec (two label columns, a shared layer, a tower and a BinaryCrossEntropyLoss per label, Model.compile's
-loss_weights) renders, and its train_torch.py trains a few iterations on tiny synthetic Parquet data in one
-subprocess and writes an AUC per label.
+loss_weights) renders, and its train_torch.py trains a few iterations on tiny synthetic Parquet data in a process
+forked from the warm Python and writes an AUC per label.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import hugectr_reference as ref
 from codegen.runtime.losses import LossTerm, cross_entropy, multi_cross_entropy, objective, probabilities
 from conftest import REPO
 from test_boundaries import LOCK, _render, spec_with
+from warm_python import run as run_warm
 
 TOL = {"rtol": 1e-5, "atol": 1e-7}
 
@@ -138,12 +138,11 @@ def test_two_labels_train_and_report_an_auc_per_label(rendered, tmp_path):
     features = json.loads((tmp_path / "features.json").read_text())
     _synthesize(features, 4096, tmp_path / "data" / "train", 1)
     _synthesize(features, 1024, tmp_path / "data" / "valid", 2)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "train_torch.py", "--device", "cpu", "--train", "data/train", "--eval",
-                           "data/valid", "--max-iter", "60", "--batch-size", "128", "--display", "30",
-                           "--eval-interval", "60", "--snapshot", "0", "--lr", "0.01", "--compile", "off",
-                           "--output-dir", "out"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO)}
+    proc = run_warm([sys.executable, "train_torch.py", "--device", "cpu", "--train", "data/train", "--eval",
+                     "data/valid", "--max-iter", "60", "--batch-size", "128", "--display", "30", "--eval-interval",
+                     "60", "--snapshot", "0", "--lr", "0.01", "--compile", "off", "--output-dir", "out"],
+                    cwd=tmp_path, env=env, timeout=300)      # a process forked from the warm Python
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     per_label = metrics["auc_per_label"]

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import warm_python
 
 from codegen import __version__
 from codegen.triton.deploy.runtime_copy import runtime_files, write_runtime
@@ -35,18 +34,17 @@ def _python(code: str, path: Path, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_runtime_imports_nothing_of_ctrgen_but_itself(tmp_path):
-    """Every runtime module, imported in an interpreter without ctrgen's CLI: no other ctrgen module, none of ctrgen's
-    own dependencies (pydantic, jinja2, click, ruamel, protobuf) and no nvtabular (nvt_model imports it when a model
-    loads, not at import). Forked from the warm Python, which imported torch, numpy, pyarrow and the trainer's runtime
-    modules the same way (what they pulled in is in the child's sys.modules too)."""
-    probe = tmp_path / "probe.py"
-    probe.write_text("import importlib, json, sys\n"
-                     f"for name in {MODULES!r}:\n"
-                     "    importlib.import_module('codegen.runtime.' + name)\n"
-                     "print(json.dumps(sorted(sys.modules)))\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
-    proc = warm_python.run([sys.executable, str(probe)], cwd=tmp_path, env=env, timeout=300)
+    """Every runtime module, imported in a fresh interpreter: no other ctrgen module, none of ctrgen's own
+    dependencies (pydantic, jinja2, click, ruamel, protobuf) and no nvtabular (nvt_model imports it when a model
+    loads, not at import). Not forked from the warm Python: its preloads (tensorboard brings protobuf) would be in the
+    child's sys.modules."""
+    code = ("import importlib, json, sys\n"
+            f"for name in {MODULES!r}:\n"
+            "    importlib.import_module('codegen.runtime.' + name)\n"
+            "print(json.dumps(sorted(sys.modules)))\n")
+    proc = _python(code, REPO, tmp_path)
     assert proc.returncode == 0, proc.stderr
     loaded = json.loads(proc.stdout)
     ours = [m for m in loaded if m.startswith("codegen")]

@@ -54,15 +54,15 @@ def _write_pass(folder: Path, table: pa.Table) -> Path:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    """The demo's Criteo training rows split in two passes (first and second half, each a whole number of batches),
+    """The demo's Criteo training rows split in two passes (8 batches each, the first rows and the next),
     the spec's passes pointed at them, train_torch.py rendered, and the keysets of both passes written."""
     demo = built_demo()
     root = tmp_path_factory.mktemp("torch-continuous")
     dataset = demo.root / "criteo"
     files = sorted((dataset / "train").glob("part_*.parquet"), key=lambda p: int(p.stem.split("_")[1]))
     table = pa.concat_tables([pq.read_table(f) for f in files])
-    half = table.num_rows // 2 // BATCH * BATCH
-    lists = [_write_pass(root / f"pass{k + 1}", table.slice(k * half, half)) for k in range(2)]
+    per_pass = 8 * BATCH      # of 4,800: each pass still looks up rows the other does not (asserted in the test)
+    lists = [_write_pass(root / f"pass{k + 1}", table.slice(k * per_pass, per_pass)) for k in range(2)]
 
     spec_dir = demo.root / "torch-continuous-specs"
     spec_dir.mkdir(exist_ok=True)

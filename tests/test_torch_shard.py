@@ -29,8 +29,10 @@ from warm_python import run as run_warm
 pytestmark = pytest.mark.slow
 
 DLRM = REPO / "generated" / "dlrm" / "train_torch.py"
-ITERS, BATCH = 40, 64
-COMMON = ("--lr", "8", "--display", "20", "--eval-interval", str(ITERS), "--eval-batch-size", "500",
+# 20 steps at lr 24 (warmed up over the spec's 300 steps) reach the planted signal, and two ranks reach one rank's
+# AUC with the doubled batch (40 steps at lr 8: 0.014 apart, at lr 24 0.004)
+ITERS, BATCH = 20, 64
+COMMON = ("--lr", "24", "--display", str(ITERS), "--eval-interval", str(ITERS), "--eval-batch-size", "500",
           "--max-eval-batches", "4")
 
 
@@ -265,11 +267,48 @@ dist.all_reduce = lambda *args, **kwargs: groups.append(kwargs.get("group")) or 
 hypers = {"SGD": {}, "AdaGrad": {"initial_accumulator_value": 0.1, "eps": 1e-7},
           "Adam": {"betas": (0.9, 0.999), "eps": 1e-7}}
 checked = 0
+seed = torch.default_generator.manual_seed    # (torch.manual_seed also queues CUDA's seeding with a stack trace)
 cases = [(cards, kind, nnz, combiner, split) for cards in ([7, 40, 300, 5], [6])    # [6]: rank 1 owns no slot
          for kind in hypers for nnz, combiner in ((1, "sum"), (3, "sum"), (3, "mean"))
          for split in ("tables", "columns", "replicated", "tables+replicated")]
+
+
+def table(cards, combiner, kind, placement):
+    seed(3)
+    t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t", placement=placement)
+    t.row_updates = True
+    t.weight.requires_grad_(False)
+    return t, m.RowSparseOptimizer([t], lr, kind, hypers[kind])
+
+
+def steps(cards, nnz):
+    """Three steps' batches of every rank and their targets."""
+    gen = torch.Generator().manual_seed(11)
+    out = []
+    for step in range(3):
+        batches = [torch.stack([torch.randint(0, c, (16, nnz), generator=gen) for c in cards], dim=1)
+                   for _ in range(size)]
+        for b in batches:
+            b[:4, -1, 0] = 4                                  # repeated rows across ranks add up
+            if nnz > 1:
+                b[torch.rand(b.shape, generator=gen) < 0.3] = -1
+        out.append((batches, [torch.randn(16, len(cards), vec, generator=gen) for _ in range(size)]))
+    return out
+
+
+wholes = {}     # one process's table after the steps: the same for every split of a table, optimizer and lookup
 for cards, kind, nnz, combiner, split in cases:
-    hyper = hypers[kind]
+    key = (tuple(cards), kind, nnz, combiner)
+    if key not in wholes:
+        data = steps(cards, nnz)
+        whole, whole_opt = table(cards, combiner, kind, None)
+        for batches, targets in data:
+            # one rank's loss is its batch's; DDP averages the ranks' gradients: the whole table sees the mean
+            whole_opt.zero_grad()
+            ((whole(torch.cat(batches)) - torch.cat(targets)) ** 2).sum().div(size).backward()
+            whole_opt.step()
+        wholes[key] = data, whole, whole_opt
+    data, whole, whole_opt = wholes[key]
     holder = torch.nn.Module()
     with torch.device("meta"):
         holder.t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t")
@@ -281,30 +320,10 @@ for cards, kind, nnz, combiner, split in cases:
     assert placement.replicated["t"] == ([] if "replicated" not in split else [0, 1, 3] if len(cards) == 4 else [0])
     if split == "tables" and size == 2:
         assert placement.owners["t"] == ([1, 1, 0, 1] if len(cards) == 4 else [0])   # 300 -> 0, 40, 7, 5 -> 1
-    tables = []
-    for p in (placement, None):
-        torch.manual_seed(3)
-        t = m.SparseEmbedding(cards, vec_size=vec, combiner=combiner, name="t", placement=p)
-        t.row_updates = True
-        t.weight.requires_grad_(False)
-        tables.append((t, m.RowSparseOptimizer([t], lr, kind, hyper)))
-    (part, part_opt), (whole, whole_opt) = tables
-    gen = torch.Generator().manual_seed(11)
-    for step in range(3):
-        batches = [torch.stack([torch.randint(0, c, (16, nnz), generator=gen) for c in cards], dim=1)
-                   for _ in range(size)]
-        for b in batches:
-            b[:4, -1, 0] = 4                                  # repeated rows across ranks add up
-            if nnz > 1:
-                b[torch.rand(b.shape, generator=gen) < 0.3] = -1
-        targets = [torch.randn(16, len(cards), vec, generator=gen) for _ in range(size)]
-        # one rank's loss is its batch's; DDP averages the ranks' gradients: the whole table sees the mean
-        whole_opt.zero_grad()
-        ((whole(torch.cat(batches)) - torch.cat(targets)) ** 2).sum().div(size).backward()
-        whole_opt.step()
+    part, part_opt = table(cards, combiner, kind, placement)
+    for batches, targets in data:
         part_opt.zero_grad()
-        mine = part(batches[rank])
-        ((mine - targets[rank]) ** 2).sum().backward()
+        ((part(batches[rank]) - targets[rank]) ** 2).sum().backward()
         part_opt.step()
     for name, local, full in [("weight", part.weight.detach(), whole.weight.detach())] + [
             (key, value, whole_opt.state[0][key]) for key, value in part_opt.state[0].items()]:
@@ -314,7 +333,7 @@ for cards, kind, nnz, combiner, split in cases:
                                                                           (gathered - full).abs().max())
     # evaluation: ranks with different batch sizes (rank 1 has 5 rows)
     with torch.no_grad():
-        ids = batches[rank][:16 if rank == 0 else 5]
+        ids = data[-1][0][rank][:16 if rank == 0 else 5]
         placement.sizes = [16] + [5] * (size - 1)
         got = part(ids)
         placement.sizes = None
@@ -324,6 +343,21 @@ for cards, kind, nnz, combiner, split in cases:
 # process with the global batch, three SGD steps.
 import json
 features = json.loads(open(sys.argv[3]).read())
+cards = [c["cardinality"] for c in features["sparse"][0]["columns"]]
+gen = torch.Generator().manual_seed(2)
+dlrm_steps = [(torch.rand(8 * size, 13, generator=gen),
+               torch.stack([torch.randint(0, c, (8 * size, 1), generator=gen) for c in cards], dim=1),
+               (torch.rand(8 * size, 1, generator=gen) < 0.5).float()) for step in range(3)]
+bce = torch.nn.functional.binary_cross_entropy_with_logits
+seed(5)
+whole = m.Model(features)
+whole_opt = m.make_optimizer(whole, 0.5, row_updates=True)
+for dense, ids, label in dlrm_steps:
+    whole_opt.zero_grad()
+    bce(whole(dense, ids), label).backward()
+    whole_opt.step()
+theirs = whole.state_dict()
+runs = set()
 # Each also with the Interaction taking the slots in the shard's order (take_shard_orders, as the trainer does).
 for split, in_shard_order in [(split, in_order) for split in ("columns", "tables", "replicated", "tables+replicated")
                               for in_order in (False, True)]:
@@ -331,12 +365,13 @@ for split, in_shard_order in [(split, in_order) for split in ("columns", "tables
         placement = m.place_tables(m.Model(features), size, rank, split={"replicated": "auto", "tables+replicated":
                                    "tables"}.get(split, split), replicate_rows=140 if "replicated" in split else 0)
     assert sum(map(len, placement.replicated.values())) == (13 if "replicated" in split else 0)
-    models = []
-    for p in (placement, None):
-        torch.manual_seed(5)
-        model = m.Model(features, p)
-        models.append((model, m.make_optimizer(model, 0.5, row_updates=True)))
-    (part, part_opt), (whole, whole_opt) = models
+    same = (json.dumps([placement.split, placement.owners, placement.replicated]), in_shard_order, split == "tables")
+    if same in runs:     # (on 3 ranks auto splits by tables: "replicated" is "tables+replicated")
+        continue
+    runs.add(same)
+    seed(5)
+    part = m.Model(features, placement)
+    part_opt = m.make_optimizer(part, 0.5, row_updates=True)
     if in_shard_order:    # (every slot split by columns on 2 ranks: in slot order already)
         sorted_order = part.sparse_embedding1.shard.order == sorted(part.sparse_embedding1.shard.order)
         assert len(m.take_shard_orders(part)) == (0 if sorted_order else 1), split
@@ -345,19 +380,12 @@ for split, in_shard_order in [(split, in_order) for split in ("columns", "tables
     if split == "tables":
         sync.FLAT_BYTES = 1 << 14    # the dense layers' larger gradients are then averaged in place, one by one
         assert any(p.numel() * 4 > sync.FLAT_BYTES for p in sync.params)
-    gen = torch.Generator().manual_seed(2)
-    cards = [c["cardinality"] for c in features["sparse"][0]["columns"]]
-    for step in range(3):
-        dense = torch.rand(8 * size, 13, generator=gen)
-        ids = torch.stack([torch.randint(0, c, (8 * size, 1), generator=gen) for c in cards], dim=1)
-        label = (torch.rand(8 * size, 1, generator=gen) < 0.5).float()
-        for model, opt, rows in ((whole, whole_opt, slice(None)), (part, part_opt, slice(8 * rank, 8 * rank + 8))):
-            opt.zero_grad()
-            torch.nn.functional.binary_cross_entropy_with_logits(model(dense[rows], ids[rows]), label[rows]).backward()
-            if model is part:
-                sync(later=True)      # as the trainer's step: the all_reduce is waited for by opt.step()
-            opt.step()
-    theirs = whole.state_dict()
+    rows = slice(8 * rank, 8 * rank + 8)
+    for dense, ids, label in dlrm_steps:
+        part_opt.zero_grad()
+        bce(part(dense[rows], ids[rows]), label[rows]).backward()
+        sync(later=True)      # as the trainer's step: the all_reduce is waited for by opt.step()
+        part_opt.step()
     for key, value in m.model_state(part).items():
         if rank == 0:
             assert torch.allclose(value, theirs[key], atol=1e-5), (split, in_shard_order, key,
@@ -367,7 +395,7 @@ for split, in_shard_order in [(split, in_order) for split in ("columns", "tables
 # looked-up rows (SharedRowsGrad), the dense layers' by GradientSync; three steps against one process.
 models = []
 for _ in range(2):
-    torch.manual_seed(5)
+    seed(5)
     model = m.Model(features)
     models.append((model, m.make_optimizer(model, 0.5)))
 (part, part_opt), (whole, whole_opt) = models
@@ -400,29 +428,29 @@ m.close_process_group()
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_sharded_lookup_and_row_update_equal_one_whole_table(tmp_path, ranks):
     """Seconds: 81 cases (table shapes x optimizers x lookups x splits, the whole DLRM) on real gloo ranks, each
-    compared with one process."""
+    compared with one process (computed once for the cases that share it)."""
     worker = tmp_path / "shard_worker.py"
     worker.write_text(WORKER)
     proc = torchrun(worker, str(DLRM), str(REPO / "tests"), str(DLRM.with_name("features.json")), cwd=tmp_path,
                     ranks=ranks)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    for rank in range(ranks):
-        assert f"rank {rank}: 81 cases equal" in proc.stdout, proc.stdout[-2000:]
+    for rank in range(ranks):     # 72 tables, 8 DLRM placements (on 3 ranks 6 differ), the shared table
+        assert f"rank {rank}: {81 if ranks == 2 else 79} cases equal" in proc.stdout, proc.stdout[-2000:]
 
 
 # ---- the DLRM trainer on two ranks ---------------------------------------------------------------------------------
 
 def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
-    """Seconds: six DLRM trainings of 40 steps on two gloo ranks (sharded by columns, by tables, with replicas,
+    """Seconds: six DLRM trainings of 20 steps on two gloo ranks (sharded by columns, by tables, with replicas,
     dense data parallel, one rank, a resumed run); fewer steps would not reach the planted signal the AUC check
-    needs."""
-    sharded = train(data, tmp_path / "sharded", "--snapshot", "20")
+    needs (10 steps at a higher lr: one rank 0.07 below two)."""
+    sharded = train(data, tmp_path / "sharded", "--snapshot", "10")
     by_tables = train(data, tmp_path / "tables", "--table-split", "tables", "--snapshot", "0")
     replicas = train(data, tmp_path / "replicas", "--table-split", "tables", "--replicate-rows", str(BATCH),
                      "--snapshot", "0")
     dense = train(data, tmp_path / "dense", "--shard-tables", "off", "--embedding-update", "dense",
                   "--snapshot", "0")
-    one = train(data, tmp_path / "one", "--lr", "16", "--snapshot", "0", ranks=1, batch=2 * BATCH)
+    one = train(data, tmp_path / "one", "--lr", "48", "--snapshot", "0", ranks=1, batch=2 * BATCH)
     assert sharded["shard_tables"] is True and sharded["embedding_update"] == "rows"
     assert dense["shard_tables"] is False and dense["embedding_update"] == "dense"
     assert "tables sharded over 2 ranks" in sharded["stdout"] and "rank 1: " in sharded["stdout"]
@@ -476,10 +504,10 @@ def test_sharded_dlrm_trains_as_ddp_and_as_one_rank(data, tmp_path):
     model.load_state_dict(a)
 
     # resume from the sharded checkpoint (whole tables): the same next steps, so the same final weights
-    checkpoint = torch.load(tmp_path / "sharded" / "checkpoint_20.pt", weights_only=False)
+    checkpoint = torch.load(tmp_path / "sharded" / "checkpoint_10.pt", weights_only=False)
     assert checkpoint["model"]["sparse_embedding1.weight"].shape == (sum(cards) + 1, 128)
-    resumed = train(data, tmp_path / "resumed", "--resume", str(tmp_path / "sharded" / "checkpoint_20.pt"),
-                    "--snapshot", "0", iters=ITERS - 20)
+    resumed = train(data, tmp_path / "resumed", "--resume", str(tmp_path / "sharded" / "checkpoint_10.pt"),
+                    "--snapshot", "0", iters=ITERS - 10)
     assert resumed["iterations"] == ITERS and "resumed from" in resumed["stdout"]
     c = torch.load(tmp_path / "resumed" / "model.pt")
     for key in a:
@@ -526,7 +554,7 @@ def test_a_cuda_graph_over_gloo_is_refused_in_one_line(data, tmp_path):
     assert lines and all(line == lines[0] for line in lines), proc.stderr[-2000:]
     assert lines[0].startswith("error: --cuda-graph on: the gloo backend exchanges through host memory") and \
         "(fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)" in lines[0]
-    assert not (tmp_path / "out").exists()
+    assert not (tmp_path / "out").exists() and proc.stdout == ""     # refused before the ranks met (no log line)
 
 
 def test_assembled_vectors_are_in_slot_order_eager_and_compiled():

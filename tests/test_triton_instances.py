@@ -85,6 +85,8 @@ def test_count_is_a_positive_integer_or_auto(tmp_path, value, ok, message):
 
 @pytest.mark.slow
 def test_assemble_writes_the_counts_for_the_cores(inputs, tmp_path):  # noqa: F811
+    """Seconds when it is its process's first assemble (tests/test_triton_torch_repo.py's ``inputs``: the workflow is
+    proven to load in a process of its own)."""
     workflow, checkpoint = inputs
     for cores, expected in (("2", (2, 1)), ("12", (8, 6))):
         out = tmp_path / f"repo{cores}"

@@ -16,6 +16,8 @@ import types
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import psutil
 import pytest
 import torch
 from google.protobuf import json_format
@@ -219,7 +221,8 @@ features: {label: [clicked, liked]}
 @pytest.mark.slow
 def test_a_served_two_label_model_answers_each_label_like_the_offline_model(tmp_path):
     """~16 s: a real NVTabular ETL, 20 training iterations and a private Triton server (`ctrgen query REPO
-    --compare`) on tests/test_serve.py's ad log with a second label: a column per label, each equal offline."""
+    --compare`, rows from a CSV file) on tests/test_serve.py's ad log with a second label: a column per label, each
+    equal offline; the private server gone afterwards."""
     import test_serve
     from codegen.demo import etl
     from tests.conftest import run_ctrgen
@@ -256,12 +259,26 @@ def test_a_served_two_label_model_answers_each_label_like_the_offline_model(tmp_
     result = run_ctrgen("assemble", str(spec), "--workflow", str(paths["workflow"]), "--checkpoint",
                         str(tmp_path / "checkpoint"), "--generated", str(generated), "--out", str(repo))
     assert result.returncode == 0, result.stderr
-    result = run_ctrgen("query", str(repo), "--data", str(raw / "valid.parquet"), "--rows", "50", "--batch-size", "16",
+    # REPO instead of a URL: a private server for the query, gone afterwards; CSV input.
+    rows = tmp_path / "rows.csv"
+    pd.read_parquet(raw / "valid.parquet").head(60).to_csv(rows, index=False)
+    result = run_ctrgen("query", str(repo), "--data", str(rows), "--rows", "50", "--batch-size", "16",
                         "--compare", str(tmp_path / "checkpoint"))
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "50 row(s) scored" in result.stderr
+    # The private server and its python stubs (their command lines name the repository) are gone.
+    left = [p for p in psutil.process_iter() if str(repo) in " ".join(_cmdline(p))]
+    assert not left, [(p.pid, _cmdline(p)) for p in left]
     lines = result.stdout.splitlines()
     assert lines[0] == "row\tclicked\tliked"
     scores = np.array([[float(x) for x in line.split("\t")[1:]] for line in lines[1:51]])
     assert scores.shape == (50, 2) and ((scores > 0) & (scores < 1)).all()
     assert not np.allclose(scores[:, 0], scores[:, 1])
     assert [line.split(":")[0] for line in lines[51:]] == ["served = offline (clicked)", "served = offline (liked)"]
+
+
+def _cmdline(proc) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []

@@ -224,7 +224,11 @@ def test_bad_triton_settings_are_user_errors(tmp_path):
 
 @pytest.mark.slow
 def test_assemble_names_the_missing_file(tmp_path):
-    """Seconds: `ctrgen assemble` runs as a real process for each missing file, the command line under test."""
+    """Each refusal in turn, down to a workflow.pkl that does not load with NVTabular (assemble proves it in a process
+    of its own), then a real workflow passes."""
+    from codegen.demo.etl import import_nvtabular
+
+    import_nvtabular()      # here, not in the in-process ctrgen below: its first import sets an environment variable
     wf = tmp_path / "wf"
     wf.mkdir()
     (wf / "workflow.pkl").write_bytes(b"")
@@ -242,10 +246,9 @@ def test_assemble_names_the_missing_file(tmp_path):
     (weights / "0_sparse_1900.model").mkdir()
     for part in ("key", "emb_vector"):
         (weights / "0_sparse_1900.model" / part).write_bytes(b"")
-    # The files are there; the workflow is checked against the lock last: an unreadable one is refused (in a
-    # process of its own: loading workflow.pkl imports nvtabular) ...
+    # The files are there; the workflow is checked against the lock last: an unreadable one is refused ...
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
-                   "--out", str(tmp_path / "repo"), process=True)
+                   "--out", str(tmp_path / "repo"))
     assert r.returncode == 2 and str(wf) in r.stderr and not (tmp_path / "repo").exists()
     # ... one whose saved schema (the output_schema.pbtxt ctrgen's ETL helpers write) has the lock's columns, but
     # whose workflow.pkl does not load, is refused too (assemble proves the preprocessing model can load it) ...
@@ -254,13 +257,10 @@ def test_assemble_names_the_missing_file(tmp_path):
                    "--out", str(tmp_path / "repo"))
     assert r.returncode == 2 and f"{wf / 'workflow.pkl'}: --workflow: does not load with NVTabular" in r.stderr
     # ... and a real one passes (the demo's saved workflow, its schema with the lock's cardinalities).
-    from demo_data import built_demo
+    from tests.test_triton_torch_repo import locked_movielens_workflow
 
-    shutil.rmtree(wf)
-    shutil.copytree(built_demo().paths["movielens"]["workflow"], wf)
-    write_output_schema(wf, MOVIELENS, label="rating")
-    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
-                   "--out", str(tmp_path / "repo"))
+    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(locked_movielens_workflow()), "--weights",
+                   str(weights), "--out", str(tmp_path / "repo"))
     assert r.returncode == 0, r.stderr
     assert "tritonserver --model-repository=/model --backend-config=hugectr,ps=/model/ps.json" in r.stdout
     repo = tmp_path / "repo"

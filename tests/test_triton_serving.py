@@ -1,9 +1,12 @@
 """The generated preprocessing models served by a real Triton server (2.51, python backend) on loopback.
 
-One server per module serves the assembled repositories of the MovieLens specs (one-hot ``movielens`` and multi-hot
-``movielens_genres``), generated from the demo's real NVTabular workflows (tests/demo_data.py builds them once per
-session). Responses over HTTP and gRPC are compared with the offline workflow transform (nvtabular in-process),
-packed into VCSR here by a straightforward loop (triton.md §3), independent of the model's vectorised code.
+The server is the session's one of conftest's ``torch_served`` (tests/test_triton_torch_serving.py; one xdist group):
+it serves the PyTorch repositories of the MovieLens specs (one-hot ``movielens``, multi-hot ``movielens_genres``) and
+``wdl``, generated from the demo's real NVTabular workflows (tests/demo_data.py builds them once per session), and the
+two HugeCTR repositories only these tests need (``deploy_hugectr_only``). ``ctrgen assemble --weights`` of the same
+specs writes preprocessing models byte for byte equal to the served ones (checked here), so the served ones stand for
+them. Responses over HTTP and gRPC are compared with the offline workflow transform (nvtabular in-process), packed
+into VCSR here by a straightforward loop (triton.md §3), independent of the model's vectorised code.
 """
 
 from __future__ import annotations
@@ -18,15 +21,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from codegen.demo.cli import DEMO_SPECS, demo_spec_text
 from codegen.output import write
 from codegen.pipeline import open_spec, render_spec
 from codegen.workflow import read_workflow_features
-from tests.conftest import REPO, run_ctrgen, stop_later
-from tests.demo_data import built_demo
+from tests.conftest import REPO, run_ctrgen
 from tests.triton_server import Server
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_serving")]    # one worker, one server
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]    # torch_served's server
 SPECS = ("movielens", "movielens_genres")
 SERVED = (*SPECS, "wdl")       # wdl: two embedding tables, BYTES request columns, 13 continuous columns
 TAGGED_SPEC = """\
@@ -51,6 +52,7 @@ model: {{preset: mlp, units: [16]}}
 # One instance of each preprocessing model (each is a backend process importing NVTabular, 2-3 s of CPU on start;
 # tests/test_demo_serve.py serves the default two).
 ONE_INSTANCE = "triton:\n  preprocessing:\n    instance: {count: 1}\n"
+_OFFLINE: dict[str, dict] = {}      # spec name -> offline VCSR of its request_frame
 
 
 def _tagged_workflow(folder: Path) -> Path:
@@ -108,44 +110,60 @@ def _deploy(spec: Path, workflow: Path, scratch: Path, *, past_the_lock_check: b
     return {"repo": repo, "workflow": workflow, "plan": rendered.triton}
 
 
+def deploy_hugectr_only(demo, scratch: Path) -> dict:
+    """The HugeCTR repositories that only these tests serve, deployed by conftest's ``torch_served`` before its server
+    starts (the server cannot add a repository later); ``tagged_nvt`` is loaded by this module."""
+    spec_dir = demo.root / "serving_specs"       # demo_spec_text wants the data below its parent
+    spec_dir.mkdir(exist_ok=True)
+    out = {}
+    # The committed movielens spec keeps ml-25m's cardinalities: its model must refuse the demo's workflow.
+    stale = spec_dir / "movielens_stale.yaml"
+    stale.write_text((REPO / "specs" / "movielens.yaml").read_text().replace("name: movielens\n",
+                                                                           "name: movielens_stale\n")
+                     + ONE_INSTANCE)
+    shutil.copy(REPO / "specs" / "movielens.features.lock.json", spec_dir / "movielens_stale.features.lock.json")
+    out["movielens_stale"] = _deploy(stale, demo.paths["movielens"]["workflow"], scratch, past_the_lock_check=True)
+    tagged_wf = _tagged_workflow(scratch / "tagged")
+    tagged = spec_dir / "tagged.yaml"
+    tagged.write_text(TAGGED_SPEC.format(workflow=json.dumps(str(tagged_wf))) + ONE_INSTANCE)
+    ctx = open_spec(tagged)
+    ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
+    out["tagged"] = {**_deploy(tagged, tagged_wf, scratch), "raw": scratch / "tagged"}
+    return out
+
+
 @pytest.fixture(scope="module")
-def deployed():
-    demo = built_demo()
+def deployed(torch_served):
+    """(the server, {name: deployment}): SERVED's HugeCTR repositories assembled here from the served specs (their
+    preprocessing models are the served ones: test_the_hugectr_repository_has_the_served_preprocessing_model), the
+    HugeCTR-only ones of ``deploy_hugectr_only``."""
+    server, served = torch_served
     scratch = Path(tempfile.mkdtemp(prefix="ctrgen-serving-"))
-    server = None
     try:
-        out = {}
-        spec_dir = demo.root / "serving_specs"       # demo_spec_text wants the data below its parent
-        spec_dir.mkdir(exist_ok=True)
-        for name in SERVED:
-            dataset = DEMO_SPECS[name]
-            spec = spec_dir / f"{name}.yaml"
-            spec.write_text(demo_spec_text((REPO / "specs" / f"{name}.yaml").read_text(), spec_name=name,
-                                           dataset_dir=demo.root / dataset, spec_dir=spec_dir) + ONE_INSTANCE)
-            ctx = open_spec(spec)
-            ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())   # ctrgen lock
-            out[name] = {**_deploy(spec, ctx.workflow_path, scratch), "raw": demo.paths[dataset]["raw"]}
-        # The committed movielens spec keeps ml-25m's cardinalities: its model must refuse the demo's workflow.
-        stale = spec_dir / "movielens_stale.yaml"
-        stale.write_text((REPO / "specs" / "movielens.yaml").read_text().replace("name: movielens\n",
-                                                                               "name: movielens_stale\n")
-                         + ONE_INSTANCE)
-        shutil.copy(REPO / "specs" / "movielens.features.lock.json", spec_dir / "movielens_stale.features.lock.json")
-        out["movielens_stale"] = _deploy(stale, demo.paths["movielens"]["workflow"], scratch, past_the_lock_check=True)
-        tagged_wf = _tagged_workflow(scratch / "tagged")
-        tagged = spec_dir / "tagged.yaml"
-        tagged.write_text(TAGGED_SPEC.format(workflow=json.dumps(str(tagged_wf))) + ONE_INSTANCE)
-        ctx = open_spec(tagged)
-        ctx.lock_path.write_text(read_workflow_features(ctx, ctx.workflow_path).lock_text())
-        out["tagged"] = {**_deploy(tagged, tagged_wf, scratch), "raw": scratch / "tagged"}
-        server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
-        server.start(load=[f"{n}_nvt" for n in (*SERVED, "tagged")])
+        out = {name: {**_deploy(served[name]["spec"], served[name]["workflow"], scratch), "raw": served[name]["raw"],
+                      "served_repo": served[name]["repo"]} for name in SERVED}
+        out.update({name: served[name] for name in ("movielens_stale", "tagged")})
+        with server.http() as conn:
+            conn.load_model("tagged_nvt")
         yield server, out
     finally:
-        if server is not None:
-            stop_later(server, remove=scratch)
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}       # (the server's bytecode of model.py)
+
+
+@pytest.mark.parametrize("name", SERVED)
+def test_the_hugectr_repository_has_the_served_preprocessing_model(deployed, name):
+    """One spec, two repositories (--weights, --checkpoint): the same preprocessing model, workflow included.
+    Seconds in its first case when it is the first test of its xdist group: the session's Triton server (conftest's
+    ``torch_served``: three specs trained and assembled) starts in its setup."""
+    _, out = deployed
+    hugectr, served = _files(out[name]["repo"] / f"{name}_nvt"), _files(out[name]["served_repo"] / f"{name}_nvt")
+    assert "1/model.py" in hugectr and "1/workflow/workflow.pkl" in hugectr
+    assert hugectr == served
 
 
 def request_frame(raw: Path, plan) -> pd.DataFrame:
@@ -230,13 +248,14 @@ def _infer(client, conn, model: str, frame: pd.DataFrame, cast: dict | None) -> 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("name", (*SERVED, "tagged"))
 def test_preprocessing_matches_offline_transform(deployed, name, protocol):
-    """Seconds in its first case: the module's real Triton server (four preprocessing models, each a backend process
-    importing NVTabular) starts in its setup."""
+    """Each preprocessing model's VCSR over HTTP and gRPC equals the offline transform packed by hand."""
     server, out = deployed
     d = out[name]
     frame = request_frame(d["raw"], d["plan"])
     got = infer(server, protocol, f"{name}_nvt", frame)
-    want = offline_vcsr(d["workflow"], d["plan"], frame)
+    if name not in _OFFLINE:           # the same rows over HTTP and gRPC: transformed offline once
+        _OFFLINE[name] = offline_vcsr(d["workflow"], d["plan"], frame)
+    want = _OFFLINE[name]
     # (an empty DES comes back as a float64 numpy array from the HTTP client; the wire datatype is what counts)
     assert [got[n + ".datatype"] for n in ("DES", "CATCOLUMN", "ROWINDEX")] == ["FP32", "INT64", "INT32"]
     for key in ("DES", "CATCOLUMN", "ROWINDEX"):
@@ -274,11 +293,11 @@ def test_hugectr_model_unavailable_only_for_missing_backend(deployed):
     server, _ = deployed
     with server.http() as conn:
         with pytest.raises(InferenceServerException) as err:
-            conn.load_model("movielens")
+            conn.load_model("movielens_stale")                  # (the served movielens is the PyTorch model)
         index = {m["name"]: m for m in conn.get_model_repository_index()}
     assert "unable to find backend library for backend 'hugectr'" in str(err.value)
-    assert index["movielens"]["state"] == "UNAVAILABLE"
-    assert "unable to find backend library for backend 'hugectr'" in index["movielens"]["reason"]
+    assert index["movielens_stale"]["state"] == "UNAVAILABLE"
+    assert "unable to find backend library for backend 'hugectr'" in index["movielens_stale"]["reason"]
     assert index["movielens_nvt"]["state"] == "READY" and index["movielens_genres_nvt"]["state"] == "READY"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import pytest
 from tritonclient.grpc import model_config_pb2 as mc
@@ -15,7 +15,7 @@ from codegen import __version__
 from codegen.pipeline import open_spec, render_spec
 from codegen.triton.layout import repository_sources
 from codegen.triton.lint.modelconfig import load_config
-from tests.conftest import REPO, run_ctrgen
+from tests.conftest import REPO, run_ctrgen, scratch_lock, shared_scratch
 from tests.schema_files import MOVIELENS, write_output_schema
 from tests.specfactory import MOVIELENS_LOCK, write_spec
 
@@ -136,18 +136,31 @@ def test_torch_repository_is_deterministic(tmp_path):
 
 # ---- ctrgen assemble --checkpoint ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def inputs(tmp_path):
-    """The demo's saved MovieLens workflow (assemble proves workflow.pkl loads), its output schema with the committed
-    lock's cardinalities (what assemble checks against the lock), and a checkpoint folder shaped like train_torch.py's
-    output (model.pt a state dict of tensors, as torch.save writes it)."""
-    import torch
-
+def locked_movielens_workflow() -> Path:
+    """The demo's saved MovieLens workflow with its output schema given the committed lock's cardinalities (what
+    assemble checks against the lock). One copy per session in its scratch folder, which no test changes: assemble
+    proves that a workflow.pkl loads in a process of its own (NVTabular's import, ~2 s), once per process for one
+    unchanged file (tests/test_triton_repo.py and tests/test_triton_instances.py assemble with it too)."""
     from demo_data import built_demo
 
-    workflow = tmp_path / "workflow"
-    shutil.copytree(built_demo().paths["movielens"]["workflow"], workflow)
-    write_output_schema(workflow, MOVIELENS, label="rating")
+    folder = shared_scratch() / "movielens-workflow-locked"
+    with scratch_lock("movielens-workflow-locked"):
+        if not folder.exists():
+            staged = folder.with_name(folder.name + ".tmp")
+            shutil.rmtree(staged, ignore_errors=True)
+            shutil.copytree(built_demo().paths["movielens"]["workflow"], staged / "workflow")
+            write_output_schema(staged / "workflow", MOVIELENS, label="rating")
+            staged.rename(folder)
+    return folder / "workflow"
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    """The session's saved workflow (above) and a checkpoint folder shaped like train_torch.py's output (model.pt a
+    state dict of tensors, as torch.save writes it)."""
+    import torch
+
+    workflow = locked_movielens_workflow()
     checkpoint = tmp_path / "ckpt"
     checkpoint.mkdir()
     torch.save({"table.weight": torch.zeros(4, 2)}, checkpoint / "model.pt")
@@ -162,6 +175,8 @@ def assemble(*args):
 
 @pytest.mark.slow
 def test_assemble_checkpoint_builds_the_repository(inputs, tmp_path):
+    """Seconds when it is its process's first assemble: the session's locked workflow (and the demo, if no test built
+    it yet) is made and proven to load in a process of its own."""
     workflow, checkpoint = inputs
     out = tmp_path / "repo"
     result = assemble("--workflow", str(workflow), "--checkpoint", str(checkpoint), "--out", str(out))

@@ -31,16 +31,18 @@ from codegen.workflow import read_workflow_features
 from tests.conftest import REPO, run_ctrgen
 from tests.demo_data import built_demo
 from tests.test_torch_target import train
-from tests.test_triton_serving import WIRE
+from tests.test_triton_serving import WIRE, deploy_hugectr_only
 from tests.triton_server import Server
 
-# One worker, one server: tests/test_serving_errors.py queries the same server (conftest's torch_served fixture).
+# One worker, one server: tests/test_serving_errors.py and tests/test_triton_serving.py query the same server
+# (conftest's torch_served fixture).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("triton_torch_serving")]
 SERVED = {"movielens": (40, 256), "movielens_genres": (40, 256), "wdl": (30, 256)}   # iterations, batch
 # One CPU instance per python model: each instance is a backend process importing NVTabular or torch (2-3 s of CPU
 # on start); tests/test_demo_serve.py serves the default two preprocessing instances.
 CPU_INSTANCE = "triton:\n  preprocessing:\n    instance: {count: 1}\n  torch:\n    instance: {kind: KIND_CPU}\n"
 TOLERANCE = 1e-5
+_OFFLINE: dict[str, np.ndarray] = {}      # spec name -> offline scores of its request_frame
 
 
 def _load_script(path: Path, name: str):
@@ -75,13 +77,15 @@ def _deploy(name: str, demo, spec_dir: Path, scratch: Path) -> dict:
     assert sorted(p.name for p in version.iterdir()) == ["features.json", "model.pt", "model.py", "train_torch.py"]
     assert (version / "train_torch.py").read_text() == (generated / "train_torch.py").read_text()
     return {"repo": repo, "workflow": ctx.workflow_path, "plan": rendered.triton_torch, "generated": generated,
-            "checkpoint": checkpoint, "raw": demo.paths[dataset]["raw"]}
+            "checkpoint": checkpoint, "raw": demo.paths[dataset]["raw"], "spec": spec}
 
 
 @contextlib.contextmanager
 def serve_deployed():
     """The specs of SERVED (and movielens_broken) deployed and one server loading their ensembles; yields
-    (server, {name: deployment}). Once per session: conftest's ``torch_served`` fixture."""
+    (server, {name: deployment}). Once per session: conftest's ``torch_served`` fixture. The server also holds the
+    HugeCTR repositories of tests/test_triton_serving.py (``deploy_hugectr_only``), which queries its preprocessing
+    models: one server for both."""
     demo = built_demo()
     scratch = Path(tempfile.mkdtemp(prefix="ctrgen-torch-serving-"))
     server = None
@@ -90,6 +94,7 @@ def serve_deployed():
         spec_dir.mkdir(exist_ok=True)
         out = {name: _deploy(name, demo, spec_dir, scratch) for name in SERVED}
         out["movielens_broken"] = _deploy_broken(spec_dir, scratch)
+        out.update(deploy_hugectr_only(demo, scratch))
         server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
         server.start(load=[f"{name}_ens" for name in SERVED])       # loads each ensemble's two models too
         yield server, out
@@ -200,7 +205,9 @@ def test_ensemble_scores_raw_rows_like_the_offline_model(deployed, name, protoco
     d = out[name]
     frame = request_frame(d["raw"], d["plan"])
     got, datatype = infer(server, protocol, f"{name}_ens", frame)
-    want = offline_scores(d, frame, tmp_path)
+    if name not in _OFFLINE:           # the same rows over HTTP and gRPC: scored offline once
+        _OFFLINE[name] = offline_scores(d, frame, tmp_path)
+    want = _OFFLINE[name]
     assert datatype == "FP32" and got.shape == (1, len(frame))       # the HugeCTR backend's layout
     np.testing.assert_allclose(got.ravel(), want, rtol=0, atol=TOLERANCE)
     assert want.std() > 1e-4                                          # a trained model: scores differ by row

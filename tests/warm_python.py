@@ -35,7 +35,9 @@ STARTUP_PREFIXES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "LD_", "MALLOC_",
 # What train_torch.py imports, up to its first checkpoint (python -X importtime on a short run).
 PRELOAD = ("numpy", "pyarrow", "pyarrow.parquet", "torch", "torch.distributed", "torch.nn", "torch.nn.functional",
            "torch.utils._device", "torch.utils.serialization")
-RUNTIME_PRELOAD = ("codegen.runtime.trainer",)
+# Where importable: ctrgen's runtime (where the server's path has it); tensorboard, which the trainer's Recorder
+# imports when it is installed (0.3 s of CPU a run).
+RUNTIME_PRELOAD = ("codegen.runtime.trainer", "torch.utils.tensorboard")
 _STATE = sys.modules.setdefault("_ctrgen_warm_python", types.ModuleType("_ctrgen_warm_python"))  # one per process,
 # also when this file is imported both as warm_python and as tests.warm_python
 
@@ -80,7 +82,7 @@ class WarmPython:
                 self.proc.kill()
                 self.proc.wait()
                 raise
-            _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]        # CPU of the runs (for profiling)
+            self._count(done["cpu_s"])
             return subprocess.CompletedProcess(cmd, done["status"], _text(out), _text(err))
 
     def run_group(self, cmds: list[list[str]], cwd: str, envs: list[dict],
@@ -102,11 +104,20 @@ class WarmPython:
                 self.proc.kill()
                 self.proc.wait()
                 raise
-            _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + done["cpu_s"]
+            self._count(done["cpu_s"])
             return [subprocess.CompletedProcess(cmd, status, _text(out), _text(err))
                     for cmd, status, (out, err) in zip(cmds, done["statuses"], streams)]
 
+    def _count(self, cpu_s: float) -> None:
+        """CPU of the runs, for profiling (conftest's CTRGEN_TEST_CPU): the server reaps them, so this process sees
+        them only once it reaps the server; until then they are counted here."""
+        self.runs_cpu_s = getattr(self, "runs_cpu_s", 0.0) + cpu_s
+        _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) + cpu_s
+
     def stop(self) -> None:
+        # once reaped, the server's children's CPU reaches this process's own count: no longer counted here
+        _STATE.cpu_s = getattr(_STATE, "cpu_s", 0.0) - getattr(self, "runs_cpu_s", 0.0)
+        self.runs_cpu_s = 0.0
         if self.proc.poll() is None:
             self.proc.stdin.close()
             try:
@@ -206,7 +217,7 @@ def _serve() -> dict | None:
     os.dup2(null, 1)
     for name in PRELOAD:
         importlib.import_module(name)
-    for name in RUNTIME_PRELOAD:      # ctrgen's runtime, where the server's path has it
+    for name in RUNTIME_PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError:

@@ -16,6 +16,8 @@ reproduces the file byte for byte or is refused with one line naming the first f
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -203,17 +205,43 @@ def _spec_for(r: Reading, p: V.Profile, name: str, layers: list[dict], gpus: int
 
 def regenerate(result: ImportResult) -> str:
     """The graph JSON ``ctrgen generate`` writes for an import's spec and lock (built as generate builds it)."""
-    from ..features import read_lock
-    from ..model.build import build_job
-    from ..spec.context import open_spec
-    from ..render.graph_json import render_graph_json
+    return _regenerate(result, placed=True)
 
-    with tempfile.TemporaryDirectory(prefix="ctrgen-import-") as tmp:
-        spec = Path(tmp) / f"{result.name}.yaml"
-        lock = Path(tmp) / f"{result.name}.features.lock.json"
-        spec.write_text(result.spec_text, encoding="utf-8")
-        lock.write_text(result.features.lock_text(), encoding="utf-8")
-        return render_graph_json(build_job(open_spec(spec), read_lock(lock)))
+
+def _regenerate(result: ImportResult, *, placed: bool) -> str:
+    """:func:`regenerate` from the texts in memory: spec and lock are parsed from exactly the text their files would
+    read back as (UTF-8, LF line ends), at a path where no file is. ``placed=False``: a build problem comes
+    without line and column, so a spec the release cannot build is not parsed again by the round-trip YAML reader
+    (for positions) only to be refused."""
+    from ..features import lock_from_text
+    from ..inputs import decode
+    from ..model.build import build_job
+    from ..render.graph_json import render_graph_json
+    from ..spec.context import open_spec
+
+    folder = Path(tempfile.gettempdir()) / "ctrgen-import"        # never created: nothing is read or written there
+    spec, lock = folder / f"{result.name}.yaml", folder / f"{result.name}.features.lock.json"
+
+    def as_read(text: str, path: Path, what: str) -> str:       # inputs.read_text of a file written with ``text``
+        return decode(text.encode("utf-8"), path, what).replace("\r\n", "\n").replace("\r", "\n")
+
+    ctx = open_spec(spec, as_read(result.spec_text, spec, "spec"))
+    if not placed:
+        ctx = dataclasses.replace(ctx, loaded=_unplaced()(ctx.loaded.spec, ctx.loaded.path, ctx.loaded.text))
+    features = lock_from_text(as_read(result.features.lock_text(), lock, "features lock"), lock)
+    return render_graph_json(build_job(ctx, features))
+
+
+@functools.cache
+def _unplaced() -> type:
+    """A LoadedSpec whose problems have no line and column (spec.load is imported on first use)."""
+    from ..spec.load import LoadedSpec
+
+    class Unplaced(LoadedSpec):
+        def where(self, *loc: str | int) -> tuple[int | None, int | None]:
+            return None, None
+
+    return Unplaced
 
 
 def first_difference(a: object, b: object, path: str = "") -> tuple[str, object, object] | None:
@@ -274,9 +302,15 @@ def _attempt(r: Reading, release: str, name: str, raw: bytes, doc: object, path:
                 repr(t) for t in dropped) + " left out (HugeCTR's graph_analysis inserts them)"))
         try:
             result = _finish(path, imported, label, [n for _, n in imported.assumptions])
-            text = regenerate(result)
+            text = _regenerate(result, placed=False)
         except UserError as exc:
-            first = sorted(exc.problems, key=Problem.sort_key)[0]
+            problems = exc.problems
+            if len(problems) > 1:       # the first by position, as generate would list them
+                try:
+                    regenerate(result)
+                except UserError as placed:
+                    problems = placed.problems
+            first = sorted(problems, key=Problem.sort_key)[0]
             where = f"{first.field}: " if first.field else ""
             last = Misfit("", f"HugeCTR {release} cannot build it: {where}{first.message}", 2)
             continue

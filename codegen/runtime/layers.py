@@ -293,11 +293,14 @@ class Interaction(nn.Module):
         position = [0] * self.num_features
         for k, slot in enumerate(order):
             position[1 + slot] = 1 + k
-        rows, cols = torch.tril_indices(self.num_features, self.num_features, offset=-1)
-        where = torch.tensor(position, dtype=torch.int64)
+        # On the CPU whatever the default device: on the meta device (place_tables' model) tril_indices is a
+        # reference implementation whose first use imports torch._dynamo and sympy (seconds of a rank's start-up)
+        cpu = torch.device("cpu")
+        rows, cols = torch.tril_indices(self.num_features, self.num_features, offset=-1, device=cpu)
+        where = torch.tensor(position, dtype=torch.int64, device=cpu)
         pairs = where[rows] * self.padded + where[cols]      # flat positions in the (padded x padded) dot matrix
-        inverse = torch.full((self.padded * self.padded,), len(pairs), dtype=torch.int64)
-        inverse[pairs] = torch.arange(len(pairs))     # each position's pair, or the zero column past the last
+        inverse = torch.full((self.padded * self.padded,), len(pairs), dtype=torch.int64, device=cpu)
+        inverse[pairs] = torch.arange(len(pairs), device=cpu)  # each position's pair, or the zero column past the last
         device = self.pairs.device
         self.pairs, self.inverse = pairs.to(device), inverse.to(device)
 

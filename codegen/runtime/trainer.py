@@ -112,6 +112,12 @@ def setup(args) -> torch.device:
         backend = args.dist_backend if args.dist_backend != "auto" else "nccl" if use_cuda else "gloo"
         if backend == "nccl" and not use_cuda:
             raise DataError("--dist-backend nccl needs CUDA GPUs (fix: --dist-backend gloo for the CPU)")
+        # Every exchange of the step has a fixed size and the dense gradients are averaged inside the step
+        # (GradientSync), so NCCL ranks capture the step as one rank does; gloo goes through host memory. Refused
+        # before the ranks meet, build a model or read data.
+        if backend == "gloo" and args.cuda_graph == "on":
+            raise DataError("--cuda-graph on: the gloo backend exchanges through host memory, which a CUDA graph "
+                            "cannot capture (fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)")
         device = torch.device("cpu")
         if use_cuda:
             gpus = torch.cuda.device_count()
@@ -254,12 +260,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     startup["data_load_s"] = round(time.perf_counter() - mark, 3)
     mark = time.perf_counter()
     lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
-    # Several ranks: every exchange of the step has a fixed size and the dense gradients are averaged inside the
-    # step (GradientSync), so NCCL ranks capture the step as one rank does; gloo goes through host memory.
-    shared_host = size > 1 and host_only()
-    if shared_host and args.cuda_graph == "on":
-        raise DataError("--cuda-graph on: the gloo backend exchanges through host memory, which a CUDA graph cannot "
-                        "capture (fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)")
+    shared_host = size > 1 and host_only()       # (--cuda-graph on was refused there: setup)
     graph_ok = args.cuda_graph == "on" or (args.cuda_graph == "auto" and not shared_host)
     graph_ok = graph_ok and device.type == "cuda" and job.optimizer.graph_safe and precision != "fp16"
     lr_value = torch.tensor(lr, device=device) if graph_ok else lr
