@@ -172,3 +172,21 @@ def test_seed001_cluster_devices_alone_start_one_worker_per_gpu(tmp_path):
     assert (plan.cluster.workers, plan.cluster.devices) == (2, (0, 1))
     etl_py = render_etl_py(plan, spec_display="normcheck.yaml", spec_text=text, name="normcheck")
     assert re.search(r'CLUSTER = \{[^}]*"workers": 2,[^}]*"devices": "0,1"', etl_py), etl_py[:3000]
+
+
+def test_seed001_model_has_a_batchnorm_after_each_hidden_relu():
+    """Seed 001's NVTabular Model: Linear -> ReLU -> BatchNorm1d (torch's defaults) -> Dropout(0.0) per hidden layer,
+    then one Linear; the spec's `batch_norm: true` gives the same tower in train_torch.py (and model.py's BatchNorm
+    layers with factor = torch's momentum)."""
+    script = (GENERATED / "movielens_seed001" / "train_torch.py").read_text()
+    forward = script[script.index("    def forward("):]
+    steps = re.findall(r"^\s+(\w+) = (self\.\w+|F\.relu)\((\w+)\)", forward, flags=re.M)
+    tower = [(out, call, arg) for out, call, arg in steps if re.fullmatch(r"(fc|relu|bn)\d", out)]
+    assert [(out, call) for out, call, _ in tower] == [
+        (f"{kind}{k}", {"fc": f"self.fc{k}", "relu": "F.relu", "bn": f"self.bn{k}"}[kind])
+        for k in (1, 2, 3) for kind in ("fc", "relu", "bn")] + [("fc4", "self.fc4")]
+    assert all(arg == prev for (_, _, arg), (prev, _, _) in zip(tower[1:], tower))      # each feeds the next
+    for k in (1, 2, 3):
+        assert f"self.bn{k} = nn.BatchNorm1d(128, eps=1e-05, momentum=0.1)" in script
+    model_py = (GENERATED / "movielens_seed001" / "model.py").read_text()
+    assert model_py.count("layer_type=hugectr.Layer_t.BatchNorm") == 3 and model_py.count("factor=0.1,") == 3

@@ -146,6 +146,9 @@ class MLPPreset(Strict):
     preset: Literal["mlp"]
     units: list[PosInt] = Field(default_factory=lambda: [128, 128], description="hidden layer widths")
     dropout: Prob | None = Field(None, description="Dropout rate after each hidden ReLU (none by default)")
+    batch_norm: bool = Field(False, description="a BatchNorm after each hidden ReLU, before its Dropout (NVTabular's "
+                                                "PyTorch Model, seed 001), with torch's BatchNorm1d defaults: factor "
+                                                "(momentum) 0.1, eps 1e-5")
 
 
 class WDLPreset(Strict):
