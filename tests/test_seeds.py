@@ -190,3 +190,20 @@ def test_seed001_model_has_a_batchnorm_after_each_hidden_relu():
         assert f"self.bn{k} = nn.BatchNorm1d(128, eps=1e-05, momentum=0.1)" in script
     model_py = (GENERATED / "movielens_seed001" / "model.py").read_text()
     assert model_py.count("layer_type=hugectr.Layer_t.BatchNorm") == 3 and model_py.count("factor=0.1,") == 3
+
+
+def test_seed001_embeddings_start_as_nn_embedding_does():
+    """Seed 001's Model starts its tables as torch's nn.Embedding: N(0, 1). `embeddings[].init: normal` gives the
+    runtime's tables that distribution (uniform ±0.05 by default, padding row zero either way); the seed-001 spec
+    sets it on both tables."""
+    import torch
+
+    from codegen.runtime.layers import SparseEmbedding
+    torch.manual_seed(0)
+    normal = SparseEmbedding([3000, 1000], 16, "sum", name="t", init="normal").weight.detach()
+    uniform = SparseEmbedding([3000, 1000], 16, "sum", name="t").weight.detach()
+    assert abs(float(normal[:-1].std()) - 1.0) < 0.02 and abs(float(normal[:-1].mean())) < 0.02
+    assert float(normal[:-1].abs().max()) > 3.0 and float(uniform[:-1].abs().max()) <= 0.05
+    assert not normal[-1].any() and not uniform[-1].any()
+    script = (GENERATED / "movielens_seed001" / "train_torch.py").read_text()
+    assert script.count('init="normal", placement=placement)') == 2

@@ -138,6 +138,9 @@ class EmbeddingSpec(Strict):
     optimizer: Literal["model", "default"] = Field(
         "model", description="'model': pass the model optimizer explicitly (as the notebooks do); 'default': omit")
     args: ExtraArgs = Field(default_factory=dict, description="other SparseEmbedding arguments by HugeCTR's names")
+    init: Literal["uniform", "normal"] = Field(
+        "uniform", description="the PyTorch target's initial rows: uniform in [-0.05, 0.05], or normal: N(0, 1) as "
+                               "torch's nn.Embedding (NVTabular's Model, seed 001); HugeCTR initializes its own tables")
 
 
 # ---- model graphs -------------------------------------------------------------------------------------------------
