@@ -203,6 +203,41 @@ def test_submit_dry_run_fills_placeholders_and_needs_project(tmp_path):
     assert proc.returncode == 2 and "--project" in proc.stderr and "--bucket" in proc.stderr
 
 
+
+@pytest.mark.parametrize("last,code", [("JOB_STATE_SUCCEEDED", 0), ("JOB_STATE_FAILED", 1)])
+def test_submit_wait_polls_a_recorded_job_until_it_ends(monkeypatch, last, code):
+    """Seed 004's `job.run(sync=True)`: `custom --wait` creates the job, prints each state it polls (a recorded job:
+    pending, running, then its end) and exits 0 when it succeeded, 1 otherwise. The client is a stand-in that returns
+    real aiplatform_v1 messages; no network, no sleeping."""
+    import time
+
+    from google.cloud import aiplatform_v1 as v1
+
+    name = "projects/p/locations/r/customJobs/123"
+    states = iter(["JOB_STATE_PENDING", "JOB_STATE_RUNNING", last])
+    calls: list = []
+
+    class Client:
+        def __init__(self, client_options):
+            calls.append(("client", client_options))
+
+        def create_custom_job(self, parent, custom_job):
+            calls.append(("create", parent, custom_job.display_name))
+            return v1.CustomJob(name=name, display_name=custom_job.display_name)
+
+        def get_custom_job(self, name):
+            return v1.CustomJob(name=name, state=next(states))
+
+    monkeypatch.setattr(v1, "JobServiceClient", Client)
+    monkeypatch.setattr(time, "sleep", lambda seconds: calls.append(("sleep", seconds)))
+    proc = _py_here(VERTEX / "vertex" / "submit.py", "custom", "--wait", "--project", "p", "--region", "r",
+                    "--bucket", "b", env={})
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout.splitlines() == [f"created {name}", f"{name}: JOB_STATE_PENDING", f"{name}: JOB_STATE_RUNNING",
+                                        f"{name}: {last}"]
+    assert calls == [("client", {"api_endpoint": "r-aiplatform.googleapis.com"}),
+                     ("create", "projects/p/locations/r", "hugectr-deepfm-v01"), ("sleep", 60), ("sleep", 60)]
+
 @pytest.mark.slow
 def test_study_parameter_types_render_as_messages(tmp_path):
     from google.cloud import aiplatform_v1 as v1
@@ -551,9 +586,9 @@ def test_container_files_pin_the_seed_image_and_build_task_py():
     assert f"RUN pip install --no-cache-dir {pin}" in instructions
     assert instructions.index("WORKDIR /src") < instructions.index("COPY task.py ./")
     build = yaml.safe_load((VERTEX / "vertex" / "cloudbuild.yaml").read_text())
-    assert build["steps"] == [{"name": "gcr.io/cloud-builders/docker", "args": [
-        "build", "-t", "gcr.io/$PROJECT_ID/hugectr-training", "-f", "vertex/Dockerfile", "."]}]
-    assert build["images"] == ["gcr.io/$PROJECT_ID/hugectr-training"]
+    assert build["steps"] == [{"name": "gcr.io/cloud-builders/docker", "args": [   # substitutions: tests/test_seeds.py
+        "build", "-t", "$_IMAGE_URI", "$_FILE_LOCATION", "-f", "$_FILE_LOCATION/vertex/Dockerfile"]}]
+    assert build["images"] == ["$_IMAGE_URI"]
     assert (build["timeout"], build["options"]["machineType"]) == ("7200s", "E2_HIGHCPU_8")
 
 

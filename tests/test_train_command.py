@@ -406,8 +406,8 @@ def test_more_ranks_than_files_is_every_ranks_same_line(project, tmp_path):
     script = project["root"] / "generated" / "movielens" / "train_torch.py"
     ranks = warm_python.run_ranks([sys.executable, str(script), "--device", "cpu", "--train",
                                    str(project["data"] / "train"), "--eval", str(project["data"] / "valid"),
-                                   "--output-dir", str(tmp_path / "run")], cwd=project["root"],
-                                  envs=warm_python.rank_envs(trainer_env(), 3), timeout=300)
+                                   "--output-dir", str(tmp_path / "run"), "--batch-size", "64"],   # 2048 / 3 ranks
+                                  cwd=project["root"], envs=warm_python.rank_envs(trainer_env(), 3), timeout=300)
     assert [p.returncode for p in ranks] == [2, 2, 2], [p.stderr[-2000:] for p in ranks]
     assert len({p.stderr for p in ranks}) == 1 and len(ranks[0].stderr.splitlines()) == 1, ranks[0].stderr
     assert ranks[0].stderr.startswith("error: ") and "2 training file(s) for 3 ranks" in ranks[0].stderr

@@ -91,7 +91,7 @@ class OutputPlan:
 class ClusterPlan:
     """The local Dask cluster etl.py starts (LocalCUDACluster's names)."""
 
-    workers: int | None
+    workers: int | None                 # devices alone: one worker per device, as dask-cuda starts them
     protocol: str
     devices: tuple[int, ...] | None
     device_memory_limit: float
@@ -261,6 +261,14 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         if c not in used and c not in etl.drop:
             err(("inputs", "columns", c), f"input column {c!r} is neither transformed nor dropped",
                 fix=f"add it to a group, or to drop: [{c}]")
+    asked = etl.output.norm.check_type
+    norm_check: str = asked or "Sum"
+    if etl.output.format == "norm" and loaded.spec.data.format == "norm":   # the files the model's reader reads
+        norm_check = loaded.spec.reader_check_type()
+        if asked not in (None, norm_check):
+            err(("output", "norm", "check_type"), f"the Norm files would be written for Check_t.{asked}, but the "
+                f"model's reader reads them with data.check_type Check_t.{norm_check}",
+                fix=f"remove etl.output.norm.check_type (data.check_type decides for both), or set both to {asked}")
     if problems:
         raise UserError(problems)
 
@@ -280,9 +288,9 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
                    output=OutputPlan(dir=o.dir, reader=o.reader, part_size=o.part_size,
                                      out_files_per_proc=o.out_files_per_proc, shuffle=o.shuffle, seed=o.seed,
                                      format=o.format,
-                                     norm=NormPlan(o.norm.rows_per_file, o.norm.files_per_list, o.norm.check_type)
+                                     norm=NormPlan(o.norm.rows_per_file, o.norm.files_per_list, norm_check)
                                      if o.format == "norm" else None),
-                   cluster=ClusterPlan(workers=cl.workers, protocol=cl.protocol,
+                   cluster=ClusterPlan(workers=len(cl.devices) if cl.devices else cl.workers, protocol=cl.protocol,
                                        devices=None if cl.devices is None else tuple(cl.devices),
                                        device_memory_limit=cl.device_memory_limit, rmm_pool=cl.rmm_pool,
                                        local_directory=cl.local_directory, threads_per_worker=cl.threads_per_worker),

@@ -354,7 +354,7 @@ class Builder(SparseParts, DenseLayers):
             args.append(("keyset", list(continuous.passes[0].keyset)))
         args += [
             ("eval_source", d.eval),
-            ("check_type", Enum("Check_t", d.check_type or ("Non" if d.format == "parquet" else "Sum"))),
+            ("check_type", Enum("Check_t", self.spec.reader_check_type())),
         ]
         if d.slot_size_array if d.slot_size_array is not None else d.format == "parquet":
             # The reader adds per-slot offsets from these (hugectr.md §1.2); order = slot order.

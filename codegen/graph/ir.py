@@ -87,6 +87,7 @@ class Embedding:
     max_vocabulary_size_global: int
     slot_num: int
     extra: Args = ()                  # further SparseEmbedding keywords the spec set (args:)
+    init: str = "uniform"             # the PyTorch target's initial rows: uniform | normal
 
     @property
     def shape(self) -> Shape:

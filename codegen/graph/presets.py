@@ -57,12 +57,15 @@ class Ctx:
         raise PresetError(field_name, f"{name!r} is not an embedding of this spec",
                           fix=f"use one of {[e.name for e in self.embeddings]}")
 
-    def mlp(self, x: str, units: list[int], dropout: float | None, start: int = 1) -> tuple[str, int]:
-        """FC -> ReLU (-> Dropout) per width; returns the last tensor and the next fc index."""
+    def mlp(self, x: str, units: list[int], dropout: float | None, start: int = 1,
+            batch_norm: bool = False) -> tuple[str, int]:
+        """FC -> ReLU (-> BatchNorm) (-> Dropout) per width; returns the last tensor and the next fc index."""
         i = start
         for width in units:
             self.add("InnerProduct", x, f"fc{i}", num_output=width)
             x = self.add("ReLU", f"fc{i}", f"relu{i}")
+            if batch_norm:      # torch's BatchNorm1d defaults (momentum is HugeCTR's factor)
+                x = self.add("BatchNorm", x, f"bn{i}", factor=0.1, eps=1e-5)
             if dropout is not None:
                 x = self.add("Dropout", x, f"dropout{i}", dropout_rate=dropout)
             i += 1
@@ -91,7 +94,7 @@ def _mlp(c: Ctx) -> None:
     if c.dense_dim:
         feeds.append(c.dense_name)
     x = feeds[0] if len(feeds) == 1 else c.add("Concat", feeds, "concat1")
-    x, i = c.mlp(x, s.units, s.dropout)
+    x, i = c.mlp(x, s.units, s.dropout, batch_norm=s.batch_norm)
     c.add("InnerProduct", x, f"fc{i}", num_output=1)
     c.loss(f"fc{i}")
 

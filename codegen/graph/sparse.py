@@ -140,7 +140,7 @@ class SparseParts:
                 slot_size_array=si.cardinalities if e.slot_size_array else None,
                 explicit_optimizer=e.optimizer == "model", optimizer=optimizer,
                 max_vocabulary_size_global=vocab, slot_num=si.slot_num,
-                extra=self._extra_args("SparseEmbedding", (*loc, "args"), e.args, EMBEDDING_FIELDS)))
+                extra=self._extra_args("SparseEmbedding", (*loc, "args"), e.args, EMBEDDING_FIELDS), init=e.init))
         if len({e.name for e in out}) != len(out):
             self.fail(("embeddings",), "embedding names must be unique")
         return out

@@ -34,7 +34,8 @@ def candidates(spec: dict) -> list[dict]:
     out: list[dict] = []
     hidden = _widths(layers)[:-1]
     if hidden:
-        out.append({"preset": "mlp", "units": hidden, **_dropout(layers)})
+        norm = {"batch_norm": True} if "BatchNorm" in types else {}
+        out.append({"preset": "mlp", "units": hidden, **_dropout(layers), **norm})
         out.append({"preset": "deepfm", "units": hidden, **_dropout(layers)})
     if "MultiCross" in types:
         cross = next(l for l in layers if l["type"] == "MultiCross")

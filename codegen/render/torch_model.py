@@ -345,7 +345,7 @@ def _translate(job: TrainingJob, reserved: frozenset[str]) -> tuple[_Model, _Nam
         sparse = next(s for s in g.sparse if s.name == e.bottom)
         m.init.append(f"self.{n.attr(e.name)} = SparseEmbedding(cardinalities[{py_str(sparse.name)}], "
                       f"vec_size={e.vec_size}, combiner={py_str(e.combiner)}, name={py_str(n.attr(e.name))}, "
-                      "placement=placement)")
+                      + ("" if e.init == "uniform" else f"init={py_str(e.init)}, ") + "placement=placement)")
         m.forward.append(f"{n.var(e.name)} = self.{n.attr(e.name)}({n.var(e.bottom)})  # {fmt_shape(e.shape)}")
     for layer in g.layers:
         _layer(m, n, layer)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 from pathlib import Path
 
 from .contract import FEATURES_FILE
 from .early_stop import parse_early_stop
+from .errors import DataError
 from .job import Job
 from .precision import PRECISIONS
 
@@ -41,7 +43,9 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
                                                          "(its files are removed; default: refused)")
     ap.add_argument("--max-iter", type=int, help=f"training iterations, steps of every rank (spec: {d['max_iter']})")
     ap.add_argument("--epochs", type=int, help=f"train whole epochs instead (spec: {d['num_epochs']})")
-    ap.add_argument("--batch-size", type=int, default=d["batch_size"], help="batch per rank")
+    ap.add_argument("--batch-size", type=int, metavar="ROWS",
+                    help="rows per rank a step; the global batch is ROWS x the ranks (default: the spec's "
+                         f"solver.batchsize, {d['batch_size']}, is the global batch as in HugeCTR: divided by the ranks)")
     ap.add_argument("--eval-batch-size", type=int, default=d["eval_batch_size"])
     ap.add_argument("--max-eval-batches", type=int, default=d["max_eval_batches"])
     ap.add_argument("--lr", type=float, default=job.schedule["lr"], help="learning rate of one rank (scaled by ranks)")
@@ -103,6 +107,8 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
         ap.error(unknown_text(unknown, [o for a in ap._actions for o in a.option_strings if o.startswith("--")]))
     if args.max_iter is None and args.epochs is None:    # neither given: the spec's training loop
         args.max_iter, args.epochs = d["max_iter"], d["num_epochs"]
+    if args.batch_size is None:
+        args.batch_size = rank_batch(d["batch_size"], int(os.environ.get("WORLD_SIZE", "1")))
     if args.batch_size <= 0 or args.eval_batch_size <= 0:
         ap.error("batch sizes must be positive")
     if max(args.batch_size, args.eval_batch_size) > 2**31 - 1:   # past a C long: torch's OverflowError, a traceback
@@ -124,6 +130,14 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     else:
         args.plan = [(None, args.train, args.eval)]
     return args
+
+
+def rank_batch(global_batch: int, ranks: int) -> int:
+    """One rank's share of the spec's global batch (HugeCTR's solver.batchsize is over every GPU of the job)."""
+    if global_batch % ranks:
+        raise DataError(f"the spec's solver.batchsize {global_batch} is the global batch and {ranks} ranks do not "
+                        f"divide it (fix: --batch-size ROWS per rank, or a batchsize that {ranks} divides)")
+    return global_batch // ranks
 
 
 def unknown_text(unknown: list[str], options: list[str]) -> str:

@@ -31,11 +31,12 @@ class SparseEmbedding(nn.Module):
     combined by `combiner` (sum or mean); -1 pads multi-hot lists and maps to a padding row that never trains."""
 
     def __init__(self, cardinalities: list[int], vec_size: int, combiner: str, name: str = "",
-                 placement: Placement | None = None):
+                 placement: Placement | None = None, init: str = "uniform"):
         super().__init__()
         self.register_buffer("slot_offsets", torch.tensor(slot_starts(cardinalities), dtype=torch.int64),
                              persistent=False)
         self.name, self.cardinalities = name, [int(c) for c in cardinalities]
+        self.init = init                   # the initial rows: uniform (-0.05, 0.05) or normal N(0, 1)
         # With a placement (--shard-tables) this rank holds only the slots it owns (TableShard) or its columns of
         # every slot (ColumnShard).
         self.shard = make_shard(placement, name, self.cardinalities, vec_size) if placement is not None else None
@@ -63,9 +64,9 @@ class SparseEmbedding(nn.Module):
 
     @torch.no_grad()
     def _init_rows(self) -> None:
-        """Uniform(-0.05, 0.05) rows, each INIT_ROWS rows of a slot from a generator of their own (seeded by torch's
-        seed, the table's name, the slot and the chunk), so a slot starts the same whichever rank holds it, its
-        columns or a replica of it; the padding rows are zero."""
+        """Uniform(-0.05, 0.05) rows (N(0, 1) with init "normal", as torch's nn.Embedding), each INIT_ROWS rows of a
+        slot from a generator of their own (seeded by torch's seed, the table's name, the slot and the chunk), so a
+        slot starts the same whichever rank holds it, its columns or a replica of it; the padding rows are zero."""
         if self.weight.is_meta:
             return
         seed = torch.initial_seed()
@@ -77,13 +78,18 @@ class SparseEmbedding(nn.Module):
                 generator = torch.Generator(device=self.weight.device)
                 generator.manual_seed(int(np.random.SeedSequence(key).generate_state(1, np.uint64)[0] >> np.uint64(1)))
                 if columns is None:
-                    target[a:b].uniform_(-0.05, 0.05, generator=generator)
+                    self._draw(target[a:b], generator)
                 else:
                     drawn = torch.empty(b - a, self.vec_size, device=self.weight.device)
-                    target[a:b] = drawn.uniform_(-0.05, 0.05, generator=generator)[:, columns[0]:columns[1]]
+                    target[a:b] = self._draw(drawn, generator)[:, columns[0]:columns[1]]
         self.weight[self.padding_row].zero_()
         if self.shard is not None and self.shard.replicated:
             self.shard.replica(self.weight)[-1].zero_()
+
+    def _draw(self, rows: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        if self.init == "normal":
+            return rows.normal_(0.0, 1.0, generator=generator)
+        return rows.uniform_(-0.05, 0.05, generator=generator)
 
     def _slot_targets(self):
         """(slot, its rows in this rank's weight, the columns drawn rows keep or None) per slot this rank holds."""

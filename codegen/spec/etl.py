@@ -218,7 +218,10 @@ class EtlNorm(Strict):
     rows_per_file: PosInt = Field(100000, description="records per Norm data file")
     files_per_list: PosInt = Field(100, description="data files per training file list (file_list.N.txt), one "
                                                     "list per continuous-training source (seed 003: 100)")
-    check_type: Literal["Sum", "Non"] = Field("Sum", description="Check_t the files are written for (seed 003: Sum)")
+    check_type: Literal["Sum", "Non"] | None = Field(
+        None, description="Check_t the files are written for; the model's reader reads them with the same one: "
+                          "default data.check_type (Sum for Norm, seed 003's), and data.check_type takes this one "
+                          "when it is not given; the two set apart must agree")
 
 
 def _part_size(value: str) -> str:
@@ -252,8 +255,8 @@ class EtlCluster(Strict):
     """The local Dask cluster etl.py starts (seed 001's LocalCUDACluster settings; on the CPU, a LocalCluster). The
     output does not depend on any of these: the same parquet and categories with 1 worker or 8."""
 
-    workers: PosInt | None = Field(None, description="local workers (default: one process, no cluster; "
-                                                     "ctrgen etl --workers overrides)")
+    workers: PosInt | None = Field(None, description="local workers (default: one per GPU of devices, else one "
+                                                     "process, no cluster; ctrgen etl --workers overrides)")
     protocol: Literal["tcp", "ucx"] = Field(
         "tcp", description="transport between scheduler and workers (ucx: GPU clusters with UCX-Py installed)")
     devices: list[NonNegInt] | None = Field(

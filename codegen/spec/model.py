@@ -138,6 +138,9 @@ class EmbeddingSpec(Strict):
     optimizer: Literal["model", "default"] = Field(
         "model", description="'model': pass the model optimizer explicitly (as the notebooks do); 'default': omit")
     args: ExtraArgs = Field(default_factory=dict, description="other SparseEmbedding arguments by HugeCTR's names")
+    init: Literal["uniform", "normal"] = Field(
+        "uniform", description="the PyTorch target's initial rows: uniform in [-0.05, 0.05], or normal: N(0, 1) as "
+                               "torch's nn.Embedding (NVTabular's Model, seed 001); HugeCTR initializes its own tables")
 
 
 # ---- model graphs -------------------------------------------------------------------------------------------------
@@ -146,6 +149,9 @@ class MLPPreset(Strict):
     preset: Literal["mlp"]
     units: list[PosInt] = Field(default_factory=lambda: [128, 128], description="hidden layer widths")
     dropout: Prob | None = Field(None, description="Dropout rate after each hidden ReLU (none by default)")
+    batch_norm: bool = Field(False, description="a BatchNorm after each hidden ReLU, before its Dropout (NVTabular's "
+                                                "PyTorch Model, seed 001), with torch's BatchNorm1d defaults: factor "
+                                                "(momentum) 0.1, eps 1e-5")
 
 
 class WDLPreset(Strict):
@@ -462,6 +468,18 @@ class Spec(Strict):
     triton: TritonSpec = Field(default_factory=TritonSpec,
                                description="the Triton repository in generated/<name>/triton/ (on by default)")
     etl: EtlSpec | None = Field(None, description="the NVTabular ETL from raw files (ctrgen etl; generated/<name>/etl.py)")
+
+    def reader_check_type(self) -> str:
+        """DataReaderParams check_type, one value for the model's reader and the Norm files the ETL writes for it:
+        data.check_type; without it etl.output.norm.check_type where the reader reads the ETL's Norm files; else
+        HugeCTR's framing of the format (Non for Parquet, Sum for Norm and Raw)."""
+        d = self.data
+        if d.check_type is not None:
+            return d.check_type
+        if d.format == "norm" and self.etl is not None and self.etl.output.format == "norm" and \
+                self.etl.output.norm.check_type is not None:
+            return self.etl.output.norm.check_type
+        return "Non" if d.format == "parquet" else "Sum"
 
     @model_validator(mode="before")
     @classmethod
