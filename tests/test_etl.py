@@ -494,7 +494,7 @@ def test_data_defaults_to_the_etl_output(tmp_path):
 @pytest.mark.parametrize("where,key,expect", [
     (("etl", "cross", 0), "freq_treshold", "did you mean 'freq_threshold'? (fields here: columns, freq_threshold, "
                                            "num_buckets)"),
-    (("model",), "unitz", "did you mean 'units'? (fields here: dropout, preset, units)"),
+    (("model",), "unitz", "did you mean 'units'? (fields here: batch_norm, dropout, preset, units)"),
     ((), "solvr", "did you mean 'solver'?"),
 ])
 def test_unknown_spec_key_names_the_closest(tmp_path, where, key, expect):

@@ -57,7 +57,7 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     release = builder.profile.name
     loc = ("embedding_collection",)
     fails = len(builder.problems)
-    from ..spec.model import ExplicitGraph
+    from ..spec.graph import ExplicitGraph
 
     if not isinstance(builder.spec.model, ExplicitGraph):
         builder.fail(("model", "preset"), f"preset {builder.spec.model.preset!r} builds on SparseEmbedding outputs; "

@@ -8,7 +8,8 @@ from ..errors import Located, Problem
 from ..hugectr import versions as V
 from ..hugectr.arg_types import dense_layer_problem, dense_layer_type
 from ..spec.load import LoadedSpec
-from ..spec.model import ExplicitGraph, Spec
+from ..spec.graph import ExplicitGraph
+from ..spec.model import Spec
 from .ir import CallValue, Embedding, Enum, Layer, enum_values
 from .preset_table import expand_preset
 from .presets import RawLayer

@@ -8,7 +8,7 @@ from string import ascii_uppercase
 
 from typing import cast
 
-from ..spec.model import MMoEPreset, SharedBottomPreset
+from ..spec.graph import MMoEPreset, SharedBottomPreset
 from .ir import Embedding
 from .presets import Ctx, PresetError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..spec.model import NCFPreset, NeuMFPreset
+from ..spec.graph import NCFPreset, NeuMFPreset
 from .ir import Embedding
 from .presets import Ctx, PresetError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..spec.model import BSTPreset, DINPreset
+from ..spec.graph import BSTPreset, DINPreset
 from .ir import Embedding
 from .presets import Ctx, PresetError
 
