@@ -92,6 +92,7 @@ def test_two_ranks_reach_the_auc_of_one_rank():
 
 
 def test_a_run_that_does_not_learn_is_flagged():
+    """Seconds: bench/multi_gpu.py runs four trainings (one rank and two ranks, each twice) to show its verdict."""
     # lr 0: the loss does not go down and the AUC stays where it started; the AUCs agree, which is not enough.
     # --repeat 2: a row per run, and each configuration's AUCs over its runs
     proc = run_bench("multi_gpu.py", "--device", "cpu", "--ranks", "2", "--rows", "4096", "--valid-rows", "1024", "--iters",

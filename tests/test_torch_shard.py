@@ -607,6 +607,8 @@ def _backward_nodes(out: torch.Tensor) -> set:
 @pytest.mark.parametrize("in_shard_order", [False, True], ids=["slot-order", "shard-order"])
 @pytest.mark.parametrize("split", ["columns", "tables"])
 def test_a_sharded_tables_assembly_is_compiled_with_the_layers_that_read_it(monkeypatch, split, in_shard_order):
+    """Seconds for the first case of a process: torch.compile (Dynamo and AOT autograd, aot_eager) traces the
+    assembly with the Interaction, forward and backward."""
     # the trainer compiles the model with the tables' lookups and exchanges eager (fetch); assemble must be traced
     # with the Interaction: a compiled graph that ends in the assembled (batch, slots, vec) vectors gets their gradient
     # copied contiguous each step (0.26 ms of a 2-rank Criteo-Kaggle step). With take_shard_orders (the trainer's,

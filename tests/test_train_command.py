@@ -109,6 +109,7 @@ def assert_same_points(out: Path) -> None:
 
 
 def test_train_prints_and_runs_the_command_with_the_spec_data(project, run):
+    """Seconds in its setup: the module's `run` fixture, a real `ctrgen train` process and its trainer process."""
     proc = run["proc"]
     command = proc.stderr.splitlines()[0]
     assert command.startswith("$ PYTHONPATH=")
