@@ -13,8 +13,9 @@ import pytest
 
 from conftest import REPO
 from synthetic_runs import trained
+from test_presets_families import SPANS
 
-FAMILIES = ("ncf", "gmf", "neumf", "dlrm_mlp", "din", "bst", "mmoe", "shared_bottom")
+FAMILIES = tuple(SPANS)                  # every sample family, with the releases that build it
 
 
 @pytest.mark.parametrize("name", FAMILIES)

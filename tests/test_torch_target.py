@@ -31,6 +31,7 @@ from codegen.runtime.evaluation import roc_auc as runtime_auc
 from codegen.workflow import read_workflow_features
 from conftest import REPO
 from demo_data import built_demo
+from test_presets_families import SPANS
 from specfactory import MOVIELENS_LOCK, write_spec
 from warm_python import run_job
 from warm_python import run as run_warm
@@ -53,7 +54,7 @@ SPECS = {k: v for k, v in {**DEMO_SPECS, "deepfm_vertex": "criteo", "deepfm_mult
          if k not in CONTINUOUS}
 # The sample families' specs (tests/test_presets_families.py) have no demo data set; MMoE and shared-bottom train
 # two labels (their training: tests/test_multilabel.py; their serving: tests/test_triton_outputs.py).
-FAMILIES = ("ncf", "gmf", "neumf", "dlrm_mlp", "din", "bst", "mmoe", "shared_bottom")
+FAMILIES = tuple(SPANS)
 HUGECTR_ONLY: set[str] = set()
 LEARNS_MARGIN = 0.05
 
