@@ -83,7 +83,7 @@ def import_weights(spec_path: Path, folder: Path, iteration: int | None, out: Pa
     features, template = _template(spec)
     _uncovered(layout, template, spec.display)
     state, absent = from_hugectr(layout, HugeCTRWeights(dense, stats, dumps), template, where)
-    record = {"spec": spec.display, "hugectr": str(folder), "dense_file": dense_path.name,
+    record = {"spec": str(spec_path.resolve()), "hugectr": str(folder.resolve()), "dense_file": dense_path.name,
               "iteration": found.iteration, "optimizer": "not imported (a resumed run starts it afresh)",
               "rows_without_key": absent}
     staged = stage(out.parent, out.name)

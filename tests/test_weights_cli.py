@@ -1,0 +1,177 @@
+"""``ctrgen weights import`` / ``export`` as a team moving a trained model uses them (issue 47): the HugeCTR stand-in
+runs the generated model.py, loads exported files (checking their sizes) and saves them again, and those files import
+to the same weights; an imported run folder scores validation rows as the weights it came from, resumes training in
+train_torch.py, and exports back to the same bytes; every bad file is one line, exit 2, nothing written.
+Small models (tests/weights_cases.py), in this process except the stand-in's run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from conftest import run_ctrgen
+from hugectr_run import run_with_standin
+from synthetic_runs import FAST, columns
+from weights_cases import seeded, tiny_spec
+
+from codegen.output import write
+from codegen.weights.run import _template, export_names, export_weights, open_model
+
+
+def _exported(root: Path, name: str, seed: int) -> dict:
+    path = tiny_spec(root / "specs", name)
+    spec = open_model(path)
+    _, template = _template(spec)
+    state = seeded(template, seed, [t.key for t in spec.layout.tables])
+    (root / "hugectr").mkdir(exist_ok=True)
+    dense, sparse = export_names(spec, 7, None)
+    export_weights(spec, state, name, root / "hugectr" / name, dense, sparse, force=False)
+    write(root / "generated" / name, spec.files)
+    return {"path": path, "spec": spec, "state": state, "folder": root / "hugectr" / name,
+            "generated": root / "generated" / name}
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    root = tmp_path_factory.mktemp("weights_cli")
+    return {name: _exported(root, name, i) for i, name in enumerate(("dlrm", "movielens_seed001"))}
+
+
+def refused(result, *needles: str) -> str:
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr and not result.stdout, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def _same(state: dict, path: Path) -> None:
+    back = torch.load(path, weights_only=True)
+    assert all(torch.equal(back[k], v) for k, v in state.items() if not k.endswith("num_batches_tracked"))
+
+
+@pytest.mark.parametrize("name", ["dlrm", "movielens_seed001"])
+def test_the_standin_loads_exported_files_and_saves_them_in_the_same_layout(cases, tmp_path, name):
+    """The generated model.py run by the stand-in, then load_dense_weights / load_sparse_weights of the exported
+    files and save_params_to_files: what it saves imports to the exported weights (a localized table's slot_id,
+    BatchNorm's .ntp.json). Its own placeholders (zeros, no keys) import too: every row zero."""
+    case = cases[name]
+    spec = case["spec"]
+    script = tmp_path / "model.py"
+    tables = [str(case["folder"] / f"{t.index}_sparse_7.model") for t in spec.layout.tables]
+    script.write_text((case["generated"] / "model.py").read_text()
+                      + f"\nmodel.load_dense_weights({str(case['folder'] / '_dense_7.model')!r})\n"
+                      + f"model.load_sparse_weights({tables!r})\nmodel.save_params_to_files('re', iter=9)\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    result = run_with_standin(script, spec.model.job.hugectr_version, cwd=run, env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert result.returncode == 0, result.stderr
+    assert run_ctrgen("weights", "import", str(case["path"]), "--hugectr", str(run), "--iter", "9",
+                      "--out", str(tmp_path / "again")).returncode == 0
+    _same(case["state"], tmp_path / "again" / "model.pt")
+    (placeholder,) = [p.name for p in run.glob("_dense_*.model")]           # what fit / save_params_to_files left
+    iteration = placeholder.split("_")[-1].split(".")[0]
+    done = run_ctrgen("weights", "import", str(case["path"]), "--hugectr", str(run), "--iter", iteration,
+                      "--out", str(tmp_path / "zeros"))
+    assert done.returncode == 0, done.stderr
+    zeros = torch.load(tmp_path / "zeros" / "model.pt", weights_only=True)
+    assert all(not v.any() for k, v in zeros.items() if "running_var" not in k)
+    assert "rows without a key, zero: " in done.stdout
+
+
+def test_a_short_dense_file_is_refused_by_the_standin_too(cases, tmp_path):
+    case = cases["dlrm"]
+    short = tmp_path / "short.model"
+    short.write_bytes((case["folder"] / "_dense_7.model").read_bytes()[:-4])
+    script = tmp_path / "model.py"
+    script.write_text((case["generated"] / "model.py").read_text() + f"\nmodel.load_dense_weights({str(short)!r})\n")
+    (tmp_path / "run").mkdir()
+    result = run_with_standin(script, case["spec"].model.job.hugectr_version, cwd=tmp_path / "run",
+                              env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert result.returncode != 0 and "the model's dense layers take" in result.stderr
+
+
+def test_an_import_scores_resumes_and_exports_back_to_the_same_bytes(cases, tmp_path):
+    case = cases["movielens_seed001"]
+    run = tmp_path / "imported"
+    done = run_ctrgen("weights", "import", str(case["path"]), "--hugectr", str(case["folder"]), "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    # scored by the Model through ctrgen export's loader (the weights ctrgen assemble --checkpoint would deploy)
+    from codegen.export.trained import trained_model
+    from codegen.runtime.data import read_split
+
+    features = json.loads((run / "features.json").read_text())
+    (tmp_path / "valid").mkdir()
+    pq.write_table(pa.table(columns(features, np.random.default_rng(0), 64)), tmp_path / "valid" / "part.parquet")
+    arrays = read_split([tmp_path / "valid" / "part.parquet"], features)
+    with trained_model(run, case["generated"]) as trained:
+        inputs = [torch.from_numpy(arrays["dense"])] + [torch.from_numpy(a) for a in arrays["sparse"]]
+        scores = trained.model(*inputs).detach()
+        original = type(trained.model)(features)
+        original.load_state_dict(case["state"])
+        assert torch.equal(scores, original.eval()(*inputs).detach())
+    # back to HugeCTR's files: the same bytes as the first export (the spec from weights.json)
+    again = run_ctrgen("weights", "export", str(run / "last"), "--hugectr", str(tmp_path / "hc"), "--iter", "7")
+    assert again.returncode == 0, again.stderr
+    for path in sorted(case["folder"].rglob("*")):
+        if path.is_file():
+            assert (tmp_path / "hc" / path.relative_to(case["folder"])).read_bytes() == path.read_bytes(), path
+    # fine-tuned from the imported checkpoint (a fresh optimizer), a few steps
+    from codegen.serve.offline import load_script
+
+    (tmp_path / "train").mkdir()
+    pq.write_table(pa.table(columns(features, np.random.default_rng(1), 256)), tmp_path / "train" / "part.parquet")
+    script = load_script(case["generated"] / "train_torch.py")
+    argv = ["--train", str(tmp_path / "train"), "--eval", str(tmp_path / "valid"), *FAST, "--output-dir", str(run),
+            "--resume", str(run / "checkpoint_7.pt")]
+    assert script.main(argv) == 0
+    tuned = torch.load(run / "model.pt", weights_only=True)
+    assert any(not torch.equal(tuned[k], v) for k, v in case["state"].items() if k.endswith(".weight"))
+    assert json.loads((run / "metrics.json").read_text())["iterations"] == 7 + 4
+
+
+@pytest.mark.parametrize(("damage", "needles"), [
+    ("dense", ("_dense_7.model", "this spec's dense layers have")),
+    ("emb_vector", ("emb_vector", "keys of embedding_vec_size")),
+    ("key_outside", ("fall in no slot of table", "the first: 1000000")),
+    ("key_twice", ("is stored 2 times",)),
+    ("slot_id", ("has slot_id 1", "lies in slot 0")),
+    ("no_table", ("sparse model folder not found",)),
+    ("two_iterations", ("several dense files", "--iter")),
+])
+def test_a_bad_file_is_one_line_and_nothing_is_written(cases, tmp_path, damage, needles):
+    case = cases["dlrm"]
+    folder = tmp_path / "hc"
+    shutil.copytree(case["folder"], folder)
+    table = folder / "0_sparse_7.model"
+    keys = np.fromfile(table / "key", dtype="<i8")
+    if damage == "dense":
+        (folder / "_dense_7.model").write_bytes((folder / "_dense_7.model").read_bytes()[:-4])
+    elif damage == "emb_vector":
+        (table / "emb_vector").write_bytes((table / "emb_vector").read_bytes()[:-4])
+    elif damage == "key_outside":
+        keys[-1] = 10 ** 6
+        keys.tofile(table / "key")
+    elif damage == "key_twice":
+        keys[1] = keys[0]
+        keys.tofile(table / "key")
+    elif damage == "slot_id":
+        slots = np.fromfile(table / "slot_id", dtype="<u8")
+        slots[0] = 1
+        slots.tofile(table / "slot_id")
+    elif damage == "no_table":
+        shutil.rmtree(table)
+    elif damage == "two_iterations":
+        shutil.copy(folder / "_dense_7.model", folder / "_dense_8.model")
+    result = run_ctrgen("weights", "import", str(case["path"]), "--hugectr", str(folder), "--out",
+                        str(tmp_path / "out"))
+    refused(result, *needles)
+    assert not (tmp_path / "out").exists() and [p.name for p in tmp_path.iterdir()] == ["hc"]
