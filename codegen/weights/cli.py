@@ -78,6 +78,9 @@ def export_command(run_dir: Path, out: Path, spec: Path | None, iteration: int |
     with chosen_checkpoint(run_dir, field="RUN_DIR") as choice:
         _, state = read_checkpoint(choice.folder, field="RUN_DIR")
         dense, sparse = export_names(model, iteration, prefix)
+        if not isinstance(state, dict):
+            raise UserError.one(choice.folder / "model.pt", "holds no state_dict (a map of tensor names to tensors)",
+                                field="RUN_DIR", fix="pass a run folder train_torch.py wrote")
         weights = export_weights(model, state, str(choice.folder / "model.pt"), out, dense, sparse, force)
     click.echo(f"wrote {out}: {dense} ({weights.dense.size} weights), "
                + ", ".join(f"{s}/ ({len(d.keys)} keys)" for s, d in zip(sparse, weights.tables))

@@ -26,6 +26,7 @@ table's slots before it, and a last padding row that HugeCTR has no key for.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import UserError
 from ..graph.ir import Layer
@@ -111,9 +112,10 @@ def _refuse(spec: str, layer: str, why: str) -> UserError:
 
 def _dense_pieces(spec: str, layer: Layer, attr: str) -> list[Piece]:
     t, top = layer.type, layer.tops[0]
+    p: dict[str, Any] = dict(layer.params)
     width = layer.in_shapes[0].width if layer.in_shapes else 0
     if t in ("InnerProduct", "FusedInnerProduct"):
-        out = int(layer.param("num_output", 1))
+        out = int(p.get("num_output", 1))
         return [Piece(top, f"{attr}.weight", (width, out), transpose=True), Piece(top, f"{attr}.bias", (out,))]
     if t == "MLP":
         pieces = []
@@ -122,17 +124,17 @@ def _dense_pieces(spec: str, layer: Layer, attr: str) -> list[Piece]:
             pieces.append(Piece(top, f"{attr}.{index}.bias" if bias else "", (w_out,)))
         return pieces
     if t == "MultiCross":
-        if layer.param("projection_dim"):
+        if p.get("projection_dim"):
             raise _refuse(spec, top, "MultiCross with projection_dim (DCN v2): HugeCTR's graph JSON does not keep "
                           "projection_dim, so which form its dense file holds cannot be known")
         pieces = []
-        for i in range(int(layer.param("num_layers"))):
+        for i in range(int(p["num_layers"])):
             pieces += [Piece(top, f"{attr}.weight", (width,), row=i), Piece(top, f"{attr}.bias", (width,), row=i)]
         return pieces
     if t in ("BatchNorm", "LayerNorm"):
         return [Piece(top, f"{attr}.weight", (width,)), Piece(top, f"{attr}.bias", (width,))]
     if t == "WeightMultiply":
-        rows, cols = (int(d) for d in layer.param("weight_dims"))
+        rows, cols = (int(d) for d in p["weight_dims"])
         return [Piece(top, f"{attr}.weight", (rows, cols))]
     if t in WEIGHTLESS:
         return []

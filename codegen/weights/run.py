@@ -17,6 +17,7 @@ from ..errors import UserError
 from .convert import HugeCTRWeights, check_state, from_hugectr, to_hugectr
 from .files import (DENSE, Found, find_dense, ntp_name, ntp_text, read_dense, read_ntp, read_sparse, sparse_name,
                     dense_name, write_sparse)
+from ..model.types import Model
 from .layout import Layout, layout_of
 
 TRAINER, FEATURES = "train_torch.py", "features.json"
@@ -28,7 +29,7 @@ class Spec:
     display: str                # the spec as messages name it
     layout: Layout
     files: dict                 # the rendered files: {PurePosixPath: text}
-    model: object               # codegen.model.types.Model
+    model: Model
 
 
 def open_model(spec: Path) -> Spec:
@@ -125,7 +126,7 @@ def spec_of_run(run: Path) -> Path:
 def export_names(spec: Spec, iteration: int | None, prefix: str | None) -> tuple[str, list[str]]:
     """The dense file and sparse folders to write: the names the spec's ps.json gives its HugeCTR model (so ctrgen
     assemble --weights finds them) unless --iter / --prefix choose others."""
-    ps = getattr(spec.model.triton, "ps", None) if getattr(spec.model, "triton", None) is not None else None
+    ps = spec.model.triton.ps if spec.model.triton is not None else None
     if ps and iteration is None and prefix is None:
         entry = ps["models"][0]
         return PurePosixPath(entry["dense_file"]).name, [PurePosixPath(s).name for s in entry["sparse_files"]]
