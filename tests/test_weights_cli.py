@@ -175,3 +175,14 @@ def test_a_bad_file_is_one_line_and_nothing_is_written(cases, tmp_path, damage, 
                         str(tmp_path / "out"))
     refused(result, *needles)
     assert not (tmp_path / "out").exists() and [p.name for p in tmp_path.iterdir()] == ["hc"]
+
+
+def test_a_layer_whose_place_in_the_files_is_unknown_is_refused_naming_it(tmp_path):
+    """DCN v2's MultiCross: HugeCTR's graph JSON drops projection_dim, so its files do not say which form they hold."""
+    path = tiny_spec(tmp_path, "dcn")
+    path.write_text(path.read_text().replace("  cross_layers: 6\n", "  cross_layers: 6\n  projection_dim: 4\n"))
+    (tmp_path / "hc").mkdir()
+    result = run_ctrgen("weights", "import", str(path), "--hugectr", str(tmp_path / "hc"), "--out",
+                        str(tmp_path / "out"))
+    refused(result, "layer 'multicross1'", "projection_dim")
+    assert not (tmp_path / "out").exists()
