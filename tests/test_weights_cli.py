@@ -126,8 +126,14 @@ def test_an_import_scores_resumes_and_exports_back_to_the_same_bytes(cases, tmp_
     for path in sorted(case["folder"].rglob("*")):
         if path.is_file():
             assert (tmp_path / "hc" / path.relative_to(case["folder"])).read_bytes() == path.read_bytes(), path
-    # fine-tuned from the imported checkpoint (a fresh optimizer), a few steps
+    # fine-tuned from the imported checkpoint (a fresh optimizer), a few steps: the checkpoint ctrgen train --resume
+    # picks, run by the generated train_torch.py as ctrgen train runs it
     from codegen.serve.offline import load_script
+    from codegen.train.cli import check_no_earlier_run
+    from codegen.train.launch import latest_checkpoint
+
+    check_no_earlier_run(run, resume=True, force=False)
+    assert latest_checkpoint(run) == (7, run / "checkpoint_7.pt")
 
     (tmp_path / "train").mkdir()
     pq.write_table(pa.table(columns(features, np.random.default_rng(1), 256)), tmp_path / "train" / "part.parquet")
