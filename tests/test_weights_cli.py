@@ -224,3 +224,24 @@ def test_an_export_is_assembled_into_the_hugectr_repository_and_validated(tmp_pa
     assert [f for f in findings if f.severity == ERROR] == []
     served = tmp_path / "repo" / "movielens" / "1"
     assert (served / "_dense_1900.model").read_bytes() == (tmp_path / "weights" / "_dense_1900.model").read_bytes()
+
+
+@pytest.mark.parametrize(("damage", "needles"), [
+    ("missing", ("BatchNorm statistics file (.ntp.json) not found",)),
+    ("short", ("layers[0].mean", "'mean' of BatchNorm")),
+])
+def test_a_batchnorm_model_needs_its_running_statistics(cases, tmp_path, damage, needles):
+    case = cases["movielens_seed001"]
+    folder = tmp_path / "hc"
+    shutil.copytree(case["folder"], folder)
+    ntp = folder / "_dense_7.model.ntp.json"
+    if damage == "missing":
+        ntp.unlink()
+    else:
+        document = json.loads(ntp.read_text())
+        document["layers"][0]["mean"].pop()
+        ntp.write_text(json.dumps(document))
+    result = run_ctrgen("weights", "import", str(case["path"]), "--hugectr", str(folder), "--out",
+                        str(tmp_path / "out"))
+    refused(result, *needles)
+    assert not (tmp_path / "out").exists()

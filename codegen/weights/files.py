@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
+from ..inputs import read_json
 
 FIELD = "--hugectr"
 DENSE = re.compile(r"^(?P<prefix>.*)_dense_(?P<iter>\d+)\.model$")
@@ -82,11 +83,13 @@ def read_ntp(path: Path, widths: list[tuple[str, int]]) -> list[tuple[np.ndarray
     if not widths:
         return []
     _size(path, "BatchNorm statistics file (.ntp.json)")
+    # as every JSON input is read (a regular file, bounded, UTF-8): ~20 bytes a number of 2 x the widths
+    document = read_json(path, "ntp.json", 4096 + 64 * sum(w for _, w in widths))
     try:
-        layers = json.loads(path.read_text(encoding="utf-8"))["layers"]
+        layers = document["layers"]
         if not isinstance(layers, list):
             raise TypeError
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (KeyError, TypeError):
         raise UserError.one(path, "not the JSON HugeCTR writes ({\"layers\": [{\"type\": \"BatchNorm\", \"mean\": [...], "
                             "\"var\": [...]}, ...]})", field=FIELD, fix="pass the .ntp.json saved with the dense file") \
             from None
