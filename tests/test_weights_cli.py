@@ -245,3 +245,19 @@ def test_a_batchnorm_model_needs_its_running_statistics(cases, tmp_path, damage,
                         str(tmp_path / "out"))
     refused(result, *needles)
     assert not (tmp_path / "out").exists()
+
+
+def test_an_export_of_another_models_weights_is_one_line_and_writes_nothing(cases, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    torch.save(cases["dlrm"]["state"], run / "model.pt")
+    (run / "features.json").write_text((cases["dlrm"]["generated"] / "features.json").read_text())
+    refused(run_ctrgen("weights", "export", str(run), "--hugectr", str(tmp_path / "out")),
+            "no run.json or weights.json naming the spec", "--spec")
+    other = run_ctrgen("weights", "export", str(run), "--spec", str(cases["movielens_seed001"]["path"]),
+                       "--hugectr", str(tmp_path / "out"))
+    lines = other.stderr.splitlines()            # one line per tensor of another shape, or missing
+    assert other.returncode == 2 and lines and "Traceback" not in other.stderr
+    assert all(line.startswith(str(run / "model.pt")) and ("has shape" in line or "has no tensor" in line)
+               for line in lines), lines
+    assert not (tmp_path / "out").exists()

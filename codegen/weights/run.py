@@ -55,12 +55,17 @@ def _template(spec: Spec) -> tuple[dict, dict]:
     return features, model.state_dict()
 
 
-def _uncovered(layout: Layout, keys, where: str) -> None:
-    """Every parameter of the Model has a place in HugeCTR's files (else the move would not be exact)."""
+def _uncovered(layout: Layout, keys, where: str, exporting: bool = False) -> None:
+    """Every parameter of the Model (of the checkpoint, ``exporting``) has a place in HugeCTR's files (else the move
+    would not be exact)."""
     covered = {p.key for p in layout.dense} | {t.key for t in layout.tables}
     for s in layout.stats:
         covered |= {s.prefix + n for n in ("running_mean", "running_var", "num_batches_tracked")}
     left = sorted(k for k in keys if k not in covered)
+    if left and exporting:
+        raise UserError.one(where, f"holds '{left[0]}'" + (f" (and {len(left) - 1} more)" if len(left) > 1 else "")
+                            + ", which has no place in this spec's HugeCTR files", field="model",
+                            fix="pass a run of this spec (--spec)")
     if left:
         raise UserError.one(where, f"the Model's tensor '{left[0]}' has no place in HugeCTR's files"
                             + (f" (and {len(left) - 1} more)" if len(left) > 1 else ""), field="model",
@@ -138,8 +143,8 @@ def export_names(spec: Spec, iteration: int | None, prefix: str | None) -> tuple
 def export_weights(spec: Spec, state: dict, where: str, out: Path, dense: str, sparse: list[str],
                    force: bool) -> HugeCTRWeights:
     """A state_dict -> HugeCTR's files in the folder ``out`` (replaced as a whole)."""
-    _uncovered(spec.layout, state, where)
     check_state(spec.layout, state, where)
+    _uncovered(spec.layout, state, where, exporting=True)
     weights = to_hugectr(spec.layout, state)
     if not DENSE.match(dense):
         raise UserError.one(dense, "not a <prefix>_dense_<iter>.model name", field="--prefix", fix="a plain prefix")
