@@ -30,7 +30,14 @@ def weights_command() -> None:
     """Move a trained model's weights between HugeCTR's saved files and the PyTorch trainer's checkpoint."""
 
 
-@weights_command.command("import")
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 110}
+
+
+@weights_command.command("import", short_help="HugeCTR's saved files -> a PyTorch run folder.", context_settings=CONTEXT,
+                         epilog="""\b
+Example:
+  ctrgen weights import specs/dcn.yaml --hugectr hugectr_out --out runs/dcn_from_hugectr
+""")
 @click.argument("spec", type=click.Path(path_type=Path))
 @click.option("--hugectr", "folder", type=click.Path(path_type=Path), required=True, metavar="DIR",
               help="the folder HugeCTR saved the model in (save_params_to_files, or fit's snapshots)")
@@ -52,7 +59,11 @@ def import_command(spec: Path, folder: Path, iteration: int | None, out: Path, f
                f"key, zero: {absent or 'none'}; optimizer state not imported)")
 
 
-@weights_command.command("export")
+@weights_command.command("export", short_help="A PyTorch run's weights -> HugeCTR's files.", context_settings=CONTEXT,
+                         epilog="""\b
+Example:
+  ctrgen weights export runs/dcn --hugectr deploy_weights
+""")
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--hugectr", "out", callback=out_path, required=True, metavar="OUT",
               help="the folder to write HugeCTR's files into (replaced as a whole with --force)")
