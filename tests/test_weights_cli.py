@@ -261,3 +261,18 @@ def test_an_export_of_another_models_weights_is_one_line_and_writes_nothing(case
     assert all(line.startswith(str(run / "model.pt")) and ("has shape" in line or "has no tensor" in line)
                for line in lines), lines
     assert not (tmp_path / "out").exists()
+
+
+def test_a_continuous_runs_files_import_under_the_names_its_ps_json_gives(tmp_path):
+    """Continuous training saves the dense file of iteration 0 and keeps the tables in its cache's folders
+    (wdl_0_sparse_model, ...): an export writes those names and an import finds them without --iter."""
+    path = tiny_spec(tmp_path / "specs", "wdl_continuous_etc")
+    spec = open_model(path)
+    _, template = _template(spec)
+    state = seeded(template, 5, [t.key for t in spec.layout.tables])
+    dense, sparse = export_names(spec, None, None)
+    assert dense == "wdl_etc_dense_0.model" and all("_sparse_" in s and not s.endswith(".model") for s in sparse)
+    export_weights(spec, state, "state", tmp_path / "hc", dense, sparse, force=False)
+    done = run_ctrgen("weights", "import", str(path), "--hugectr", str(tmp_path / "hc"), "--out", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    _same(state, tmp_path / "run" / "model.pt")

@@ -79,12 +79,20 @@ def import_weights(spec_path: Path, folder: Path, iteration: int | None, out: Pa
 
     spec = open_model(spec_path)
     _check_out(out, force)
-    found = find_dense(folder, iteration)
     layout = spec.layout
-    dense_path = folder / dense_name(found.prefix, found.iteration)
+    dense_file, sparse = export_names(spec, None, None)
+    named = DENSE.match(dense_file)
+    if iteration is None and named and (folder / dense_file).is_file():
+        # the names the spec's ps.json gives (a continuous run's tables are in its cache's folders)
+        found = Found(named["prefix"], int(named["iter"]))
+    else:
+        found = find_dense(folder, iteration)
+        dense_file = dense_name(found.prefix, found.iteration)
+        sparse = [sparse_name(found.prefix, t.index, found.iteration) for t in layout.tables]
+    dense_path = folder / dense_file
     dense = read_dense(dense_path, layout.dense_count)
     stats = read_ntp(folder / ntp_name(dense_path.name), [(s.layer, s.width) for s in layout.stats])
-    where = [str(folder / sparse_name(found.prefix, t.index, found.iteration)) for t in layout.tables]
+    where = [str(folder / name) for name in sparse]
     dumps = [read_sparse(Path(w), t.vec_size, t.localized) for w, t in zip(where, layout.tables)]
     features, template = _template(spec)
     _uncovered(layout, template, spec.display)
