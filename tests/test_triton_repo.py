@@ -263,12 +263,16 @@ def test_assemble_names_the_missing_file(tmp_path):
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
                    "--out", str(tmp_path / "repo"))
     assert r.returncode == 2 and f"{wf / 'workflow.pkl'}: --workflow: does not load with NVTabular" in r.stderr
+    from codegen.triton.deploy import copying
+
+    assert not copying._proof_file(wf).exists()          # a failed load leaves no proof in the user cache
     # ... and a real one passes (the demo's saved workflow, its schema with the lock's cardinalities).
     from tests.test_triton_torch_repo import locked_movielens_workflow
 
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(locked_movielens_workflow()), "--weights",
                    str(weights), "--out", str(tmp_path / "repo"))
     assert r.returncode == 0, r.stderr
+    assert copying._proof_file(locked_movielens_workflow()).exists()    # proven once for every later assemble
     assert "tritonserver --model-repository=/model --backend-config=hugectr,ps=/model/ps.json" in r.stdout
     repo = tmp_path / "repo"
     assert (repo / "movielens_nvt" / "1" / "workflow" / "workflow.pkl").is_file()
@@ -306,3 +310,25 @@ def test_check_covers_the_triton_repository(tmp_path):
     ps.write_text(ps.read_text().replace('"max_batch_size": 64', '"max_batch_size": 32'))
     r = run_ctrgen("check", "specs/movielens.yaml", "--out", str(out))
     assert r.returncode == 1 and "triton/ps.json" in r.stdout
+
+
+def test_a_workflow_proven_to_load_is_not_loaded_again_until_its_bytes_change(tmp_path, monkeypatch):
+    """The user cache's proof is keyed by workflow.pkl's and metadata.json's bytes (and the interpreter and package
+    versions): with a proof the check starts no process; other bytes have none; CTRGEN_CACHE=0 keeps none."""
+    from codegen.triton.deploy import copying
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    (wf / "workflow.pkl").write_bytes(b"not a pickle")
+    proof = copying._proof_file(wf)
+    assert proof is not None and proof.parent == tmp_path / "cache" / "ctrgen" / "workflow-loads"
+    proof.touch()                               # as a successful load of these bytes leaves it
+    copying.check_workflow_loads(wf)            # no process, no error
+    (wf / "metadata.json").write_text("{}")
+    assert copying._proof_file(wf) != proof     # other bytes: no proof
+    (wf / "metadata.json").unlink()
+    (wf / "workflow.pkl").write_bytes(b"not a pickle either")
+    assert not copying._proof_file(wf).exists()
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
+    assert copying._proof_file(wf) is None
