@@ -123,11 +123,12 @@ def run(project, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def trained(project, run, tmp_path_factory):
-    """One `ctrgen train` run (in this process; the trainer its real child process, its stdout a pseudo-terminal) for
-    the tests of what `ctrgen train` does around the trainer: the command it prints and runs and the run.json it
-    writes, --regenerate of a stale generated folder (a copy of the spec changed since `ctrgen generate`), --force
-    into the folder of an earlier run (a copy of the module's `run`: checkpoints at 20 and 40, points to 40), the bar
-    on a terminal, and the report of its folder. 20 iterations, an evaluation every 10, no checkpoint."""
+    """One `ctrgen train --ranks 2` run (its checks and plan in this process; the real torchrun launcher and two rank
+    processes, their stdout a pseudo-terminal) for the tests of what `ctrgen train` does around the trainer: the
+    command it prints and runs and the run.json it writes, two ranks over gloo, --regenerate of a stale generated
+    folder (a copy of the spec changed since `ctrgen generate`), --force into the folder of an earlier run (a copy of
+    the module's `run`: checkpoints at 20 and 40, points to 40), the bar on a terminal, and the report of its folder.
+    20 iterations, an evaluation every 10, no checkpoint."""
     out = tmp_path_factory.mktemp("trained") / "run"
     subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
     assert {"checkpoint_20.pt", "checkpoint_40.pt", "tensorboard"} <= {p.name for p in out.iterdir()}
@@ -135,10 +136,10 @@ def trained(project, run, tmp_path_factory):
     assert run_ctrgen("generate", str(spec), cwd=project["root"]).returncode == 0
     spec.write_text(spec.read_text() + "# changed after generate\n")
     with on_a_terminal() as chunks:
-        proc = run_ctrgen("train", str(spec), "--regenerate", "--force", "--device", "cpu", "--max-iter", "20",
-                          "--out", str(out), "--", "--batch-size", "128", "--display", "10", "--eval-interval", "10",
-                          "--snapshot", "0", "--threads", "1", "--max-eval-batches", "4", "--eval-batch-size", "256",
-                          cwd=project["root"])
+        proc = run_ctrgen("train", str(spec), "--regenerate", "--force", "--device", "cpu", "--ranks", "2",
+                          "--max-iter", "20", "--out", str(out), "--", "--batch-size", "64", "--display", "10",
+                          "--eval-interval", "10", "--snapshot", "0", "--threads", "1", "--max-eval-batches", "4",
+                          "--eval-batch-size", "256", cwd=project["root"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     return {"proc": proc, "out": out, "spec": spec, "screen": b"".join(chunks).decode()}
 
@@ -167,7 +168,8 @@ def assert_same_points(out: Path) -> None:
 
 
 def test_train_prints_and_runs_the_command_with_the_spec_data(project, trained, run):
-    """Seconds in its setup: the module's `trained` run, `ctrgen train` and its trainer process."""
+    """Seconds in its setup: the module's `trained` run (`ctrgen train --ranks 2`: torchrun and two rank processes)
+    and its `run` (a trainer forked from the warm Python)."""
     proc = trained["proc"]
     command = proc.stderr.splitlines()[1]            # after the line of --regenerate
     assert command.startswith("$ PYTHONPATH=")
@@ -178,7 +180,7 @@ def test_train_prints_and_runs_the_command_with_the_spec_data(project, trained, 
     assert argv[argv.index("--eval") + 1] == str(data / "valid" / "_file_list.txt")
     assert argv[argv.index("--max-iter") + 1] == "20" and argv[-1] == "256"
     metrics = json.loads((trained["out"] / "metrics.json").read_text())
-    assert metrics["iterations"] == 20 and metrics["batch_size"] == 128 and metrics["world_size"] == 1
+    assert metrics["iterations"] == 20 and metrics["batch_size"] == 64
     recorded = json.loads((trained["out"] / "run.json").read_text())
     assert recorded["command"] == argv[2:] and recorded["name"] == "regen2"
     assert set(recorded["generated"]) >= {"train_torch.py", "features.json", "model.py"}
@@ -269,17 +271,13 @@ def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
     assert "--resume: --resume" not in proc.stderr                  # the field named once
 
 
-def test_two_ranks_on_the_cpu(project, tmp_path):
-    """Seconds: `ctrgen train --ranks 2` (its checks and plan in this process) through the real torchrun launcher and
-    two rank processes."""
-    proc = train_here(project, "--ranks", "2", "--max-iter", "10", "--", "--batch-size", "64", "--display", "10",
-                 "--eval-interval", "10", "--snapshot", "0", "--max-eval-batches", "2", "--eval-batch-size", "256",
-                 out=tmp_path / "run")
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "-m codegen.train.torchrun --standalone --nproc_per_node=2 " in proc.stderr.splitlines()[0]
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 10
-    assert [s for s, _ in points(tmp_path / "run")["eval/auc"]] == [10]     # rank 0 alone records
+def test_two_ranks_on_the_cpu(trained):
+    """`ctrgen train --ranks 2` through the real torchrun launcher and two rank processes (the module's `trained`
+    run)."""
+    assert "-m codegen.train.torchrun --standalone --nproc_per_node=2 " in trained["proc"].stderr.splitlines()[1]
+    metrics = json.loads((trained["out"] / "metrics.json").read_text())
+    assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 20
+    assert [s for s, _ in points(trained["out"])["eval/auc"]] == [10, 20]     # rank 0 alone records
 
 
 def variant(project, name: str, text: str) -> Path:
