@@ -29,6 +29,8 @@ SEED_004_SHORT = ("-t", "-v", "-i", "-b", "-s", "-r")
 # The notebook passes --snapshot (an abbreviation of --snapshot_interval that argparse resolves); task.py names it.
 SEED_004_NOTEBOOK_ONLY = ("--snapshot",)
 VERTEX = REPO / "generated" / "deepfm_vertex"
+# The tests that import google-cloud-aiplatform in the test process (about 1.2 s of CPU once per xdist worker): on one.
+VERTEX_SDK = pytest.mark.xdist_group("vertex_sdk")
 MULTI = REPO / "generated" / "deepfm_multinode"
 
 
@@ -133,6 +135,7 @@ def test_task_shares_model_py_layer_code():
 
 # ---- Vertex AI ---------------------------------------------------------------------------------------------------
 
+@VERTEX_SDK
 @pytest.mark.slow
 def test_vertex_json_are_aiplatform_messages_with_seed_004_values():
     from google.cloud import aiplatform_v1 as v1
@@ -181,6 +184,7 @@ def test_vertex_args_parse_in_task_py():
     assert parsed["train_data"] == ["/gcs/{bucket}/criteo/train/_file_list.txt"]
 
 
+@VERTEX_SDK
 @pytest.mark.slow
 def test_submit_dry_run_fills_placeholders_and_needs_project(tmp_path):
     env = {"GOOGLE_CLOUD_PROJECT": "proj-1", "GOOGLE_CLOUD_REGION": "us-central1", "VERTEX_BUCKET": "bkt"}
@@ -204,6 +208,7 @@ def test_submit_dry_run_fills_placeholders_and_needs_project(tmp_path):
 
 
 
+@VERTEX_SDK
 @pytest.mark.parametrize("last,code", [("JOB_STATE_SUCCEEDED", 0), ("JOB_STATE_FAILED", 1)])
 def test_submit_wait_polls_a_recorded_job_until_it_ends(monkeypatch, last, code):
     """Seed 004's `job.run(sync=True)`: `custom --wait` creates the job, prints each state it polls (a recorded job:
@@ -238,6 +243,7 @@ def test_submit_wait_polls_a_recorded_job_until_it_ends(monkeypatch, last, code)
     assert calls == [("client", {"api_endpoint": "r-aiplatform.googleapis.com"}),
                      ("create", "projects/p/locations/r", "hugectr-deepfm-v01"), ("sleep", 60), ("sleep", 60)]
 
+@VERTEX_SDK
 @pytest.mark.slow
 def test_study_parameter_types_render_as_messages(tmp_path):
     from google.cloud import aiplatform_v1 as v1
@@ -635,6 +641,7 @@ def _tuning_job(tmp_path: Path) -> Path:
     return path
 
 
+@VERTEX_SDK
 @pytest.mark.slow
 def test_trials_lists_each_trial_and_names_the_best(tmp_path):
     job = _tuning_job(tmp_path)
@@ -661,6 +668,7 @@ def test_trials_lists_each_trial_and_names_the_best(tmp_path):
     assert proc.returncode == 2 and "not a tuning job's description" in proc.stderr
 
 
+@VERTEX_SDK
 @pytest.mark.slow
 def test_deploy_best_trial_assembles_its_weights(tmp_path):
     """deploy --trial best runs `ctrgen assemble` on <output>/<best trial id>/model under the FUSE mount."""

@@ -119,12 +119,29 @@ def test_import_then_train_sizes_the_tables_from_the_data(imported: Path, capfd)
         [(50, "data"), (300, "data"), (7, "data")]
 
 
-@pytest.mark.slow
-def test_an_id_beyond_hugectr_capacity_is_refused_not_wrapped(imported: Path):
+def test_an_id_beyond_hugectr_capacity_is_refused_not_wrapped(imported: Path, monkeypatch):
+    """The trainer's refusal, run as `ctrgen train` plans it (forked from the warm Python; that `ctrgen train` passes a
+    trainer's one line on is tests/test_train_command.py's)."""
+    import os
+    import sys
+
+    import warm_python
+
+    from codegen.pipeline import open_spec, render_spec
+    from codegen.train.launch import plan_launch
+
     root = imported.parents[1]
     write_data(root, big_id=CAPACITY)
     out = root / "run"
-    proc = run_ctrgen("train", str(imported), "--device", "cpu", "--max-iter", "10", "--out", str(out), cwd=root)
+    monkeypatch.chdir(root)                 # the spec's data paths are relative, as `ctrgen train` from root reads them
+    ctx = open_spec(imported)
+    folder = root / "generated" / "ws"
+    assert run_ctrgen("generate", str(imported), cwd=root).returncode == 0
+    argv = plan_launch(ctx, folder, out, ranks=1, device="cpu", max_iter=10, resume=False, extra=(),
+                       continuous=render_spec(ctx).job.continuous is not None).argv
+    assert argv[:2] == [sys.executable, str(folder / "train_torch.py")]
+    proc = warm_python.run(argv, cwd=root, env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"},
+                           timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: column 'C2': largest id {CAPACITY} needs {CAPACITY + 1} rows of table "

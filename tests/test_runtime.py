@@ -11,6 +11,7 @@ tests/test_torch_*.py (trainer_view gives them the runtime's names).
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -29,28 +30,10 @@ RUNTIME = REPO / "codegen" / "runtime"
 MODULES = sorted(p.stem for p in RUNTIME.glob("*.py") if p.stem != "__init__")
 
 
-def _python(code: str, path: Path, cwd: Path) -> subprocess.CompletedProcess:
+def _python(code: str, path: Path, cwd: Path, *flags: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(path), "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
-
-
-@pytest.mark.slow
-def test_the_runtime_imports_nothing_of_ctrgen_but_itself(tmp_path):
-    """Every runtime module, imported in a fresh interpreter: no other ctrgen module, none of ctrgen's own
-    dependencies (pydantic, jinja2, click, ruamel, protobuf) and no nvtabular (nvt_model imports it when a model
-    loads, not at import). Not forked from the warm Python: its preloads (tensorboard brings protobuf) would be in the
-    child's sys.modules."""
-    code = ("import importlib, json, sys\n"
-            f"for name in {MODULES!r}:\n"
-            "    importlib.import_module('codegen.runtime.' + name)\n"
-            "print(json.dumps(sorted(sys.modules)))\n")
-    proc = _python(code, REPO, tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    loaded = json.loads(proc.stdout)
-    ours = [m for m in loaded if m.startswith("codegen")]
-    assert ours == ["codegen", "codegen.runtime"] + [f"codegen.runtime.{m}" for m in MODULES]
-    for package in ("pydantic", "jinja2", "click", "ruamel", "google.protobuf", "nvtabular", "merlin", "pandas"):
-        assert not any(m == package or m.startswith(package + ".") for m in loaded), package
+    return subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=300)
 
 
 def test_the_runtime_is_plain_python_without_templates():
@@ -88,20 +71,56 @@ def deployed(tmp_path_factory) -> Path:
     return root
 
 
-def _train(root: Path, site: Path, *python: str) -> subprocess.CompletedProcess:
+def _train(root: Path, site: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(site), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, *python, str(root / "train_torch.py"), "--device", "cpu", "--train",
-           str(root / "data" / "train"), "--eval", str(root / "data" / "valid"), "--max-iter", "5", "--batch-size",
-           "128", "--display", "5", "--output-dir", str(root / "out")]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    return subprocess.run([sys.executable, str(root / "train_torch.py"), *_train_args(root)],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
+
+
+def _train_args(root: Path) -> list[str]:
+    return ["--device", "cpu", "--train", str(root / "data" / "train"), "--eval", str(root / "data" / "valid"),
+            "--max-iter", "5", "--batch-size", "128", "--display", "5", "--output-dir", str(root / "out")]
+
+
+@pytest.fixture(scope="module")
+def alone(deployed) -> dict:
+    """One fresh interpreter (not forked from the warm Python: its preloads, e.g. tensorboard's protobuf, would be in
+    sys.modules) with the deployed copy alone first on the path, run with -v (which names the file each import
+    loads): it imports every runtime module and records sys.modules, then runs the generated train_torch.py as
+    __main__."""
+    modules = deployed / "modules.json"
+    code = ("import importlib, json, runpy, sys\n"
+            f"for name in {MODULES!r}:\n"
+            "    importlib.import_module('codegen.runtime.' + name)\n"
+            f"open({str(modules)!r}, 'w').write(json.dumps(sorted(sys.modules)))\n"
+            f"sys.argv = [{str(deployed / 'train_torch.py')!r}, *{_train_args(deployed)!r}]\n"
+            "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    proc = _python(code, deployed / "site", deployed, "-v")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"proc": proc, "modules": json.loads(modules.read_text()), "site": deployed / "site"}
 
 
 @pytest.mark.slow
-def test_a_generated_trainer_runs_on_the_deployed_copy(deployed):
-    """The copy alone (first on the path) trains the generated file: every module of codegen it imports is the
-    copy's (python -v names the file each import loads)."""
-    proc = _train(deployed, deployed / "site", "-v")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_the_runtime_imports_nothing_of_ctrgen_but_itself(alone):
+    """Every runtime module, imported in a fresh interpreter (the module's `alone` run): no other ctrgen module (the
+    deployed copy has none to find), none of ctrgen's own dependencies (pydantic, jinja2, click, ruamel, protobuf)
+    and no nvtabular (nvt_model imports it when a model loads, not at import). The copy's files are the runtime's
+    (test_the_deployed_copy_is_the_runtime_with_its_version); codegen/__init__.py imports nothing in both."""
+    loaded = alone["modules"]
+    ours = [m for m in loaded if m.startswith("codegen")]
+    assert ours == ["codegen", "codegen.runtime"] + [f"codegen.runtime.{m}" for m in MODULES]
+    for package in ("pydantic", "jinja2", "click", "ruamel", "google.protobuf", "nvtabular", "merlin", "pandas"):
+        assert not any(m == package or m.startswith(package + ".") for m in loaded), package
+    for init in (REPO / "codegen" / "__init__.py", alone["site"] / "codegen" / "__init__.py"):
+        body = ast.parse(init.read_text()).body
+        assert not [n for n in body if isinstance(n, (ast.Import, ast.ImportFrom))], init
+
+
+@pytest.mark.slow
+def test_a_generated_trainer_runs_on_the_deployed_copy(deployed, alone):
+    """The copy alone (first on the path) trains the generated file (the module's `alone` run): every module of
+    codegen it imports is the copy's (python -v names the file each import loads)."""
+    proc = alone["proc"]
     assert json.loads((deployed / "out" / "metrics.json").read_text())["iterations"] == 5
     loaded = re.findall(r"^# code object from '?(\S*?/codegen/\S*?\.py)'?$", proc.stderr, re.M) + \
         re.findall(r"^# \S+\.pyc matches (\S*?/codegen/\S*?\.py)$", proc.stderr, re.M)

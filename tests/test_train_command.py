@@ -5,14 +5,15 @@ metrics.jsonl."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
 import re
-import select
 import signal
 import subprocess
 import sys
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -51,10 +52,41 @@ def project(tmp_path_factory):
     return {"root": root, "spec": spec, "data": demo.root / "movielens"}
 
 
-def train(project, *args: str, out: Path):
-    """The real `ctrgen train` process (its exit status, and the trainer's stdout through it)."""
-    return run_ctrgen("train", str(project["spec"]), "--device", "cpu", "--out", str(out), *args, env=ENV,
-                      cwd=project["root"])
+@contextlib.contextmanager
+def on_a_terminal():
+    """fd 1 of this process (which the trainer `ctrgen train` starts inherits) on a pseudo-terminal while in the block
+    (COLUMNS=160 for the bar, ENV as the trainers have it); what was drawn on it, in the yielded list once the block
+    has ended."""
+    master, slave = pty.openpty()
+    chunks: list[bytes] = []
+
+    def read() -> None:            # drained as it comes: a full terminal buffer would block the trainer
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:        # every writer closed its end
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    saved = os.dup(1)
+    try:
+        with pytest.MonkeyPatch.context() as mp:      # the trainer's environment: this process's
+            for key, value in {**ENV, "COLUMNS": "160"}.items():
+                mp.setenv(key, value)
+            os.dup2(slave, 1)
+            try:
+                yield chunks
+            finally:
+                os.dup2(saved, 1)
+    finally:
+        os.close(saved)
+        os.close(slave)
+        reader.join(timeout=120)
+        os.close(master)
 
 
 def train_here(project, *args: str, out: Path):
@@ -64,7 +96,8 @@ def train_here(project, *args: str, out: Path):
 
 
 def trainer_env() -> dict:
-    return {**os.environ, **ENV, "PYTHONPATH": str(REPO)}
+    """The trainer tests' environment (tests/test_torch_*.py): forks of the warm Python they have started."""
+    return {**os.environ, **ENV}
 
 
 def run_trainer_script(project, *args: str, out: Path):
@@ -78,11 +111,37 @@ def run_trainer_script(project, *args: str, out: Path):
 
 @pytest.fixture(scope="module")
 def run(project, tmp_path_factory):
-    """One finished run of 40 iterations (its output kept for the tests below)."""
+    """One finished run of 40 iterations (its output kept for the tests below): the command `ctrgen train` plans for
+    it, run by the trainer forked from the warm Python (what `ctrgen train` does around it: the `trained` run)."""
     out = tmp_path_factory.mktemp("train-run") / "run"
-    proc = train(project, "--max-iter", "40", *TRAINER_FLAGS, out=out)
+    argv = plan_launch(open_spec(project["spec"]), project["root"] / "generated" / "movielens", out, ranks=1,
+                       device="cpu", max_iter=40, resume=False, extra=TRAINER_FLAGS[1:], continuous=False).argv
+    proc = warm_python.run(argv, cwd=project["root"], env=trainer_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return {"out": out, "proc": proc}
+
+
+@pytest.fixture(scope="module")
+def trained(project, run, tmp_path_factory):
+    """One `ctrgen train --ranks 2` run (its checks and plan in this process; the real torchrun launcher and two rank
+    processes, their stdout a pseudo-terminal) for the tests of what `ctrgen train` does around the trainer: the
+    command it prints and runs and the run.json it writes, two ranks over gloo, --regenerate of a stale generated
+    folder (a copy of the spec changed since `ctrgen generate`), --force into the folder of an earlier run (a copy of
+    the module's `run`: checkpoints at 20 and 40, points to 40), the bar on a terminal, and the report of its folder.
+    20 iterations, an evaluation every 10, no checkpoint."""
+    out = tmp_path_factory.mktemp("trained") / "run"
+    subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
+    assert {"checkpoint_20.pt", "checkpoint_40.pt", "tensorboard"} <= {p.name for p in out.iterdir()}
+    spec = variant(project, "regen2", project["spec"].read_text())
+    assert run_ctrgen("generate", str(spec), cwd=project["root"]).returncode == 0
+    spec.write_text(spec.read_text() + "# changed after generate\n")
+    with on_a_terminal() as chunks:
+        proc = run_ctrgen("train", str(spec), "--regenerate", "--force", "--device", "cpu", "--ranks", "2",
+                          "--max-iter", "20", "--out", str(out), "--", "--batch-size", "64", "--display", "10",
+                          "--eval-interval", "10", "--snapshot", "0", "--threads", "1", "--max-eval-batches", "4",
+                          "--eval-batch-size", "256", cwd=project["root"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return {"proc": proc, "out": out, "spec": spec, "screen": b"".join(chunks).decode()}
 
 
 def points(out: Path) -> dict[str, list[tuple[int, float]]]:
@@ -108,24 +167,26 @@ def assert_same_points(out: Path) -> None:
         assert [v for _, v in board[tag]] == pytest.approx([v for _, v in jsonl[tag]], rel=1e-6), tag  # float32
 
 
-def test_train_prints_and_runs_the_command_with_the_spec_data(project, run):
-    """Seconds in its setup: the module's `run` fixture, a real `ctrgen train` process and its trainer process."""
-    proc = run["proc"]
-    command = proc.stderr.splitlines()[0]
+def test_train_prints_and_runs_the_command_with_the_spec_data(project, trained, run):
+    """Seconds in its setup: the module's `trained` run (`ctrgen train --ranks 2`: torchrun and two rank processes)
+    and its `run` (a trainer forked from the warm Python)."""
+    proc = trained["proc"]
+    command = proc.stderr.splitlines()[1]            # after the line of --regenerate
     assert command.startswith("$ PYTHONPATH=")
     argv = command.split()
-    assert str(project["root"] / "generated" / "movielens" / "train_torch.py") in argv
+    assert str(project["root"] / "generated" / "regen2" / "train_torch.py") in argv
     data = project["data"]
     assert argv[argv.index("--train") + 1] == str(data / "train" / "_file_list.txt")
     assert argv[argv.index("--eval") + 1] == str(data / "valid" / "_file_list.txt")
-    assert argv[argv.index("--max-iter") + 1] == "40" and argv[-1] == "256"
-    metrics = json.loads((run["out"] / "metrics.json").read_text())
-    assert metrics["iterations"] == 40 and metrics["batch_size"] == 128 and metrics["world_size"] == 1
-    assert metrics["auc"] > 0.55
-    recorded = json.loads((run["out"] / "run.json").read_text())
-    assert recorded["command"] == argv[2:] and recorded["name"] == "movielens"
+    assert argv[argv.index("--max-iter") + 1] == "20" and argv[-1] == "256"
+    metrics = json.loads((trained["out"] / "metrics.json").read_text())
+    assert metrics["iterations"] == 20 and metrics["batch_size"] == 64
+    recorded = json.loads((trained["out"] / "run.json").read_text())
+    assert recorded["command"] == argv[2:] and recorded["name"] == "regen2"
     assert set(recorded["generated"]) >= {"train_torch.py", "features.json", "model.py"}
-    assert f"TensorBoard  tensorboard --logdir {run['out'] / 'tensorboard'}" in proc.stderr
+    assert f"TensorBoard  tensorboard --logdir {trained['out'] / 'tensorboard'}" in proc.stderr
+    # what the trainer learnt in the module's run of 40 iterations
+    assert json.loads((run["out"] / "metrics.json").read_text())["auc"] > 0.55
 
 
 def test_metrics_jsonl_and_tensorboard_agree(run):
@@ -164,6 +225,7 @@ def test_early_stop(project, tmp_path):
     assert metrics["best"]["iteration"] == 20
     assert "stopped early; best" in proc.stdout
     assert [s for s, _ in points(out)["eval/auc"]] == [20, 40]
+    assert not (out / "tensorboard").exists()                 # --no-tensorboard
 
 
 def test_no_bar_without_a_terminal(run):
@@ -172,37 +234,15 @@ def test_no_bar_without_a_terminal(run):
     assert "\r" not in out and "\x1b" not in out and " ETA" not in out
 
 
-def test_bar_on_a_terminal(project, tmp_path):
-    """The trainer with its output on a pseudo-terminal draws the bar (and an evaluation bar) in place."""
-    master, slave = pty.openpty()
-    script = project["root"] / "generated" / "movielens" / "train_torch.py"
-    env = {**os.environ, **ENV, "PYTHONPATH": str(REPO), "COLUMNS": "160"}
-    proc = subprocess.Popen([sys.executable, str(script), "--device", "cpu", "--train",
-                             str(project["data"] / "train"), "--eval", str(project["data"] / "valid"),
-                             "--max-iter", "20", "--output-dir", str(tmp_path / "out"), "--no-tensorboard",
-                             *TRAINER_FLAGS[1:]], stdout=slave, stderr=subprocess.PIPE, env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 120)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:          # the child closed its end
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(master)
-    assert proc.wait(timeout=120) == 0, proc.stderr.read().decode()[-2000:]
-    text = b"".join(chunks).decode()
+def test_bar_on_a_terminal(trained):
+    """`ctrgen train` passes the trainer's terminal through: the bar (and an evaluation bar) drawn in place (the
+    module's `trained` run, its stdout a pseudo-terminal)."""
+    text = trained["screen"]
     assert re.search(r"\r\x1b\[Ktrain \[#+\.*\] \d+/20, [\d,]+ samples/s.*ETA", text), text[-1500:]
     assert re.search(r"\r\x1b\[Keval  \[#+\.*\] \d+/\d+", text), text[-1500:]
-    assert "iter 20: eval AUC" in text
-    assert not (tmp_path / "out" / "tensorboard").exists()     # --no-tensorboard
-    assert [json.loads(line)["step"] for line in (tmp_path / "out" / "metrics.jsonl").read_text().splitlines()
-            if '"eval/auc"' in line] == [20]
+    assert "iter 10: eval AUC" in text and "iter 20: eval AUC" in text
+    assert [json.loads(line)["step"] for line in (trained["out"] / "metrics.jsonl").read_text().splitlines()
+            if '"eval/auc"' in line] == [10, 20]
 
 
 def test_resume_keeps_the_points_up_to_its_checkpoint(project, run, tmp_path):
@@ -231,17 +271,13 @@ def test_resume_without_a_checkpoint_is_one_line(project, tmp_path):
     assert "--resume: --resume" not in proc.stderr                  # the field named once
 
 
-def test_two_ranks_on_the_cpu(project, tmp_path):
-    """Seconds: `ctrgen train --ranks 2` (its checks and plan in this process) through the real torchrun launcher and
-    two rank processes."""
-    proc = train_here(project, "--ranks", "2", "--max-iter", "10", "--", "--batch-size", "64", "--display", "10",
-                 "--eval-interval", "10", "--snapshot", "0", "--max-eval-batches", "2", "--eval-batch-size", "256",
-                 out=tmp_path / "run")
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "-m codegen.train.torchrun --standalone --nproc_per_node=2 " in proc.stderr.splitlines()[0]
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 10
-    assert [s for s, _ in points(tmp_path / "run")["eval/auc"]] == [10]     # rank 0 alone records
+def test_two_ranks_on_the_cpu(trained):
+    """`ctrgen train --ranks 2` through the real torchrun launcher and two rank processes (the module's `trained`
+    run)."""
+    assert "-m codegen.train.torchrun --standalone --nproc_per_node=2 " in trained["proc"].stderr.splitlines()[1]
+    metrics = json.loads((trained["out"] / "metrics.json").read_text())
+    assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 20
+    assert [s for s, _ in points(trained["out"])["eval/auc"]] == [10, 20]     # rank 0 alone records
 
 
 def variant(project, name: str, text: str) -> Path:
@@ -253,7 +289,7 @@ def variant(project, name: str, text: str) -> Path:
     return spec
 
 
-def test_stale_generated_folder_is_refused_or_regenerated(project, tmp_path):
+def test_stale_generated_folder_is_refused_or_regenerated(project, trained, tmp_path):
     trainer = project["root"] / "generated" / "movielens" / "train_torch.py"
     original = trainer.read_text()
     trainer.write_text(original + "# edited\n")
@@ -273,15 +309,13 @@ def test_stale_generated_folder_is_refused_or_regenerated(project, tmp_path):
                       cwd=project["root"])
     folder = project["root"] / "generated" / "regen"
     assert proc.returncode == 2 and "data.train" in proc.stderr and not folder.exists(), proc.stderr
-    # --regenerate writes a stale folder (its spec changed since `ctrgen generate`), then trains from it
-    spec = variant(project, "regen2", project["spec"].read_text())
-    assert run_ctrgen("generate", str(spec), cwd=project["root"]).returncode == 0
-    spec.write_text(spec.read_text() + "# changed after generate\n")
-    proc = run_ctrgen("train", str(spec), "--regenerate", "--device", "cpu", "--max-iter", "1",
-                      "--out", str(tmp_path / "run2"), *TRAINER_FLAGS, cwd=project["root"])
+    # --regenerate writes a stale folder (its spec changed since `ctrgen generate`), then trains from it (the
+    # module's `trained` run)
     folder = project["root"] / "generated" / "regen2"
+    proc = trained["proc"]
     assert proc.returncode == 0 and f"regenerated {folder} (it was stale)" in proc.stderr, proc.stderr[-2000:]
-    assert compare(folder, render_spec(open_spec(spec)).files, "regen2").clean
+    assert str(folder / "train_torch.py") in proc.stderr.splitlines()[1].split()     # the command it ran
+    assert compare(folder, render_spec(open_spec(trained["spec"])).files, "regen2").clean
 
 
 def test_missing_data_is_one_line(project, tmp_path):
@@ -319,15 +353,16 @@ class _Svg(HTMLParser):
             self.charts[-1]["curves"][a["data-tag"]] = [tuple(map(float, p.split(","))) for p in a["points"].split()]
 
 
-def test_report_draws_every_point_of_metrics_jsonl(run, tmp_path):
-    proc = run_ctrgen("report", str(run["out"]), "--out", str(tmp_path / "report.html"))
+def test_report_draws_every_point_of_metrics_jsonl(trained, tmp_path):
+    """The report of the module's `trained` run (the folder `ctrgen train` wrote)."""
+    proc = run_ctrgen("report", str(trained["out"]), "--out", str(tmp_path / "report.html"))
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "report.html").read_text()
     assert "<script" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     assert "https://" not in page and " src=" not in page                  # nothing to fetch: self-contained
     parser = _Svg()
     parser.feed(page)
-    series = points(run["out"])
+    series = points(trained["out"])
     drawn = {}
     for c in parser.charts:
         x0, x1, y0, y1 = (float(c[k]) for k in ("data-x0", "data-x1", "data-y0", "data-y1"))
@@ -339,11 +374,11 @@ def test_report_draws_every_point_of_metrics_jsonl(run, tmp_path):
             assert [round(s) for s, _ in drawn[tag]] == [s for s, _ in want], tag
             assert [v for _, v in drawn[tag]] == pytest.approx([v for _, v in want], abs=tolerance), tag
     assert sorted(drawn) == sorted(series)
-    for text in ("movielens: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank",
+    for text in ("regen2: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank",
                  "Eval PR-AUC", "best evaluation"):
         assert text in page
     # Deterministic: the same run folder gives the same bytes.
-    assert run_ctrgen("report", str(run["out"]), "--out", str(tmp_path / "again.html")).returncode == 0
+    assert run_ctrgen("report", str(trained["out"]), "--out", str(tmp_path / "again.html")).returncode == 0
     assert (tmp_path / "again.html").read_bytes() == page.encode()
 
 
@@ -437,9 +472,9 @@ def test_an_out_that_is_a_file_or_under_one_is_one_line(project, tmp_path):
     assert (tmp_path / "f").read_text() == "x"
 
 
-def test_a_second_run_into_a_used_folder_is_refused_and_force_starts_afresh(project, run, tmp_path):
+def test_a_second_run_into_a_used_folder_is_refused_and_force_starts_afresh(project, run, trained, tmp_path):
     """A run into the folder of an earlier one is refused by `ctrgen train` itself (before the trainer starts: nothing
-    in the folder changes); with --force the trainer starts afresh there."""
+    in the folder changes); with --force the trainer starts afresh there (the module's `trained` run)."""
     out = tmp_path / "run"
     subprocess.run(["cp", "-r", str(run["out"]), str(out)], check=True)
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
@@ -447,10 +482,10 @@ def test_a_second_run_into_a_used_folder_is_refused_and_force_starts_afresh(proj
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert f"{out}: --out: holds an earlier run (model.pt, metrics.json" in proc.stderr and "--force" in proc.stderr
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
-    proc = train_here(project, "--force", "--max-iter", "10", "--", "--snapshot", "0", "--display", "10",
-                      "--threads", "1", out=out)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert not list(out.glob("checkpoint_*.pt")) and [s for s, _ in points(out)["train/loss"]] == [10]
+    assert trained["proc"].returncode == 0
+    assert not list(trained["out"].glob("checkpoint_*.pt")) and [s for s, _ in points(trained["out"])["train/loss"]] \
+        == [10, 20]
+    assert_same_points(trained["out"])                   # the earlier run's TensorBoard points (to 40) are gone too
 
 
 def test_ctrl_c_is_one_line_and_130(project, tmp_path):
