@@ -207,3 +207,36 @@ def test_seed001_embeddings_start_as_nn_embedding_does():
     assert not normal[-1].any() and not uniform[-1].any()
     script = (GENERATED / "movielens_seed001" / "train_torch.py").read_text()
     assert script.count('init="normal", placement=placement)') == 2
+
+
+def test_seed000_workflow_graph_is_drawn_from_the_saved_workflow(tmp_path):
+    """Seed 000 draws its workflow with ``(output).graph``: ``ctrgen graph --workflow DIR`` draws a saved workflow's
+    operator graph (the demo's seed-001/002 ETL, which ctrgen's etl.py saved) in Mermaid and DOT, in one stable order:
+    the input selections, JoinExternal then Categorify, the label's LambdaOp (merlin labels it UDF), the concatenation
+    and the output columns. Anything but one saved workflow folder is one line, exit 2."""
+    from click.testing import CliRunner
+    from demo_data import built_demo
+
+    from codegen.cli import main
+
+    workflow = str(built_demo().paths["movielens_genres"]["workflow"])
+    runner = CliRunner()
+    res = runner.invoke(main, ["graph", "--workflow", workflow])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == "flowchart TD" and '  n0[/"input<br/>userId, movieId"/]' in lines
+    assert '  n1["JoinExternal<br/>userId, movieId, genres"]' in lines and "  n0 --> n1" in lines
+    labels = [line.split("[", 1)[1] for line in lines if line.startswith("  n") and "-->" not in line]
+    assert [label.split("<br/>")[0].strip('"/(') for label in labels] == [
+        "input", "JoinExternal", "['userId', 'movieId', 'genres']", "Categorify", "input", "UDF", "AddMetadata", "+",
+        "output cols"]
+    assert lines[-1] == "  n7 --> n8" and '  n8(["output cols<br/>userId, movieId, genres, rating"])' in lines
+    dot = runner.invoke(main, ["graph", "--workflow", workflow, "--format", "dot"])
+    assert dot.exit_code == 0 and dot.output.startswith("digraph workflow {\n") and dot.output.endswith("}\n")
+    assert '  n3 [shape=box, label="Categorify\\nuserId, movieId, genres"];' in dot.output.splitlines()
+    assert runner.invoke(main, ["graph", "--workflow", workflow]).output == res.output
+    for args, why in ((["graph"], "give a SPEC or --workflow DIR"),
+                      (["graph", "specs/movielens.yaml", "--workflow", workflow], "give a SPEC or --workflow DIR"),
+                      (["graph", "--workflow", str(tmp_path)], "not a saved NVTabular workflow (no workflow.pkl)")):
+        bad = runner.invoke(main, args)
+        assert bad.exit_code == 2 and why in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
