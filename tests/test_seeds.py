@@ -240,3 +240,22 @@ def test_seed000_workflow_graph_is_drawn_from_the_saved_workflow(tmp_path):
                       (["graph", "--workflow", str(tmp_path)], "not a saved NVTabular workflow (no workflow.pkl)")):
         bad = runner.invoke(main, args)
         assert bad.exit_code == 2 and why in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+
+
+def test_every_test_docs_seeds_names_exists():
+    """docs/seeds.md names the test of each claim (``FILE.py::test_name``, then more names of the same file): each is
+    a test function of that file, and the page names at least one per seed."""
+    seeds = (REPO / "docs" / "seeds.md").read_text()
+    defined = {p.name: set(re.findall(r"^def (test_\w+)\(", p.read_text(), re.M))
+               for p in (REPO / "tests").glob("test_*.py")}
+    named = 0
+    for m in re.finditer(r"(test_\w+\.py)::(test_\w+)((?:,\s*(?:and\s+)?test_\w+(?![\w.]))*)", seeds):
+        file, names = m.group(1), [m.group(2), *re.findall(r"test_\w+", m.group(3))]
+        assert file in defined, m.group(0)
+        for name in names:
+            assert name in defined[file], f"docs/seeds.md names {file}::{name}, which is not a test there"
+            named += 1
+    assert named >= 40
+    for seed in ("## Seed 000", "## Seed 001", "## Seed 002", "## Seed 003", "## Seed 004"):
+        section = seeds.split(seed, 1)[1].split("\n## ", 1)[0]
+        assert "::test_" in section, seed
