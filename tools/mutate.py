@@ -391,6 +391,19 @@ MUTANTS = (
     Mutant("torch-batchnorm-factor", "BatchNorm's factor is torch's momentum (cuDNN's exponentialAverageFactor)",
            "codegen/render/torch_model.py", "momentum={py(float(p.get('factor', 1.0)))}",
            "momentum={py(1.0 - float(p.get('factor', 1.0)))}", "batch_norm", files=(PARITY,)),
+    # -- issue 46: an environment variable's path, the ETL cluster's host memory --
+    Mutant("env-path-join", "${NAME-DEFAULT}/rest is os.path.join of the value and rest, not the value + rest",
+           "codegen/runtime/contract.py", "return posixpath.join(value, env.rest) if env.joined else value + env.rest",
+           "return value + env.rest", "environment", files=(IMPORT_EXACT, "tests/test_home_paths.py")),
+    Mutant("env-path-default", "an environment variable's path reads the variable, its default only where unset",
+           "codegen/runtime/contract.py", "value = os.environ.get(env.name, local_path(env.default))",
+           "value = local_path(env.default)", "environment", files=(IMPORT_EXACT, "tests/test_home_paths.py")),
+    Mutant("env-import-slash", "a '/' appended right after an environment variable's bare value is refused",
+           "codegen/importer/values.py", "(not self.rest and not self.joined_ and text.startswith(\"/\"))",
+           "(False)", "environment", files=(IMPORT_EXACT,)),
+    Mutant("etl-memory-limit", "etl.cluster.memory_limit reaches the local cluster's workers",
+           "templates/etl/etl.py.j2", '"dashboard_address": None, "memory_limit": c["memory_limit"]}',
+           '"dashboard_address": None}', "memory or gpu_cluster", files=("tests/test_etl_cluster.py",)),
 )
 
 
