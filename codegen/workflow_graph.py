@@ -22,6 +22,8 @@ Edges = list[tuple[str, str]]
 def operator_graph(path: Path) -> tuple[Nodes, Edges]:
     """The operator graph of the workflow saved in ``path`` (a folder holding workflow.pkl)."""
     path = Path(path)
+    if not path.exists():
+        raise UserError.one(path, "workflow not found", fix="check the path (the folder Workflow.save wrote)")
     if not (path / WORKFLOW_PICKLE).is_file():
         raise UserError.one(path, f"not a saved NVTabular workflow (no {WORKFLOW_PICKLE})",
                             fix="point --workflow at the folder Workflow.save wrote (e.g. the ETL's workflow/)")
