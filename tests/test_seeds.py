@@ -259,3 +259,36 @@ def test_every_test_docs_seeds_names_exists():
     for seed in ("## Seed 000", "## Seed 001", "## Seed 002", "## Seed 003", "## Seed 004"):
         section = seeds.split(seed, 1)[1].split("\n## ", 1)[0]
         assert "::test_" in section, seed
+
+
+EPOCH_SEEDS = """
+import json
+import torch
+import torch.distributed as dist
+from codegen.runtime import distributed as D
+dist.init_process_group("gloo")
+print(json.dumps([D.epoch_seed(5, epoch, torch.device("cpu")) for epoch in (0, 1)]))
+D.close_process_group()
+"""
+
+
+def test_seed001_ranks_agree_on_each_epochs_shuffle_seed(tmp_path):
+    """Seed 001's seed_fn: each rank contributes a fragment and the all-reduced sum is every rank's shuffle seed. Two
+    ranks (forked from the warm Python, torch's gloo) get the same seed, the sum of both fragments modulo the
+    fragments' bound, and a new one each epoch."""
+    import os
+    import sys
+
+    import numpy as np
+    from warm_python import run_job
+
+    script = tmp_path / "epoch_seeds.py"
+    script.write_text(EPOCH_SEEDS)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO)}
+    done = run_job([sys.executable, str(script)], cwd=tmp_path, env=env, ranks=2, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ranks = [json.loads(line) for line in done.stdout.splitlines()]
+    bound = (2**31 - 1) // 2
+    want = [sum(int(np.random.default_rng([5, epoch, rank]).integers(0, bound)) for rank in (0, 1)) % bound
+            for epoch in (0, 1)]
+    assert ranks == [want, want] and want[0] != want[1]
