@@ -217,3 +217,19 @@ def test_an_environment_path_that_would_not_be_read_as_written_is_refused(name: 
     message = err.value.format()
     assert len(message.splitlines()) == 1 and f"{path}:" in message and field in message and why in message \
         and "fix:" in message, message
+
+
+def test_a_hostile_environment_path_is_escaped(tmp_path: Path):
+    """The default and the rest reach model.py as string literals only (the variable's name is letters, digits, _):
+    the script compiles, adds no statement, and its eval_source is os.environ.get(NAME, DEFAULT) + REST exactly."""
+    import ast
+
+    default, rest = '/a"b\\c\')\nimport x/', 'v\'")\nimport y'
+    model_py = render(tmp_path, movielens(data__eval=f"${{ML_DATA-{default}}}{rest}"))["model.py"]
+    tree = ast.parse(model_py)
+    assert not any(isinstance(n, ast.Import) and n.names[0].name in ("x", "y") for n in ast.walk(tree))
+    (value,) = [k.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
+                if k.arg == "eval_source"]
+    assert isinstance(value, ast.BinOp) and ast.literal_eval(value.right) == rest
+    assert ast.unparse(value.left.func) == "os.environ.get"
+    assert [ast.literal_eval(a) for a in value.left.args] == ["ML_DATA", default]
