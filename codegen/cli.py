@@ -47,6 +47,8 @@ LAZY_COMMANDS = {
     "train": ("codegen.train.cli", "train_command",
               "Train the spec's generated PyTorch model (progress, curves, report)."),
     "report": ("codegen.train.cli", "report_command", "Write one self-contained HTML page of a training run."),
+    "weights": ("codegen.weights.cli", "weights_command",
+                "Move trained weights between HugeCTR's files and PyTorch."),
 }
 
 

@@ -1,6 +1,6 @@
-"""The user's cache folder for what ctrgen may keep between runs: compiled templates (render/template_cache.py) and
-parsed workflow schemas (workflow.py); the generated trainer keeps torch's bytecode there too (its
-``bytecode_cache``). ``$XDG_CACHE_HOME/ctrgen/`` (default ``~/.cache/ctrgen/``); a folder is used only when it is a
+"""The user's cache folder for what ctrgen may keep between runs: compiled templates (render/template_cache.py),
+parsed workflow schemas (workflow.py) and the proof that a saved workflow loads (triton/deploy/copying.py); the
+generated trainer keeps torch's bytecode there too (its ``bytecode_cache``). ``$XDG_CACHE_HOME/ctrgen/`` (default ``~/.cache/ctrgen/``); a folder is used only when it is a
 real folder of this user's that no one else can write to. One knob: ``CTRGEN_CACHE=0`` turns every one of these
 caches off. An entry is used only for the same inputs as when it was written, so outputs do not depend on the
 cache."""

@@ -225,7 +225,8 @@ def test_one_process_trains_as_rank_zero_of_mirror_ranks(tmp_path):
 
 def test_continuous_passes_move_their_rows_and_resume_exactly():
     """Seconds: bench/continuous_passes.py runs three continuous-training trainer runs (two passes, one resumed)."""
-    proc = run_bench("continuous_passes.py", "--device", "cpu", "--rows", "2048", "--batch", "256")
+    # 512 rows a pass, 4 steps: pass 2 still changes thousands of rows and misses more of them than 2048 rows would
+    proc = run_bench("continuous_passes.py", "--device", "cpu", "--rows", "512", "--batch", "128")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "resumed vs uninterrupted, largest weight difference: 0\n" in proc.stdout
     tables = [line.split("|") for line in proc.stdout.splitlines() if line.startswith("| sparse_embedding")]

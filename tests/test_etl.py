@@ -91,8 +91,9 @@ def _spec(folder: Path, etl: dict, name: str = "etltest") -> Path:
     return write_spec(folder, {**MODEL, "name": name, "etl": etl}, name=name)
 
 
-def _direct(folder: Path, split: str, lists: bool) -> pd.DataFrame:
-    """The same workflow written by hand with NVTabular, run on pandas frames in this process."""
+def _direct(folder: Path, lists: bool) -> dict[str, pd.DataFrame]:
+    """The same workflow written by hand with NVTabular, run on pandas frames in this process: fitted on train,
+    each split transformed."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         import nvtabular as nvt
@@ -128,7 +129,8 @@ def _direct(folder: Path, split: str, lists: bool) -> pd.DataFrame:
     with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
         warnings.simplefilter("ignore")
         wf.fit(nvt.Dataset(prep(folder / "raw/train.parquet"), cpu=True))
-        return wf.transform(nvt.Dataset(prep(folder / f"raw/{split}.parquet"), cpu=True)).to_ddf().compute()
+        return {split: wf.transform(nvt.Dataset(prep(folder / f"raw/{split}.parquet"), cpu=True)).to_ddf().compute()
+                for split in ("train", "valid")}
 
 
 def _read(split_dir: Path) -> pd.DataFrame:
@@ -136,16 +138,31 @@ def _read(split_dir: Path) -> pd.DataFrame:
     return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
 
 
+@pytest.fixture(scope="module")
+def lists_etl(tmp_path_factory):
+    """The LISTS spec's ETL, run once for the module: (folder, its spec, run_etl's result). Tests copy the folder
+    before changing anything in it."""
+    folder = tmp_path_factory.mktemp("lists")
+    _raw(folder)
+    spec = _spec(folder, LISTS)
+    return folder, spec, run_etl(spec, out_root=folder / "generated")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lists", [False, True], ids=["hashing", "lists"])
-def test_every_operator_matches_nvtabular_run_directly(tmp_path, lists):
-    _raw(tmp_path)
-    result = run_etl(_spec(tmp_path, LISTS if lists else ETL), out_root=tmp_path / "generated")
+def test_every_operator_matches_nvtabular_run_directly(tmp_path, lists, request):
+    if lists:
+        folder, _, result = request.getfixturevalue("lists_etl")
+        shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
+    else:
+        _raw(tmp_path)
+        result = run_etl(_spec(tmp_path, ETL), out_root=tmp_path / "generated")
     assert result.rows_in == 500 and result.rows_out == {"train": 400, "valid": 100}
     columns = ["C3", "grp", "tags", "y"] if lists else ["C1_C2", "C2_X_C3", "C1", "C2", "C3", "I1", "I2", "y"]
+    direct = _direct(tmp_path, lists)
     for split in ("train", "valid"):
         got = _read(tmp_path / "out" / split)
-        want = _direct(tmp_path, split, lists).reset_index(drop=True)
+        want = direct[split].reset_index(drop=True)
         assert list(got.columns) == columns
         for col in got.columns:
             if col == "tags":
@@ -177,15 +194,16 @@ def test_generated_etl_py_is_valid_python_that_ruff_accepts(tmp_path):
              _spec(tmp_path, LISTS, name="lists")]
     from codegen.etl.run import etl_plan, render_for
 
+    targets = []
     for spec in specs:
         ctx = open_spec(spec)
         text = render_for(ctx, etl_plan(ctx))
         compile(text, str(spec), "exec")
-        target = tmp_path / f"{spec.stem}_etl.py"
-        target.write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length",
-                               "120", "--extend-select", "E,W,F,B,I", str(target)], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        targets.append(tmp_path / f"{spec.stem}_etl.py")
+        targets[-1].write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120",
+                           "--extend-select", "E,W,F,B,I", *map(str, targets)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr       # one run: ruff names the file of any finding
 
 
 def test_column_names_never_become_code(tmp_path):
@@ -485,10 +503,10 @@ def test_spec_writer_round_trips_the_etl_section(tmp_path):
 
 
 @pytest.mark.slow
-def test_check_lock_reports_drift_with_exit_1(tmp_path):
-    _raw(tmp_path)
-    spec = _spec(tmp_path, LISTS)
-    run_etl(spec, out_root=tmp_path / "generated")                       # writes the lock
+def test_check_lock_reports_drift_with_exit_1(tmp_path, lists_etl):
+    folder, spec, _ = lists_etl                                           # its run_etl wrote the lock
+    shutil.copytree(folder, tmp_path, dirs_exist_ok=True)
+    spec = tmp_path / spec.relative_to(folder)
     lock_path = tmp_path / "etltest.features.lock.json"
     lock = json.loads(lock_path.read_text())
     lock["categorical"][0]["cardinality"] += 1

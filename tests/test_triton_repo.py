@@ -150,15 +150,22 @@ def test_validate_refuses_both_training_sides():
 
 @pytest.mark.slow
 def test_generation_is_deterministic_across_hash_seeds(tmp_path):
+    """Two specs in one process per hash seed (a process each: the seed is read at interpreter start): every file
+    byte-identical, the Triton repositories among them; wdl's PyTorch repository equal to the committed one too."""
     outs = []
     for seed in ("0", "12345"):
         out = tmp_path / seed
-        r = run_ctrgen("generate", "specs/movielens_genres.yaml", "--out", str(out),
+        r = run_ctrgen("generate", "specs/movielens_genres.yaml", "specs/wdl.yaml", "--out", str(out),
                        env={"PYTHONHASHSEED": seed, "LC_ALL": "C"})
         assert r.returncode == 0, r.stderr
         outs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outs[0] == outs[1]
     assert any(str(p).startswith("movielens_genres/triton/") for p in outs[0])
+    torch_repo = PurePosixPath("wdl", "triton_torch")
+    committed = GENERATED / "wdl" / "triton_torch"   # (bytecode of tests that import its models is not ours)
+    assert {str(p.relative_to(torch_repo)): b for p, b in outs[0].items() if p.is_relative_to(torch_repo)} == \
+        {str(p.relative_to(committed)): p.read_bytes() for p in sorted(committed.rglob("*"))
+         if p.is_file() and "__pycache__" not in p.parts}
 
 
 def test_hostile_names_are_escaped(tmp_path):
@@ -256,12 +263,16 @@ def test_assemble_names_the_missing_file(tmp_path):
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(wf), "--weights", str(weights),
                    "--out", str(tmp_path / "repo"))
     assert r.returncode == 2 and f"{wf / 'workflow.pkl'}: --workflow: does not load with NVTabular" in r.stderr
+    from codegen.triton.deploy import copying
+
+    assert not copying._proof_file(wf).exists()          # a failed load leaves no proof in the user cache
     # ... and a real one passes (the demo's saved workflow, its schema with the lock's cardinalities).
     from tests.test_triton_torch_repo import locked_movielens_workflow
 
     r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(locked_movielens_workflow()), "--weights",
                    str(weights), "--out", str(tmp_path / "repo"))
     assert r.returncode == 0, r.stderr
+    assert copying._proof_file(locked_movielens_workflow()).exists()    # proven once for every later assemble
     assert "tritonserver --model-repository=/model --backend-config=hugectr,ps=/model/ps.json" in r.stdout
     repo = tmp_path / "repo"
     assert (repo / "movielens_nvt" / "1" / "workflow" / "workflow.pkl").is_file()
@@ -299,3 +310,25 @@ def test_check_covers_the_triton_repository(tmp_path):
     ps.write_text(ps.read_text().replace('"max_batch_size": 64', '"max_batch_size": 32'))
     r = run_ctrgen("check", "specs/movielens.yaml", "--out", str(out))
     assert r.returncode == 1 and "triton/ps.json" in r.stdout
+
+
+def test_a_workflow_proven_to_load_is_not_loaded_again_until_its_bytes_change(tmp_path, monkeypatch):
+    """The user cache's proof is keyed by workflow.pkl's and metadata.json's bytes (and the interpreter and package
+    versions): with a proof the check starts no process; other bytes have none; CTRGEN_CACHE=0 keeps none."""
+    from codegen.triton.deploy import copying
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    wf = tmp_path / "wf"
+    wf.mkdir()
+    (wf / "workflow.pkl").write_bytes(b"not a pickle")
+    proof = copying._proof_file(wf)
+    assert proof is not None and proof.parent == tmp_path / "cache" / "ctrgen" / "workflow-loads"
+    proof.touch()                               # as a successful load of these bytes leaves it
+    copying.check_workflow_loads(wf)            # no process, no error
+    (wf / "metadata.json").write_text("{}")
+    assert copying._proof_file(wf) != proof     # other bytes: no proof
+    (wf / "metadata.json").unlink()
+    (wf / "workflow.pkl").write_bytes(b"not a pickle either")
+    assert not copying._proof_file(wf).exists()
+    monkeypatch.setenv("CTRGEN_CACHE", "0")
+    assert copying._proof_file(wf) is None
