@@ -207,20 +207,35 @@ def summary(spec: Path) -> None:
 
 
 @main.command()
-@click.argument("spec", type=click.Path(path_type=Path))
+@click.argument("spec", type=click.Path(path_type=Path), required=False)
+@click.option("--workflow", type=click.Path(path_type=Path), metavar="DIR",
+              help="draw this saved NVTabular workflow's operator graph instead (the folder Workflow.save wrote)")
 @click.option("--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True)
-def graph(spec: Path, fmt: str) -> None:
-    """Draw the model graph (after HugeCTR's automatic Slice insertion) as Mermaid or Graphviz DOT.
+def graph(spec: Path | None, workflow: Path | None, fmt: str) -> None:
+    """Draw the model graph (after HugeCTR's automatic Slice insertion), or with --workflow a saved NVTabular
+    workflow's operator graph (what the seed notebooks' (output).graph shows), as Mermaid or Graphviz DOT.
 
     \b
     Examples:
       ctrgen graph specs/movielens.yaml                    # paste into Markdown as a ```mermaid block
       ctrgen graph specs/movielens.yaml --format dot | dot -Tsvg > movielens.svg
+      ctrgen graph --workflow data/movielens/workflow      # input columns -> operators -> output columns
     """
+    from .render.diagram import dot, mermaid, render_dot, render_mermaid
+
+    if (spec is None) == (workflow is None):
+        raise UserError.one("ctrgen graph", "give a SPEC or --workflow DIR, one of the two",
+                            fix="ctrgen graph specs/NAME.yaml, or ctrgen graph --workflow DIR")
+    if workflow is not None:
+        from .workflow_graph import operator_graph
+
+        nodes, edges = operator_graph(workflow)
+        click.echo(mermaid(nodes, edges) if fmt == "mermaid" else dot("workflow", nodes, edges), nl=False)
+        return
+    assert spec is not None
     from .lock import load_features
     from .model.build import build_job
     from .spec.context import open_spec
-    from .render.diagram import render_dot, render_mermaid
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx)

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from codegen.errors import Located
 from codegen.importer.calls import Reader
-from codegen.importer.values import HomePath, known, plain
+from codegen.importer.values import EnvPath, HomePath, known, plain
+from codegen.runtime.contract import local_path
 
 INTS = ("a", "b", "c")
 LISTS = ("L", "M")
@@ -223,7 +224,9 @@ def expand(v: object, home: str) -> object:
         old = os.environ.get("HOME")
         os.environ["HOME"] = home
         try:
-            return posixpath.expanduser(v.spec)
+            # An environment variable's path (EnvPath, the variable unset in both processes) as the generated
+            # script and the trainer read it.
+            return local_path(v.spec) if isinstance(v, EnvPath) else posixpath.expanduser(v.spec)
         finally:
             if old is None:
                 del os.environ["HOME"]

@@ -237,6 +237,12 @@ def _movielens_raw(folder: Path) -> Path:
     return raw
 
 
+def _committed_spec(path: Path):
+    from ruamel.yaml import YAML
+
+    return YAML().load(path.read_text())
+
+
 def _committed_spec_copy(folder: Path, name: str, specs: str = "specs", **etl_changes) -> Path:
     """specs/<name>.yaml with its lock, in folder/<specs> (so that ../data is folder/data)."""
     from ruamel.yaml import YAML
@@ -279,6 +285,9 @@ def start_client(*args, **kwargs):
     modules = client.run(lambda: sorted(k for k in sys.modules if k in ("torch", "nvtabular")))
     seen.update(nthreads=sorted(w["nthreads"] for w in workers.values()), address=client.scheduler.address,
                 dirs=sorted(client.run(lambda dask_worker: dask_worker.local_directory).values()),
+                memory=sorted(client.run(lambda dask_worker: [
+                    dask_worker.memory_manager.memory_limit, dask_worker.memory_manager.memory_target_fraction,
+                    dask_worker.memory_manager.memory_spill_fraction]).values()),
                 worker_modules=sorted(modules.values()))
     return client
 
@@ -295,16 +304,17 @@ print(json.dumps(seen))
 @pytest.mark.slow
 def test_etl_py_on_its_own_on_the_specs_cluster_writes_what_one_process_writes(tmp_path):
     """Seconds: a real local Dask cluster of two worker processes (each imports NVTabular). ctrgen etl runs a spec in
-    one process; the etl.py of the same spec with an etl.cluster section (2 workers of 2 threads, a local_directory)
-    runs on its own, its main() in a fresh interpreter, over several partitions: the same parquet, categories and
+    one process; the etl.py of the same spec with its etl.cluster section (seed 001's: two devices, so two workers on
+    this CPU, its local_directory; here with 2 threads each and each worker's host memory and spill shares) runs on
+    its own, its main() in a fresh interpreter, over several partitions: the same parquet, categories and
     schemas (the output does not depend on the cluster); the cluster has the spec's settings; nvtabular is imported
     without torch by ctrgen, the Triton preprocessing model and each Dask worker (etl.py is its preload), and torch
     stays importable."""
     raw = _movielens_raw(tmp_path)
     # Partitions of 16KB: the 3,000 ratings (75KB of CSV) are five, so that both workers get some.
-    output = {"dir": "../data/movielens_genres", "out_files_per_proc": 4, "shuffle": True, "reader": "hugectr",
-              "part_size": "16KB"}
-    spec = _committed_spec_copy(tmp_path, "movielens_genres", output=output)
+    output = {"dir": "../data/movielens_genres", "out_files_per_proc": 4, "shuffle": True, "shuffle_valid": True,
+              "reader": "hugectr", "part_size": "16KB"}
+    spec = _committed_spec_copy(tmp_path, "movielens_genres", output=output, cluster={})
     res = CliRunner().invoke(main, ["etl", str(spec), "--out", str(tmp_path / "generated")])
     assert res.exit_code == 0, res.output
     assert "(cpu, 1 process)" in res.output and "genres (" in res.output
@@ -314,8 +324,12 @@ def test_etl_py_on_its_own_on_the_specs_cluster_writes_what_one_process_writes(t
         dataset = import_nvtabular().Dataset(str(raw / "ratings.csv"), engine="csv", part_size="16KB", cpu=True)
     assert dataset.to_ddf().npartitions >= 2
 
+    seeds = dict(_committed_spec(REPO / "specs/movielens_genres.yaml")["etl"]["cluster"])
+    assert seeds == {"protocol": "tcp", "devices": [0, 1], "device_memory_limit": 0.5,
+                     "local_directory": "../data/dask_workdir"}
     clustered = _committed_spec_copy(tmp_path, "movielens_genres", specs="clustered", output=output, cluster={
-        "workers": 2, "threads_per_worker": 2, "local_directory": "../scratch"})
+        **seeds, "threads_per_worker": 2, "memory_limit": "1GiB", "memory_target_fraction": 0.4,
+        "memory_spill_fraction": 0.5})
     ctx = open_spec(clustered)
     etl_py = tmp_path / "clustered_etl.py"
     etl_py.write_text(render_for(ctx, etl_plan(ctx)))
@@ -326,7 +340,8 @@ def test_etl_py_on_its_own_on_the_specs_cluster_writes_what_one_process_writes(t
     assert f"etl: {len(pd.read_csv(raw / 'ratings.csv'))} rows read on the cpu" in proc.stdout
     got = json.loads(proc.stdout.splitlines()[-1])
     assert got["nthreads"] == [2, 2] and got["address"].startswith("tcp://")
-    scratch = (tmp_path / "scratch").resolve()
+    assert got["memory"] == [[1 << 30, 0.4, 0.5]] * 2, got
+    scratch = (tmp_path / "data/dask_workdir").resolve()
     assert len(got["dirs"]) == 2 and all(Path(d).resolve().is_relative_to(scratch) for d in got["dirs"]), got
     assert got["worker_modules"] == [["nvtabular"], ["nvtabular"]], got       # each worker: nvtabular, no torch
     # Categorify's ./categories where it ran (ctrgen moves only train/, valid/ and workflow/ into place).
@@ -339,14 +354,16 @@ def test_etl_py_on_its_own_on_the_specs_cluster_writes_what_one_process_writes(t
 @pytest.mark.parametrize("name,multi_hot", [("movielens", False), ("movielens_genres", True)])
 def test_movielens_specs_reproduce_the_seeds_etl(tmp_path, name, multi_hot):
     """On the notebooks' own train/valid split, the spec's ETL gives the hand-written ETL's columns,
-    cardinalities and rows (seed 000's / 001's workflow, written out here as the notebooks have it)."""
+    cardinalities and rows (seed 000's / 001's workflow, written out here as the notebooks have it). Seed 000 writes
+    the validation rows in order, seed 001 shuffles them (Shuffle.PER_WORKER): the spec of each says the same
+    (output.shuffle_valid). In one process (the cluster is the next test's)."""
     from codegen.demo.etl import fit_transform_save, import_nvtabular
     from codegen.workflow import read_features
 
     raw = _movielens_raw(tmp_path)
     inputs = {"train": ["../data/ml-25m/train.parquet"], "valid": ["../data/ml-25m/valid.parquet"],
               "columns": {"userId": "int64", "movieId": "int64", "rating": "float64"}}
-    spec = _committed_spec_copy(tmp_path, name, inputs=inputs, drop=[])
+    spec = _committed_spec_copy(tmp_path, name, inputs=inputs, drop=[], cluster={})
     result = run_etl(spec, out_root=tmp_path / "generated")
     nvt = import_nvtabular()
     cats = ["userId", "movieId"]
@@ -373,6 +390,11 @@ def test_movielens_specs_reproduce_the_seeds_etl(tmp_path, name, multi_hot):
                         .sort_values(["userId", "movieId", "rating"], ignore_index=True)
                         for d in (tmp_path / f"data/{name}/{split}", seed[split]))
         pd.testing.assert_frame_equal(ours, theirs)
+    # In file order: each file's validation rows in the hand-written ETL's order (seed 000) or shuffled (seed 001).
+    where = {pair: i for i, pair in enumerate(zip(*_read(seed["valid"])[["userId", "movieId"]].to_numpy().T))}
+    in_order = [pd.Series([where[p] for p in zip(f.userId, f.movieId)]).is_monotonic_increasing
+                for f in map(pd.read_parquet, sorted((tmp_path / f"data/{name}/valid").glob("part_*.parquet")))]
+    assert len(in_order) >= 2 and all(in_order) == (name == "movielens") and any(in_order) == (name == "movielens")
 
 
 @pytest.mark.parametrize("case,expect", [

@@ -96,6 +96,20 @@ def test_training_rows_are_shuffled_per_partition_with_the_spec_seed(tmp_path):
     assert etl_module(tmp_path / "off", held_out(0.2, 0, shuffle=False)).SHUFFLE is False
 
 
+def test_validation_rows_are_shuffled_where_the_spec_says_so(tmp_path):
+    """output.shuffle_valid (seed 001's Shuffle.PER_WORKER on both splits): off by default (seed 000's); on, each
+    validation partition is permuted by a seed stream of its own ([seed, partition, 1]), not the training rows'."""
+    assert etl_module(tmp_path / "off", held_out(0.2, 0)).SHUFFLE_VALID is False
+    etl = held_out(0.2, 0, shuffle_seed=11)
+    etl["output"]["shuffle_valid"] = True
+    m = etl_module(tmp_path, etl)
+    assert m.SHUFFLE_VALID is True
+    raw = _frame(500, 4)
+    got = m.shuffle_partition(raw, {"number": 3}, split=1)["I2"].to_numpy()
+    np.testing.assert_array_equal(got, raw["I2"].to_numpy()[np.random.default_rng([11, 3, 1]).permutation(500)])
+    assert not np.array_equal(got, m.shuffle_partition(raw, {"number": 3})["I2"].to_numpy())
+
+
 def test_on_disk_dtypes_and_slot_order(tmp_path):
     m = etl_module(tmp_path, ETL)
     # The slot order: crossed columns first, then the categorical groups in spec order.

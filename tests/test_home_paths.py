@@ -143,3 +143,93 @@ def test_the_spec_form_survives_the_yaml_writer(tmp_path: Path):
     again = tmp_path / "again.yaml"
     again.write_text(write_spec(spec), encoding="utf-8")
     assert load_spec(again).spec == spec and spec.data.eval == "~"
+
+
+# ---- an environment variable's path (seed 002's INPUT_DATA_DIR): read where the job runs, as the script reads it --
+
+ENV = {"data__train": ["${ML_DATA-/srv/ml/}train/_file_list.txt"], "data__eval": "${ML_DATA-/srv/ml/}valid/_file_list.txt",
+       "training__graph_json": "${ML_MODEL-~/models}/1/movielens.json"}
+
+
+def test_model_py_reads_environment_paths_with_os_environ_get(tmp_path: Path):
+    """``${NAME-DEFAULT}rest`` is os.environ.get(NAME, DEFAULT) + rest, ``${NAME-DEFAULT}/rest`` its os.path.join
+    with rest (a ~ default expanded there): run with ML_DATA set and ML_MODEL unset, the generated script passes
+    HugeCTR the set value's paths and writes the graph JSON under the default's home folder (stand-in)."""
+    model_py = render(tmp_path, movielens(**ENV))["model.py"]
+    lines = model_py.splitlines()
+    assert '    source=[os.environ.get("ML_DATA", "/srv/ml/") + "train/_file_list.txt"],' in lines
+    assert ('model.graph_to_json(graph_config_file=os.path.join(os.environ.get("ML_MODEL", '
+            'os.path.expanduser("~/models")), "1/movielens.json"))') in lines
+    script = tmp_path / "model.py"
+    script.write_text(model_py, encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    result = run_with_standin(script, "3.3", cwd=tmp_path,
+                              env={"HOME": str(home), "ML_DATA": "/e/", "CTRGEN_STANDIN_SKIP_DATA": "1",
+                                   "CTRGEN_FORCE_STANDIN": "1"})
+    assert result.returncode == 0, result.stderr
+    (reader,) = calls_named(result, "hugectr.DataReaderParams")
+    assert reader["kwargs"]["source"] == ["/e/train/_file_list.txt"]
+    assert reader["kwargs"]["eval_source"] == "/e/valid/_file_list.txt"
+    (graph,) = calls_named(result, "Model.graph_to_json")
+    assert graph["kwargs"]["graph_config_file"] == f"{home}/models/1/movielens.json"
+
+
+def test_the_trainer_and_ctrgen_train_read_environment_paths(tmp_path: Path, monkeypatch):
+    from codegen.runtime.contract import local_path
+    from codegen.runtime.data import data_files
+    from codegen.train.launch import spec_data
+
+    (tmp_path / "e" / "train").mkdir(parents=True)
+    (tmp_path / "e" / "train" / "part_0.parquet").write_bytes(b"")
+    monkeypatch.setenv("ML_DATA", f"{tmp_path}/e/")
+    assert data_files("${ML_DATA-/nowhere/}train") == [tmp_path / "e" / "train" / "part_0.parquet"]
+    monkeypatch.setenv("ML_DATA", f"{tmp_path}/e")         # no trailing "/": appended as the script appends
+    assert local_path("${ML_DATA-/d/}train") == f"{tmp_path}/etrain"
+    assert local_path("${ML_DATA-/d/}/train") == f"{tmp_path}/e/train"
+    monkeypatch.delenv("ML_DATA")
+    monkeypatch.setenv("HOME", "/home/someone")
+    spec = movielens(**ENV)
+    spec.pop("etl")
+    data, _ = spec_data(open_spec(write_project(tmp_path / "p", spec, MOVIELENS_LOCK)))
+    assert data == {"--train": ["/srv/ml/train/_file_list.txt"], "--eval": ["/srv/ml/valid/_file_list.txt"]}
+    assert local_path("${ML_MODEL-~/models}/1/m.json") == "/home/someone/models/1/m.json"
+
+
+ENV_REFUSED = {
+    "no-default": ({"data__eval": "${ML_DATA}valid/_file_list.txt"}, "data.eval", "not an environment variable's"),
+    "join-absolute": ({"data__eval": "${ML_DATA-/d/}//v.txt"}, "data.eval", "not an environment variable's"),
+    "two-defaults": ({"data__eval": "${ML_DATA-/other/}valid/_file_list.txt"}, "data.eval",
+                     "has the default '/srv/ml/' in another path"),
+    "another-users-home": ({"data__eval": "${ML_DATA-~ml/}v.txt"}, "data.eval", "the default of ${ML_DATA} is a path"),
+    "snapshot-prefix": ({"training__snapshot_prefix": "${SNAP-/s/}m"}, "training.snapshot_prefix",
+                        "passed on as it is here"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENV_REFUSED))
+def test_an_environment_path_that_would_not_be_read_as_written_is_refused(name: str, tmp_path: Path):
+    changes, field, why = ENV_REFUSED[name]
+    spec = movielens(**{**ENV, **changes})
+    path = write_project(tmp_path, spec, MOVIELENS_LOCK)
+    with pytest.raises(UserError) as err:
+        render_spec(open_spec(path))
+    message = err.value.format()
+    assert len(message.splitlines()) == 1 and f"{path}:" in message and field in message and why in message \
+        and "fix:" in message, message
+
+
+def test_a_hostile_environment_path_is_escaped(tmp_path: Path):
+    """The default and the rest reach model.py as string literals only (the variable's name is letters, digits, _):
+    the script compiles, adds no statement, and its eval_source is os.environ.get(NAME, DEFAULT) + REST exactly."""
+    import ast
+
+    default, rest = '/a"b\\c\')\nimport x/', 'v\'")\nimport y'
+    model_py = render(tmp_path, movielens(data__eval=f"${{ML_DATA-{default}}}{rest}"))["model.py"]
+    tree = ast.parse(model_py)
+    assert not any(isinstance(n, ast.Import) and n.names[0].name in ("x", "y") for n in ast.walk(tree))
+    (value,) = [k.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
+                if k.arg == "eval_source"]
+    assert isinstance(value, ast.BinOp) and ast.literal_eval(value.right) == rest
+    assert ast.unparse(value.left.func) == "os.environ.get"
+    assert [ast.literal_eval(a) for a in value.left.args] == ["ML_DATA", default]

@@ -253,22 +253,27 @@ def test_seed002_script_imports_and_reproduces(tmp_path: Path):
     src = tmp_path / "movielens_genres.py"
     published = seed002_model_py()
     src.write_text(published, encoding="utf-8")
-    # As published, the data folder is os.path.expanduser("~/...") (NVTabular's notebooks): a value of the machine
-    # the script runs on. It is kept as that expression: the spec's paths start with ~/ and model.py expands them
-    # again where it runs (HugeCTR itself would not expand "~").
+    # As published, the data folder is the environment variable INPUT_DATA_DIR, by default
+    # os.path.expanduser("~/...") (NVTabular's notebooks): values of the machine the script runs on. Both are kept as
+    # those expressions: the spec's paths read ${INPUT_DATA_DIR-~/...} and model.py reads the variable and expands
+    # the default again where it runs (HugeCTR itself would not expand "~"); MODEL_DIR's os.path.join is kept as one.
     home = 'os.path.expanduser("~/nvt-examples/movielens/data/")'
-    assert home in published
+    assert home in published and 'os.environ.get(\n"INPUT_DATA_DIR", ' + home in published
     spec_text = import_source(src, "3.3").spec_text
-    assert 'train: ["~/nvt-examples/movielens/data/train/_file_list.txt"]' in spec_text
-    assert 'graph_json: "~/nvt-examples/movielens/data/model/movielens_hugectr/1/movielens.json"' in spec_text
+    data = "${INPUT_DATA_DIR-~/nvt-examples/movielens/data/}"
+    assert f'train: ["{data}train/_file_list.txt"]' in spec_text
+    assert f'graph_json: "{data}/model/movielens_hugectr/1/movielens.json"' in spec_text
     _, diffs = _roundtrip(tmp_path, src, "3.3")
     assert diffs == []
-    # An inexact use of it (a slice, which depends on the home folder's length) is refused with its line.
+    generated = (tmp_path / "generated/movielens_genres/model.py").read_text(encoding="utf-8")
+    assert f'source=[os.environ.get("INPUT_DATA_DIR", {home}) + "train/_file_list.txt"]' in generated
+    # An inexact use of it (a slice, which depends on the value's length) is refused with its line, naming it.
     src.write_text(published.replace('INPUT_DATA_DIR + "train/', 'INPUT_DATA_DIR[:-1] + "/train/'), encoding="utf-8")
     with pytest.raises(UserError) as err:
         import_source(src, "3.3")
     message = err.value.format()
-    assert "source=" in message and "os.path.expanduser" in message and "only known where the script runs" in message
+    assert "source=" in message and "environment variable 'INPUT_DATA_DIR' is only known where the script runs" \
+        in message, message
 
 
 # ---- the spec writer is the inverse of the loader -------------------------------------------------------------------

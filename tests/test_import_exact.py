@@ -155,7 +155,15 @@ HOME_EXACT = {
     "double-slash": 'os.path.expanduser("~//d") + "x"',
     "no-tilde": 'os.path.expanduser("/workspace/d/") + "x"',
     "environment-default": 'os.environ.get("CTRGEN_TEST_UNSET_DIR", os.path.expanduser("~/d/")) + "x"',
+    # An environment variable's path (seed 002's INPUT_DATA_DIR): its value appended to or joined, exactly.
+    "environment-literal": 'os.environ.get("CTRGEN_TEST_UNSET_DIR", "/srv/d/") + "train/x.txt"',
+    "environment-join": 'os.path.join(os.getenv("CTRGEN_TEST_UNSET_DIR", "/d"), "model/") + "1/m.json"',
+    "environment-join-twice": 'os.path.join(os.environ.get("CTRGEN_TEST_UNSET_DIR", "d") + "a", "b", "c")',
+    "environment-fstring": 'f"{os.environ.get(\'CTRGEN_TEST_UNSET_DIR\', \'/d/\')}x/{3}"',
+    "environment-absolute-part": 'os.path.join(os.environ.get("CTRGEN_TEST_UNSET_DIR", "/d"), "/abs", "x")',
 }
+# The values an environment variable is read with: unset (its default), and set with and without a trailing "/".
+ENVIRONMENT = [None, "/e", "/e/", ""]
 HOMES = ["/home/u", "/home/u/", "/", "//", ""]
 
 
@@ -175,15 +183,23 @@ def test_a_home_path_is_the_value_python_computes(name: str, monkeypatch):
 
     from codegen.importer.values import HomePath, Unknown
 
+    from codegen.runtime.contract import local_path
+
     monkeypatch.delenv("CTRGEN_TEST_UNSET_DIR", raising=False)
     src, value = _read_home(HOME_EXACT[name])
     assert not isinstance(value, Unknown) or isinstance(value, HomePath), value
     for home in HOMES:
-        monkeypatch.setenv("HOME", home)
-        scope: dict = {}
-        exec(compile(src, "m.py", "exec"), scope)
-        ours = posixpath.expanduser(value.spec) if isinstance(value, HomePath) else value
-        assert ours == scope["p"], (home, value)
+        for env in ENVIRONMENT if name.startswith("environment") else [None]:
+            monkeypatch.setenv("HOME", home)
+            if env is not None:
+                monkeypatch.setenv("CTRGEN_TEST_UNSET_DIR", env)
+            scope: dict = {}
+            exec(compile(src, "m.py", "exec"), scope)
+            # The spec form, read as the generated script and the trainer read it (local_path).
+            ours = local_path(value.spec) if isinstance(value, HomePath) else value
+            assert ours == scope["p"], (home, env, value)
+            assert posixpath.expanduser(value.spec) == ours if type(value) is HomePath else True
+            monkeypatch.delenv("CTRGEN_TEST_UNSET_DIR", raising=False)
     if name in ("join-absolute-part", "no-tilde"):
         assert not isinstance(value, HomePath)
 
@@ -203,6 +219,14 @@ HOME_REFUSED = {
     "dirname": 'os.path.dirname(os.path.expanduser("~/d/x"))',
     "repeat": 'os.path.expanduser("~/d") * 2',
     "unmodelled-call": 'str(os.path.expanduser("~/d"))',
+    # An environment variable's value where only the script knows it: never its default instead.
+    "environment-slash-after-value": 'os.environ.get("CTRGEN_X", "/d") + "/x"',
+    "environment-join-empty-part": 'os.path.join(os.environ.get("CTRGEN_X", "/d"), "", "x")',
+    "environment-int-default": 'str(int(os.environ.get("CTRGEN_X", 3)))',
+    "environment-no-default": 'os.environ.get("CTRGEN_X") + "x"',
+    "environment-unexpanded-home": 'os.environ.get("CTRGEN_X", "~/d/") + "x"',
+    "environment-left-concatenation": '"/x/" + os.getenv("CTRGEN_X", "/d/")',
+    "environment-nested": 'os.environ.get("CTRGEN_X", os.environ.get("CTRGEN_Y", "/d/")) + "x"',
 }
 
 
@@ -239,8 +263,7 @@ def test_a_home_path_round_trips_as_the_same_expression(tmp_path: Path):
     from codegen.importer.compare import compare_texts
     from codegen.pipeline import open_spec, render_spec
 
-    text = NORM_DCN.replace("import hugectr", "import os\nimport hugectr\nDATA = os.environ.get('DATA', "
-                            "os.path.expanduser('~/criteo/'))", 1)
+    text = NORM_DCN.replace("import hugectr", "import os\nimport hugectr\nDATA = os.path.expanduser('~/criteo/')", 1)
     text = text.replace('source=["./data/file_list.txt"], eval_source="./data/file_list_test.txt"',
                         'source=[DATA + "file_list.txt"], eval_source=os.path.join(DATA, "test", "list.txt")')
     text = text.replace('graph_config_file="dcn.json"', 'graph_config_file=f"{DATA}graphs/dcn.json"')
@@ -258,3 +281,34 @@ def test_a_home_path_round_trips_as_the_same_expression(tmp_path: Path):
     # The comparison sees a home path replaced by a literal one.
     literal = model_py.replace('os.path.expanduser("~/criteo/file_list.txt")', '"/root/criteo/file_list.txt"')
     assert any("under the home folder" in d for d in compare_texts(text, literal, release="23.06"))
+
+
+def test_an_environment_variable_round_trips_as_the_same_lookup(tmp_path: Path):
+    """Seed 002's INPUT_DATA_DIR = os.environ.get("INPUT_DATA_DIR", os.path.expanduser("~/...")): the reader source,
+    eval_source and graph JSON become ${INPUT_DATA_DIR-~/...} spec paths (appended, or joined with /), the generated
+    model.py reads the variable the same way, and the comparison sees it replaced by its default."""
+    from codegen.importer.compare import compare_texts
+    from codegen.importer.write import write_import
+    from codegen.pipeline import open_spec, render_spec
+
+    text = NORM_DCN.replace("import hugectr", "import os\nimport hugectr\nDATA = os.environ.get('DATA', "
+                            "os.path.expanduser('~/criteo/'))\nMODEL = os.path.join(DATA, 'model/')", 1)
+    text = text.replace('source=["./data/file_list.txt"], eval_source="./data/file_list_test.txt"',
+                        'source=[DATA + "file_list.txt"], eval_source=DATA + "test/list.txt"')
+    text = text.replace('graph_config_file="dcn.json"', 'graph_config_file=MODEL + "1/dcn.json"')
+    src = tmp_path / "dcn.py"
+    src.write_text(text, encoding="utf-8")
+    result = import_source(src, "23.06", "dcn")
+    assert 'train: ["${DATA-~/criteo/}file_list.txt"]' in result.spec_text
+    assert 'eval: "${DATA-~/criteo/}test/list.txt"' in result.spec_text
+    assert 'graph_json: "${DATA-~/criteo/}/model/1/dcn.json"' in result.spec_text
+    write_import(result, tmp_path / "specs")
+    model_py = next(v for k, v in render_spec(open_spec(tmp_path / "specs" / "dcn.yaml")).files.items()
+                    if str(k) == "model.py")
+    home = 'os.environ.get("DATA", os.path.expanduser("~/criteo/"))'
+    assert f'source=[{home} + "file_list.txt"]' in model_py
+    assert f'graph_config_file=os.path.join({home}, "model/1/dcn.json")' in model_py
+    assert compare_texts(text, model_py, release="23.06") == []
+    default = model_py.replace(f'source=[{home} + "file_list.txt"]',
+                               'source=[os.path.expanduser("~/criteo/file_list.txt")]')
+    assert any("${DATA-~/criteo/}file_list.txt" in d for d in compare_texts(text, default, release="23.06"))

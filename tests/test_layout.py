@@ -27,7 +27,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "codegen.torch_target",  # what the PyTorch target translates (the builder's rules and its renderer read it)
         "codegen.triton.layout")),   # where generated/<name>/ keeps each repository's files (render, deploy, lint)
     ("front ends: the spec, features locks and workflows", (
-        "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.stale", "codegen.lock",
+        "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.workflow_graph",
+        "codegen.stale", "codegen.lock",
         "codegen.etl.inputs")),
     ("the model: codegen.model.build_model and what it holds", (
         "codegen.model", "codegen.graph", "codegen.etl.plan", "codegen.triton.plan.repository")),

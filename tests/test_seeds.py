@@ -207,3 +207,88 @@ def test_seed001_embeddings_start_as_nn_embedding_does():
     assert not normal[-1].any() and not uniform[-1].any()
     script = (GENERATED / "movielens_seed001" / "train_torch.py").read_text()
     assert script.count('init="normal", placement=placement)') == 2
+
+
+def test_seed000_workflow_graph_is_drawn_from_the_saved_workflow(tmp_path):
+    """Seed 000 draws its workflow with ``(output).graph``: ``ctrgen graph --workflow DIR`` draws a saved workflow's
+    operator graph (the demo's seed-001/002 ETL, which ctrgen's etl.py saved) in Mermaid and DOT, in one stable order:
+    the input selections, JoinExternal then Categorify, the label's LambdaOp (merlin labels it UDF), the concatenation
+    and the output columns. Anything but one saved workflow folder is one line, exit 2."""
+    from click.testing import CliRunner
+    from demo_data import built_demo
+
+    from codegen.cli import main
+
+    workflow = str(built_demo().paths["movielens_genres"]["workflow"])
+    runner = CliRunner()
+    res = runner.invoke(main, ["graph", "--workflow", workflow])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0] == "flowchart TD" and '  n0[/"input<br/>userId, movieId"/]' in lines
+    assert '  n1["JoinExternal<br/>userId, movieId, genres"]' in lines and "  n0 --> n1" in lines
+    labels = [line.split("[", 1)[1] for line in lines if line.startswith("  n") and "-->" not in line]
+    assert [label.split("<br/>")[0].strip('"/(') for label in labels] == [
+        "input", "JoinExternal", "['userId', 'movieId', 'genres']", "Categorify", "input", "UDF", "AddMetadata", "+",
+        "output cols"]
+    assert lines[-1] == "  n7 --> n8" and '  n8(["output cols<br/>userId, movieId, genres, rating"])' in lines
+    dot = runner.invoke(main, ["graph", "--workflow", workflow, "--format", "dot"])
+    assert dot.exit_code == 0 and dot.output.startswith("digraph workflow {\n") and dot.output.endswith("}\n")
+    assert '  n3 [shape=box, label="Categorify\\nuserId, movieId, genres"];' in dot.output.splitlines()
+    assert runner.invoke(main, ["graph", "--workflow", workflow]).output == res.output
+    for args, why in ((["graph"], "give a SPEC or --workflow DIR"),
+                      (["graph", "specs/movielens.yaml", "--workflow", workflow], "give a SPEC or --workflow DIR"),
+                      (["graph", "--workflow", str(tmp_path)], "not a saved NVTabular workflow (no workflow.pkl)")):
+        bad = runner.invoke(main, args)
+        assert bad.exit_code == 2 and why in bad.output and len(bad.output.strip().splitlines()) == 1, bad.output
+
+
+def test_every_test_docs_seeds_names_exists():
+    """docs/seeds.md names the test of each claim (``FILE.py::test_name``, then more names of the same file): each is
+    a test function of that file, and the page names at least one per seed."""
+    seeds = (REPO / "docs" / "seeds.md").read_text()
+    defined = {p.name: set(re.findall(r"^def (test_\w+)\(", p.read_text(), re.M))
+               for p in (REPO / "tests").glob("test_*.py")}
+    named = 0
+    for m in re.finditer(r"(test_\w+\.py)::(test_\w+)((?:,\s*(?:and\s+)?test_\w+(?![\w.]))*)", seeds):
+        file, names = m.group(1), [m.group(2), *re.findall(r"test_\w+", m.group(3))]
+        assert file in defined, m.group(0)
+        for name in names:
+            assert name in defined[file], f"docs/seeds.md names {file}::{name}, which is not a test there"
+            named += 1
+    assert named >= 40
+    for seed in ("## Seed 000", "## Seed 001", "## Seed 002", "## Seed 003", "## Seed 004"):
+        section = seeds.split(seed, 1)[1].split("\n## ", 1)[0]
+        assert "::test_" in section, seed
+
+
+EPOCH_SEEDS = """
+import json
+import torch
+import torch.distributed as dist
+from codegen.runtime import distributed as D
+dist.init_process_group("gloo")
+print(json.dumps([D.epoch_seed(5, epoch, torch.device("cpu")) for epoch in (0, 1)]))
+D.close_process_group()
+"""
+
+
+def test_seed001_ranks_agree_on_each_epochs_shuffle_seed(tmp_path):
+    """Seed 001's seed_fn: each rank contributes a fragment and the all-reduced sum is every rank's shuffle seed. Two
+    ranks (forked from the warm Python, torch's gloo) get the same seed, the sum of both fragments modulo the
+    fragments' bound, and a new one each epoch."""
+    import os
+    import sys
+
+    import numpy as np
+    from warm_python import run_job
+
+    script = tmp_path / "epoch_seeds.py"
+    script.write_text(EPOCH_SEEDS)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO)}
+    done = run_job([sys.executable, str(script)], cwd=tmp_path, env=env, ranks=2, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ranks = [json.loads(line) for line in done.stdout.splitlines()]
+    bound = (2**31 - 1) // 2
+    want = [sum(int(np.random.default_rng([5, epoch, rank]).integers(0, bound)) for rank in (0, 1)) % bound
+            for epoch in (0, 1)]
+    assert ranks == [want, want] and want[0] != want[1]

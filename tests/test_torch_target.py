@@ -234,6 +234,27 @@ def test_two_ranks_over_gloo(demo, scripts, tmp_path):
     assert metrics["table_gradients"] == {"sparse_embedding1": "all_gather of looked-up rows"}
 
 
+def test_ranks_with_uneven_data_run_the_same_steps_an_epoch(demo, scripts, tmp_path):
+    """Seed 001 lets a rank with fewer batches wait (hvd.join); ctrgen's ranks all run the fewest batches any rank
+    holds (an all_reduce MIN). Three files over two ranks (the first and third on rank 0): one epoch is rank 1's
+    batches, fewer than rank 0's, and both ranks stop there."""
+    import pyarrow.parquet as pq
+
+    train = sorted(demo.paths["movielens"]["train"].glob("part_*.parquet"))[:2]
+    files = [*train, sorted(demo.paths["movielens"]["valid"].glob("part_*.parquet"))[0]]
+    rows = [pq.ParquetFile(f).metadata.num_rows for f in files]
+    batch = 64
+    mine = [(rows[0] + rows[2]) // batch, rows[1] // batch]
+    assert mine[1] < mine[0]
+    proc = run_script(scripts["movielens"], "--train", *map(str, files), "--batch-size", str(batch), "--epochs", "1",
+                      "--display", "100000", "--eval-interval", "100000", "--output-dir", str(tmp_path / "out"),
+                      ranks=2)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    log = proc.stdout + proc.stderr
+    assert f"{rows[0] + rows[2]} training rows on rank 0, batch {batch} per rank, {mine[1]} iterations " \
+           f"({mine[1]} per epoch)" in log, log[-2000:]
+
+
 def test_fewer_files_than_ranks_says_so(demo, scripts, tmp_path):
     part = sorted(demo.paths["movielens"]["train"].glob("part_*.parquet"))[0]
     proc = run_script(scripts["movielens"], "--train", str(part), "--max-iter", "2", "--output-dir",

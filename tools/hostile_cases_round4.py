@@ -120,6 +120,7 @@ PATH_ARGS: list[tuple[str, Callable[[Path], None], str, list[str], bool, dict[st
      ["serve", "{P}", "--http-port", "1", "--grpc-port", "2", "--metrics-port", "0", "--timeout", "1"], True, {}),
     ("generate_workflow", _spec_base, "wf", ["generate", "s.yaml", "--workflow", "{P}", "--out", "out"], True, WF),
     ("lock_workflow", _spec_base, "wf", ["lock", "s.yaml", "--workflow", "{P}"], True, WF),
+    ("graph_workflow", _spec_base, "wf", ["graph", "--workflow", "{P}"], True, WF),
 ]
 
 

@@ -83,6 +83,7 @@ class OutputPlan:
     out_files_per_proc: int
     shuffle: bool
     seed: int
+    shuffle_valid: bool = False
     format: str = "parquet"             # norm: also HugeCTR Norm files under <dir>/norm/
     norm: NormPlan | None = None
 
@@ -98,6 +99,9 @@ class ClusterPlan:
     rmm_pool: bool
     local_directory: str | None
     threads_per_worker: int
+    memory_limit: str | float           # host memory per worker, as Dask reads it
+    memory_target_fraction: float | None   # None: Dask's config
+    memory_spill_fraction: float | None
 
 
 @dataclass(frozen=True)
@@ -287,13 +291,16 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
                    drop=tuple(etl.drop), split=SplitPlan(valid_fraction=etl.split.valid_fraction, seed=etl.split.seed),
                    output=OutputPlan(dir=o.dir, reader=o.reader, part_size=o.part_size,
                                      out_files_per_proc=o.out_files_per_proc, shuffle=o.shuffle, seed=o.seed,
+                                     shuffle_valid=o.shuffle_valid,
                                      format=o.format,
                                      norm=NormPlan(o.norm.rows_per_file, o.norm.files_per_list, norm_check)
                                      if o.format == "norm" else None),
                    cluster=ClusterPlan(workers=len(cl.devices) if cl.devices else cl.workers, protocol=cl.protocol,
                                        devices=None if cl.devices is None else tuple(cl.devices),
                                        device_memory_limit=cl.device_memory_limit, rmm_pool=cl.rmm_pool,
-                                       local_directory=cl.local_directory, threads_per_worker=cl.threads_per_worker),
+                                       local_directory=cl.local_directory, threads_per_worker=cl.threads_per_worker,
+                                       memory_limit=cl.memory_limit, memory_target_fraction=cl.memory_target_fraction,
+                                       memory_spill_fraction=cl.memory_spill_fraction),
                    train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
                    train_format=train_format or "parquet", join_format=join_format, groups=tuple(groups),
                    crosses=tuple(crosses), categorical=cats, continuous=conts, labels=labels, dtypes=dtypes,

@@ -176,6 +176,7 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "part_size": py(plan.output.part_size),
         "out_files": py(plan.output.out_files_per_proc),
         "shuffle": py(plan.output.shuffle),
+        "shuffle_valid": py(plan.output.shuffle_valid),
         "shuffle_seed": py(plan.output.seed),
         "categorical": block(list(plan.categorical), 14),
         "continuous": block(list(plan.continuous), 13),
@@ -195,7 +196,9 @@ def _cluster(c: ClusterPlan) -> dict:
     return {"workers": c.workers, "protocol": c.protocol,
             "devices": None if c.devices is None else ",".join(str(d) for d in c.devices),
             "device_memory_limit": c.device_memory_limit, "rmm_pool": c.rmm_pool,
-            "local_directory": c.local_directory, "threads_per_worker": c.threads_per_worker}
+            "local_directory": c.local_directory, "threads_per_worker": c.threads_per_worker,
+            "memory_limit": c.memory_limit, "memory_target_fraction": c.memory_target_fraction,
+            "memory_spill_fraction": c.memory_spill_fraction}
 
 
 def etl_digest(spec_text: str) -> str:

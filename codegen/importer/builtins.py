@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from ..graph.ir import Enum
 from .scopes import Unk
-from .values import HomePath, Namespace, Unknown, comparable, known, ordered, plain, printable
+from .values import EnvPath, HomePath, Namespace, Unknown, comparable, known, ordered, plain, printable
 
 MAX_ITEMS = 1_000_000       # longest sequence the evaluator builds or walks
 
@@ -145,6 +145,9 @@ _INPLACE: dict[type, Callable[[Any, Any], Any]] = {ast.Add: operator.iadd, ast.S
 def binop(op: type, left: object, right: object, inplace: bool = False) -> object:
     if isinstance(left, HomePath) and op is ast.Add:
         out = left.plus(right)
+        if out is None and isinstance(left, EnvPath):
+            raise Unk(f"{left.why}: {'a text starting with / right after it' if isinstance(right, str) else 'a value'}"
+                      " appended to it is not kept")
         if out is None:
             raise Unk("os.path.expanduser('~') + text is only known where the script runs and is not kept: it is "
                       "'/' + text where HOME is '/' (os.path.join is kept)" if isinstance(right, str) and not left.rest

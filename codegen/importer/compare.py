@@ -12,7 +12,7 @@ import math
 from ..graph.ir import Enum
 from .calls import Call, Obj, Script, Unknown, extract
 from .signatures import param_names
-from .values import HomePath
+from .values import EnvPath, HomePath
 
 _E = Enum
 # HugeCTR's defaults of the arguments a generated script may pass that a source may leave out (hugectr.md §1).
@@ -43,6 +43,8 @@ def normalize(v: object) -> object:
         return (f"<{v.func}>", tuple(sorted((k, normalize(x)) for k, x in named(v).items())))
     if isinstance(v, Obj):
         return f"<{v.type} object>"
+    if isinstance(v, EnvPath):
+        return f"<environment path {v.spec!r}>"
     if isinstance(v, HomePath):
         return f"os.path.expanduser({v.spec!r})"
     if isinstance(v, Unknown):

@@ -12,15 +12,17 @@ from __future__ import annotations
 import ast
 import math
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import argv as cmdline
 from . import builtins as B
 from .scopes import Unk
-from .values import HomePath, Namespace, Unknown, known
+from .values import EnvPath, HomePath, Namespace, Unknown, known
 
 AT_RUN_TIME = "only known where the script runs"
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,9 @@ def call(reader: Any, node: ast.Call, func: Module, args: list, kwargs: dict) ->
         return _expanduser(reader, node, args, kwargs)
     if name in ("os.path.join", "posixpath.join") and args and isinstance(args[0], HomePath) and not kwargs:
         joined = args[0].joined(args[1:])
+        if joined is None and all(type(a) is str for a in args[1:]):
+            raise Unk(f"{args[0].why}: os.path.join of it with an empty first part is not kept (the result depends "
+                      "on how its value ends)")
         if joined is None:
             raise Unk(f"{args[0].why}: os.path.join of it with a value that is not a string is not kept")
         return joined
@@ -78,17 +83,35 @@ def call(reader: Any, node: ast.Call, func: Module, args: list, kwargs: dict) ->
         return reader.expr(node, lambda: PURE[name](*args, **kwargs))
     if name in ("os.environ.get", "os.getenv"):
         B.need_plain(*args[:1], *(a for a in args[1:] if not isinstance(a, HomePath)))
-        if len(args) == 2:
-            reader.script.notes.append((node.lineno, f"environment variable {args[0]!r} is not known statically; "
-                                                     f"used its default "
-                                                     f"{args[1].text if isinstance(args[1], HomePath) else repr(args[1])}"))
-            return args[1]
+        if len(args) == 2 and not kwargs:
+            return _environment(reader, node, args[0], args[1])
         raise Unk(f"environment variable {args[0] if args else '?'!r} is {AT_RUN_TIME}")
     if name == "argparse.ArgumentParser":
         return Parser()
     if name.startswith(("os.", "sys.")):
         raise Unk(f"{name}(...) is {AT_RUN_TIME}")
     raise Unk(f"{name}(...) is not modelled")
+
+
+def _environment(reader, node: ast.Call, name: object, default: object) -> EnvPath:
+    """``os.environ.get(name, default)``: kept as that expression (:class:`.values.EnvPath`) where its default is a
+    path the spec can write; the generated script reads the variable the same way. Anything else is refused, naming
+    the variable (its value is known only where the script runs; ctrgen never substitutes the default)."""
+    unknown = f"environment variable {name!r} is {AT_RUN_TIME}"
+    if type(name) is not str or not ENV_NAME.fullmatch(name):
+        raise Unk(f"{unknown}, and not a name a spec path can hold (letters, digits, _)")
+    if isinstance(default, EnvPath):
+        raise Unk(f"{unknown}; its default reads another environment variable, which a spec path cannot hold")
+    text = default.spec if isinstance(default, HomePath) else default
+    if type(text) is not str or "}" in text or text.startswith("$") or (text.startswith("~") and
+                                                                            not isinstance(default, HomePath)):
+        raise Unk(f"{unknown}; it is kept only with a default that is a path (a string without '}}' that does not "
+                  f"start with '$' or, unexpanded, '~'), not {default!r}")
+    reader.script.notes.append((node.lineno, f"environment variable {name!r} kept as ${{{name}-{text}}}: the generated "
+                                             "script reads it with os.environ.get and this default"))
+    return EnvPath(reader.text(node), node.lineno, node.col_offset + 1,
+                   f"{unknown} (kept, as os.environ.get, only where it is a reader source, eval_source or "
+                   "graph_config_file, with text appended or os.path.join)", name=name, default=text)
 
 
 def _expanduser(reader, node: ast.Call, args: list, kwargs: dict) -> object:

@@ -65,6 +65,45 @@ class HomePath(Unknown):
         return f"<home path {self.spec!r} at line {self.line}>"
 
 
+@dataclass(frozen=True, repr=False)
+class EnvPath(HomePath):
+    """``os.environ.get(name, default)`` where the script runs, kept as that expression: the variable's value there
+    (``default`` where it is unset, itself a spec path: ``~/...`` is the home folder) followed by ``rest``, appended
+    or (``joined``) through ``os.path.join``. The spec writes it ``${name-default}rest`` or ``${name-default}/rest``
+    (codegen.runtime.contract.env_path), which model.py reads with ``os.environ.get`` again. Only the operations whose
+    result is exact whatever the value is keep it: appending text (not a "/" right after the bare value, which the
+    spec form would read as a join) and ``os.path.join`` with a first part that is relative and not empty."""
+
+    name: str = ""
+    default: str = ""
+    joined_: bool = False
+
+    @property
+    def spec(self) -> str:
+        return f"${{{self.name}-{self.default}}}" + ("/" if self.joined_ else "") + self.rest
+
+    def plus(self, text: object) -> HomePath | None:
+        if type(text) is not str or (not self.rest and not self.joined_ and text.startswith("/")):
+            return None
+        return replace(self, rest=self.rest + text)
+
+    def joined(self, parts: list) -> object | None:
+        if not all(type(p) is str for p in parts):
+            return None
+        if not parts:
+            return self
+        if any(p.startswith("/") for p in parts):
+            return posixpath.join("x", *parts)          # an absolute part discards the value, as join does
+        if self.rest:                                   # the value's end is known: rest's
+            return replace(self, rest=posixpath.join(self.rest, *parts))
+        if not parts[0]:
+            return None                                 # join(value, "") depends on how the value ends
+        return replace(self, rest=posixpath.join(*parts), joined_=True)
+
+    def __repr__(self) -> str:
+        return f"<environment path {self.spec!r} at line {self.line}>"
+
+
 @dataclass(frozen=True)
 class Obj:
     """The result of a stateful hugectr call or method (a model, a solver, an LR scheduler, ...)."""

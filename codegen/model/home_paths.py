@@ -3,16 +3,18 @@ job, and where it is refused (issue 24: a value that exists only where the scrip
 expression, or refused, never passed on as a different literal; HugeCTR itself does not expand ``~``).
 
 ``data.train``, ``data.eval`` and ``training.graph_json`` may be ``~`` or start with ``~/``: model.py writes them as
-``os.path.expanduser("~/...")``, ``ctrgen train`` and the PyTorch runtime expand them where they read the data. Every
-other path field, and every string of an ``args:`` map (HugeCTR arguments), that starts with ``~`` is refused with
-its line, as is ``~name/...`` (another user's home folder) anywhere, and a ``~`` data path where a consumer would pass
-it on unexpanded (continuous training's passes and low-level loop, Vertex AI's task.py and submit.py).
+``os.path.expanduser("~/...")``, ``ctrgen train`` and the PyTorch runtime expand them where they read the data. The
+same three may be an environment variable's path, ``${NAME-DEFAULT}rest`` (``codegen.runtime.contract.env_path``:
+``os.environ.get(NAME, DEFAULT)`` followed by rest, or joined with it), one default per variable. Every other path
+field, and every string of an ``args:`` map (HugeCTR arguments), that starts with ``~`` or ``${`` is refused with its
+line, as is ``~name/...`` (another user's home folder) anywhere, and a ``~`` or ``${`` data path where a consumer
+would pass it on unexpanded (continuous training's passes and low-level loop, Vertex AI's task.py and submit.py).
 """
 
 from __future__ import annotations
 
 from ..errors import Problem, Problems, UserError, field_path
-from ..runtime.contract import under_home
+from ..runtime.contract import env_path, under_home
 from ..spec.load import LoadedSpec
 
 EXPANDED = "data.train, data.eval and training.graph_json"
@@ -43,18 +45,36 @@ def home_path_problems(loaded: LoadedSpec) -> list[tuple[tuple, str, str]]:
     expanded = [(("data", "train", i), p) for i, p in enumerate(spec.data.train)] + [(("data", "eval"), spec.data.eval)]
     if spec.training.graph_json is not None:
         expanded.append((("training", "graph_json"), spec.training.graph_json))
+    defaults: dict[str, str] = {}
     for loc, path in expanded:
-        if not path.startswith("~"):
+        env = env_path(path)
+        if path.startswith("${") and env is None:
+            out.append((loc, f"{path!r} is not an environment variable's path: ${{NAME-DEFAULT}} followed by text "
+                             "(appended) or by / and a relative path (os.path.join)",
+                        "write e.g. ${DATA_DIR-/data/}train/_file_list.txt"))
             continue
-        if not under_home(path):
+        if env is not None:
+            if env.default.startswith("${") or (env.default.startswith("~") and not under_home(env.default)):
+                out.append((loc, f"{path!r}: the default of ${{{env.name}}} is a path: absolute, relative, ~ or ~/...",
+                            "write the default as a path"))
+                continue
+            if defaults.setdefault(env.name, env.default) != env.default:
+                out.append((loc, f"{path!r}: ${{{env.name}}} has the default {defaults[env.name]!r} in another path; "
+                                 "a script reads a variable with one default", "give every use the same default"))
+                continue
+        elif not path.startswith("~"):
+            continue
+        elif not under_home(path):
             out.append((loc, f"{path!r}: only '~' and '~/...' (the home folder of the machine that runs the job) are "
                              "expanded, not '~name' forms", "write ~/... or an absolute path"))
-        elif spec.continuous_training is not None:
-            out.append((loc, f"{path!r} is under the home folder, which continuous training's passes and low-level "
-                             "loop would pass to HugeCTR unexpanded", "write the absolute path"))
+            continue
+        what = "is under the home folder" if env is None else f"reads ${{{env.name}}}"
+        if spec.continuous_training is not None:
+            out.append((loc, f"{path!r} {what}, which continuous training's passes and low-level loop would pass to "
+                             "HugeCTR unexpanded", "write the absolute path"))
         elif spec.vertex is not None and loc[0] == "data":
-            out.append((loc, f"{path!r} is under the home folder, which Vertex AI's task.py and submit.py would "
-                             "pass on unexpanded", "write the absolute path (or a gs:// one)"))
+            out.append((loc, f"{path!r} {what}, which Vertex AI's task.py and submit.py would pass on unexpanded",
+                        "write the absolute path (or a gs:// one)"))
     for section, name in _AS_GIVEN:
         part = getattr(spec, section, None)
         if part is None:
@@ -71,9 +91,10 @@ def home_path_problems(loaded: LoadedSpec) -> list[tuple[tuple, str, str]]:
 
 def _refused(loc: tuple, value: object) -> list[tuple[tuple, str, str]]:
     """A path field that is written or read as given: ``~`` there would be a folder named ``~``."""
-    if isinstance(value, str) and value.startswith("~"):
-        return [(loc, f"{value!r} starts with '~', which is passed on as it is here: only {EXPANDED} are expanded "
-                      "to the home folder", "write the absolute path")]
+    if isinstance(value, str) and value.startswith(("~", "${")):
+        return [(loc, f"{value!r} starts with {value[:1 if value[0] == '~' else 2]!r}, which is passed on as it is "
+                      f"here: only {EXPANDED} are expanded (the home folder, an environment variable)",
+                 "write the absolute path")]
     if isinstance(value, (list, tuple)):
         return [p for i, v in enumerate(value) for p in _refused((*loc, i), v)]
     return []
@@ -85,9 +106,10 @@ def _in_args(loc: tuple, value: object, in_args: bool) -> list[tuple[tuple, str,
         return [p for k, v in value.items() for p in _in_args((*loc, k), v, in_args or _is_args(loc, k, v))]
     if isinstance(value, (list, tuple)):
         return [p for i, v in enumerate(value) for p in _in_args((*loc, i), v, in_args)]
-    if in_args and isinstance(value, str) and value.startswith("~"):
-        return [(loc, f"{value!r} starts with '~', which HugeCTR does not expand: only {EXPANDED} are expanded to "
-                      "the home folder", "write the absolute path")]
+    if in_args and isinstance(value, str) and value.startswith(("~", "${")):
+        return [(loc, f"{value!r} starts with {value[:1 if value[0] == '~' else 2]!r}, which HugeCTR does not expand: "
+                      f"only {EXPANDED} are expanded (the home folder, an environment variable)",
+                 "write the absolute path")]
     return []
 
 

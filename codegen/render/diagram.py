@@ -1,4 +1,5 @@
-"""The model graph as a Mermaid flowchart (renders on GitHub and GitLab) or Graphviz DOT."""
+"""The model graph (and a saved workflow's operator graph, codegen.workflow_graph) as a Mermaid flowchart (renders
+on GitHub and GitLab) or Graphviz DOT."""
 
 from __future__ import annotations
 
@@ -47,7 +48,15 @@ def nodes_and_edges(job: TrainingJob) -> tuple[list[tuple[str, str, str]], list[
 
 
 def render_mermaid(job: TrainingJob) -> str:
-    nodes, edges = nodes_and_edges(job)
+    return mermaid(*nodes_and_edges(job))
+
+
+def render_dot(job: TrainingJob) -> str:
+    return dot(job.name, *nodes_and_edges(job))
+
+
+def mermaid(nodes: list[tuple[str, str, str]], edges: list[tuple[str, str]]) -> str:
+    """A flowchart of (id, label, kind) nodes (kinds: input, embedding, layer, loss) and (from, to) edges."""
     shapes = {"input": ('[/"', '"/]'), "embedding": ('[("', '")]'), "layer": ('["', '"]'), "loss": ('(["', '"])')}
     lines = ["flowchart TD"]
     for nid, label, kind in nodes:
@@ -58,10 +67,10 @@ def render_mermaid(job: TrainingJob) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_dot(job: TrainingJob) -> str:
-    nodes, edges = nodes_and_edges(job)
+def dot(name: str, nodes: list[tuple[str, str, str]], edges: list[tuple[str, str]]) -> str:
+    """The same graph in Graphviz DOT; ``name`` is an identifier (a spec name, or "workflow")."""
     shape = {"input": "parallelogram", "embedding": "cylinder", "layer": "box", "loss": "ellipse"}
-    lines = [f"digraph {job.name} {{", "  rankdir=TB;", "  node [fontname=Helvetica, fontsize=10];"]
+    lines = [f"digraph {name} {{", "  rankdir=TB;", "  node [fontname=Helvetica, fontsize=10];"]
     for nid, label, kind in nodes:
         text = visible(label).replace("\\", "\\\\").replace('"', '\\"').replace("<br/>", "\\n")
         lines.append(f'  {nid} [shape={shape[kind]}, label="{text}"];')

@@ -10,7 +10,7 @@ import math
 import re
 
 from ..graph.ir import CallValue, Enum
-from ..runtime.contract import under_home
+from ..runtime.contract import env_path, under_home
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -32,7 +32,14 @@ def py_str(s: str) -> str:
 
 def path_py(path: str) -> Code:
     """A spec path as Python: one under the home folder (``~`` or ``~/...``) as ``os.path.expanduser("~/...")``,
-    evaluated where the script runs, as the spec means it (HugeCTR does not expand ``~``); any other as a literal."""
+    evaluated where the script runs, as the spec means it (HugeCTR does not expand ``~``); ``${NAME-DEFAULT}...`` as
+    ``os.environ.get("NAME", DEFAULT)`` followed by the rest (``+`` or ``os.path.join``); any other as a literal."""
+    env = env_path(path)
+    if env is not None:
+        value = f"os.environ.get({py_str(env.name)}, {path_py(env.default)})"
+        if env.joined:
+            return Code(f"os.path.join({value}, {py_str(env.rest)})")
+        return Code(f"{value} + {py_str(env.rest)}" if env.rest else value)
     return Code(f"os.path.expanduser({py_str(path)})" if under_home(path) else py_str(path))
 
 

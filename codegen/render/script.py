@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ..graph.ir import Enum, TrainingJob
 from ..graph.shapes import fmt_shape
-from ..runtime.contract import under_home
+from ..runtime.contract import env_path, read_where_it_runs
 from .continuous import cache_context, continuous_context
 from .embedding_collection import collection_context
 from .env import render
@@ -104,8 +104,8 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
     pre_compile = []
     for step in job.before_compile:
         if step == "graph_to_json":
-            if folder_of(job.graph_json):
-                pre_compile.append(f"os.makedirs({path_py(folder_of(job.graph_json))}, exist_ok=True)")
+            if folder_py(job.graph_json):
+                pre_compile.append(f"os.makedirs({folder_py(job.graph_json)}, exist_ok=True)")
             pre_compile.append(f"model.graph_to_json(graph_config_file={path_py(job.graph_json)})")
         else:
             pre_compile.append("model.summary()")
@@ -157,13 +157,21 @@ def home_paths(job: TrainingJob) -> list[str]:
         paths.append(job.graph_json)
     if job.offline_inference is not None:
         paths.append(job.offline_inference.graph_json)
-    return [p for p in paths if isinstance(p, str) and under_home(p)]
+    return [p for p in paths if isinstance(p, str) and read_where_it_runs(p)]
 
 
 def folder_of(path: str) -> str:
     """The folder a file path names ("" for none): HugeCTR's ofstream writes nothing into a missing folder, so the
     scripts create it first."""
     return posixpath.dirname(path)
+
+
+def folder_py(path: str) -> str | None:
+    """The folder of a spec file path as Python (None for none); of an environment variable's path, computed where
+    the script runs (its value decides where the folder ends)."""
+    if env_path(path) is not None:
+        return f'os.path.dirname({path_py(path)}) or "."'
+    return path_py(folder_of(path)) if folder_of(path) else None
 
 
 def final_save_context(job: TrainingJob) -> dict | None:
@@ -177,13 +185,13 @@ def final_save_context(job: TrainingJob) -> dict | None:
 
 def render_model_py(job: TrainingJob, header: str) -> str:
     final_save = final_save_context(job)
-    graph_folder = folder_of(job.graph_json)
+    graph_folder = folder_py(job.graph_json)
     return render(
         "hugectr/model.py.j2",
         header=header,
         nodes=job.nodes,
         final_save=final_save,
-        graph_folder=path_py(graph_folder) if graph_folder else None,
+        graph_folder=graph_folder,
         needs_os=bool(graph_folder or (final_save and final_save["folder"]) or home_paths(job)),
         version_note=f"Target: HugeCTR {job.hugectr_version}. Global batch {job.batchsize} over {job.gpu_count} GPU(s).",
         **build_context(job),

@@ -1,6 +1,9 @@
 """What ctrgen writes and the runtime reads: the trained model's data contract (standard library only, so the
 renderers import it without torch)."""
 
+import re
+from dataclasses import dataclass
+
 FEATURES_FILE = "features.json"   # beside train_torch.py and in its --output-dir
 MANIFEST = "MANIFEST.json"        # what ctrgen wrote into a folder (generated/<name>/, a deployed repository)
 BEST_DIR = "best"                 # in --output-dir: the best evaluation's model.pt and features.json
@@ -28,8 +31,45 @@ def under_home(path: str) -> bool:
     return path == "~" or path.startswith("~/")
 
 
-def local_path(path: str) -> str:
-    """``path`` as the process that reads it must open it: a path under the home folder expanded here."""
-    import os.path
+# A spec path read from an environment variable, as a script's os.environ.get(NAME, DEFAULT) reads it:
+# "${NAME-DEFAULT}REST" is the variable's value (DEFAULT where it is unset; a DEFAULT of ~ or ~/... is the home folder
+# there) followed by REST; "${NAME-DEFAULT}/REST" is os.path.join of the value and REST. DEFAULT holds no "}".
+ENV_PATH = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)-([^}]*)\}(.*)", re.S)
 
+
+@dataclass(frozen=True)
+class EnvPath:
+    name: str
+    default: str        # as a spec path: ~/... is the home folder where the job runs
+    joined: bool        # os.path.join(value, rest), else value + rest
+    rest: str
+
+
+def env_path(path: str) -> EnvPath | None:
+    """The parts of a "${NAME-DEFAULT}..." spec path, or None where ``path`` is not of that form (a "/" right after
+    the "}" joins the rest: it must then be a relative path, as os.path.join keeps the value only before one)."""
+    m = ENV_PATH.fullmatch(path)
+    if m is None:
+        return None
+    name, default, rest = m.groups()
+    if rest.startswith("/"):
+        return EnvPath(name, default, True, rest[1:]) if rest[1:] and not rest.startswith("//") else None
+    return EnvPath(name, default, False, rest)
+
+
+def read_where_it_runs(path: str) -> bool:
+    """A spec path whose value is known only where the job runs: under the home folder, or an environment variable's."""
+    return under_home(path) or path.startswith("${")
+
+
+def local_path(path: str) -> str:
+    """``path`` as the process that reads it must open it: a path under the home folder expanded here; an environment
+    variable's read here, as the script's os.environ.get(NAME, DEFAULT) does."""
+    import os
+    import posixpath
+
+    env = env_path(path)
+    if env is not None:
+        value = os.environ.get(env.name, local_path(env.default))
+        return posixpath.join(value, env.rest) if env.joined else value + env.rest
     return os.path.expanduser(path) if under_home(path) else path

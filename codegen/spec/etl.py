@@ -238,6 +238,9 @@ class EtlOutput(Strict):
         2, description="parquet files per split; fixed whatever the number of Dask workers, so that the output "
                        "does not depend on it")
     shuffle: bool = Field(True, description="shuffle the training rows within each partition (seeded)")
+    shuffle_valid: bool = Field(
+        False, description="shuffle the validation rows too, as seed 001's Shuffle.PER_WORKER does (seeded; seed "
+                           "000 writes them in order: false)")
     seed: Seed = Field(0, description="seed of the shuffle")
     reader: Literal["hugectr", "torch", "none"] = Field(
         "hugectr", description="on-disk dtypes: hugectr/torch = int64 categorical ids, float32 continuous and labels; "
@@ -249,6 +252,25 @@ class EtlOutput(Strict):
         "parquet", description="norm: also write HugeCTR Norm files and file lists under <dir>/norm/ (keys of "
                                "solver.i64_input_key's width, slot offsets added)")
     norm: EtlNorm = Field(default_factory=EtlNorm, description="the Norm files' layout (format: norm)")
+
+
+Fraction = Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
+
+
+def _memory_limit(value: str | float) -> str | float:
+    """A worker's host memory as Dask's parse_memory_limit reads it, passed through as written: "auto", a fraction of
+    the machine's memory, or a size in Dask's units (GB = 10**9, GiB = 2**30)."""
+    if isinstance(value, str):
+        size = r"[1-9][0-9]{0,15}(\.[0-9]{1,6})?(B|kB|KB|MB|GB|TB|KiB|MiB|GiB|TiB)"
+        if value == "auto" or re.fullmatch(size, value):
+            return value
+    elif 0.0 < value <= 1.0:
+        return value
+    raise ValueError(f"{value!r} is not auto, a fraction of the machine's memory in (0, 1], or a size such as 16GB "
+                     "or 16GiB (digits and a unit, no space)")
+
+
+MemoryLimit = Annotated[str | Annotated[float, Field(allow_inf_nan=False)], AfterValidator(_memory_limit)]
 
 
 class EtlCluster(Strict):
@@ -267,6 +289,16 @@ class EtlCluster(Strict):
     local_directory: PathText | None = Field(
         None, description="the workers' scratch space (spilled data), relative to the spec; default: Dask's")
     threads_per_worker: PosInt = Field(1, description="threads of each worker (CPU: pandas holds the GIL)")
+    memory_limit: MemoryLimit = Field(
+        "auto", description="host memory of each worker (LocalCluster's and LocalCUDACluster's memory_limit): auto "
+                            "(Dask's: the machine's memory shared among the workers; the seed's), a fraction of the "
+                            "machine's memory, or a size such as 16GB or 16GiB")
+    memory_target_fraction: Fraction | None = Field(
+        None, description="share of memory_limit held as data at which a worker starts spilling it to "
+                          "local_directory (Dask's distributed.worker.memory.target; default: Dask's config)")
+    memory_spill_fraction: Fraction | None = Field(
+        None, description="share of memory_limit used by the worker's process at which it spills to local_directory "
+                          "(Dask's distributed.worker.memory.spill; default: Dask's config)")
 
     @model_validator(mode="after")
     def _devices(self) -> "EtlCluster":
