@@ -96,7 +96,8 @@ def train(root: Path, name: str, d: dict, iters: int, batch: int, lr: float) -> 
 
 
 def test_the_criteo_families_were_generated_for_the_demo_workflow(data):
-    """Their features.json is used as committed: the lock it comes from was recorded from the demo's workflow."""
+    """Pays the module's data: the session's demo build (about 6 s of CPU, shared with every test that uses the demo)
+    and the behaviour log (about 1.5 s). Their features.json is used as committed: the lock it comes from was recorded from the demo's workflow."""
     demo = {c.name: c.cardinality for c in read_features(built_demo().paths["criteo"]["train"]).categorical}
     for name in (n for n, run in RUNS.items() if run[0] == "criteo"):
         features = json.loads((REPO / "generated" / name / "features.json").read_text())
@@ -106,6 +107,7 @@ def test_the_criteo_families_were_generated_for_the_demo_workflow(data):
 
 @pytest.mark.parametrize("name", list(RUNS))
 def test_each_family_learns_past_its_planted_bound(data, tmp_path, name):
+    """0.3 to 1.5 s of CPU each (WDL and DCN the most: 40 steps of a 1024-1024 MLP); the first also imports torch."""
     dataset, iters, batch, lr = RUNS[name]
     d = data[dataset]
     metrics = train(tmp_path, name, d, iters, batch, lr)
