@@ -386,6 +386,12 @@ MUTANTS = (
     Mutant("torch-batchnorm-factor", "BatchNorm's factor is torch's momentum (cuDNN's exponentialAverageFactor)",
            "codegen/render/torch_model.py", "momentum={py(float(p.get('factor', 1.0)))}",
            "momentum={py(1.0 - float(p.get('factor', 1.0)))}", "batch_norm", files=(PARITY,)),
+    Mutant("planted-history-term", "the behaviour log's label depends on the history's share of the target category",
+           "codegen/demo/families.py", "logit = item_bias[mids[:, HISTORY] - 1] + GAMMA * share",
+           "logit = item_bias[mids[:, HISTORY] - 1] + 0.0 * share", "behaviour_log",
+           files=("tests/test_families_learn.py",)),
+    Mutant("planted-shared-part", "the two labels share part of their planted logit", "codegen/demo/families.py",
+           "        z = shared + own\n", "        z = own\n", "two_label_set", files=("tests/test_families_learn.py",)),
 )
 
 
