@@ -20,9 +20,9 @@ sample does; SGD from the small initial weights sits on a plateau for about 350 
 0.673), then leaves it: 450 steps clear both bounds by more than 0.15 (2 s of CPU).
 
 Not here, and why (docs/torch.md "The sample families on planted data"): DLRM, the MLP DLRM (SGD, 300 warmup steps)
-and MMoE (SGD) had not left that plateau in the steps a suite test can afford (DLRM: up to 150 steps at lr 0.5 to
-200, at most 0.60 against a bound of 0.65; MMoE: 800 steps at lr 1, 0.67 against 0.67). tests/test_families_train.py
-runs them.
+and MMoE (SGD) do not leave that plateau in the steps a suite test can afford (DLRM: up to 150 steps at lr 0.5 to
+200, at most 0.61 against a bound of 0.65; MMoE leaves it after about 1,100 steps at lr 1, 14 s of CPU).
+tests/test_families_train.py runs them.
 """
 
 from __future__ import annotations
