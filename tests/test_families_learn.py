@@ -41,6 +41,8 @@ from codegen.workflow import read_features
 from conftest import REPO
 from demo_data import built_demo, read_parts
 
+# One worker builds the module's data once (the families' runs are spread over the other tests, not over workers).
+pytestmark = pytest.mark.xdist_group("families_learn")
 SEED = 7
 # name -> (data set, iterations, batch, learning rate)
 RUNS = {"wdl": ("criteo", 40, 128, 0.003), "dcn": ("criteo", 40, 128, 0.003), "deepfm": ("criteo", 40, 128, 0.003),

@@ -29,7 +29,7 @@ from conftest import REPO
 from synthetic_runs import trained
 from tests.triton_server import Server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("families_served")]     # one worker, one server
 FAMILIES = ("dcn", "deepfm", "dlrm", "dlrm_mlp", "ncf", "gmf", "neumf", "din", "bst", "mmoe", "shared_bottom")
 STEPS = ("--device", "cpu", "--max-iter", "2", "--batch-size", "32", "--display", "2", "--eval-interval", "2",
          "--snapshot", "0", "--max-eval-batches", "1", "--eval-batch-size", "64", "--threads", "1",
