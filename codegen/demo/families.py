@@ -66,6 +66,7 @@ def behaviour(seed: int, rows: int = 6_000, users: int = 400, items: int = 300, 
     rng = np.random.default_rng([seed, 0xD1B])
     item_category = rng.integers(0, categories, items)
     by_category = [np.flatnonzero(item_category == c) for c in range(categories)]
+    # a category without items (only when items are few) draws some item, whose own category is what CID records
     by_category = [ids if len(ids) else np.array([c % items]) for c, ids in enumerate(by_category)]
     favourites = np.stack([rng.choice(categories, 2, replace=False) for _ in range(users)])
     item_bias = rng.normal(0.0, ITEM_BIAS_SD, items)
