@@ -102,7 +102,8 @@ def train(root: Path, name: str, d: dict, iters: int, batch: int, lr: float) -> 
 
 def test_the_criteo_families_were_generated_for_the_demo_workflow(data):
     """Pays the module's data: the session's demo build (about 6 s of CPU, shared with every test that uses the demo)
-    and the behaviour log (about 1.5 s). Their features.json is used as committed: the lock it comes from was recorded from the demo's workflow."""
+    and the two planted sets (about 2 s). The Criteo families' features.json is used as committed: the lock it comes
+    from was recorded from the demo's workflow."""
     demo = {c.name: c.cardinality for c in read_features(built_demo().paths["criteo"]["train"]).categorical}
     for name in (n for n, run in RUNS.items() if run[0] == "criteo"):
         features = json.loads((REPO / "generated" / name / "features.json").read_text())
