@@ -35,15 +35,16 @@ def columns(features: dict, rng: np.random.Generator, rows: int) -> dict[str, pa
     return cols
 
 
-def trained(root: Path, name: str) -> dict[str, Path]:
-    """generated/<name>/train_torch.py beside a features.json of small tables, data of its columns, a run of it."""
+def trained(root: Path, name: str, *, rows_per_slot: int | None = 40, fast: tuple[str, ...] = FAST) -> dict[str, Path]:
+    """generated/<name>/train_torch.py beside a features.json of small tables (``rows_per_slot``; None: the committed
+    cardinalities, as a served model needs them), data of its columns, a run of it."""
     folder = root / name
     folder.mkdir()
     shutil.copy(REPO / "generated" / name / "train_torch.py", folder)
     features = json.loads((REPO / "generated" / name / "features.json").read_text())
     for s in features["sparse"]:
         for c in s["columns"]:
-            c["cardinality"] = 40
+            c["cardinality"] = rows_per_slot or c["cardinality"]
     (folder / "features.json").write_text(json.dumps(features))
     rng = np.random.default_rng(0)
     for split in ("train", "valid"):
@@ -53,6 +54,6 @@ def trained(root: Path, name: str) -> dict[str, Path]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     run = folder / "run"
-    assert module.main(["--train", str(folder / "train"), "--eval", str(folder / "valid"), *FAST,
+    assert module.main(["--train", str(folder / "train"), "--eval", str(folder / "valid"), *fast,
                         "--output-dir", str(run)]) == 0
     return {"generated": folder, "valid": folder / "valid", "run": run}

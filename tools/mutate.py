@@ -423,6 +423,12 @@ MUTANTS = (
     Mutant("weights-absent-rows-zero", "rows no key of the file sets import as zeros (HPS's default value)",
            "codegen/weights/convert.py", "table = np.zeros((t.rows + 1, t.vec_size), dtype=np.float32)",
            "table = np.ones((t.rows + 1, t.vec_size), dtype=np.float32)", "standin", files=(WEIGHTS_CLI,)),
+    Mutant("planted-history-term", "the behaviour log's label depends on the history's share of the target category",
+           "codegen/demo/families.py", "logit = item_bias[mids[:, HISTORY] - 1] + GAMMA * share",
+           "logit = item_bias[mids[:, HISTORY] - 1] + 0.0 * share", "behaviour_log",
+           files=("tests/test_families_learn.py",)),
+    Mutant("planted-shared-part", "the two labels share part of their planted logit", "codegen/demo/families.py",
+           "        z = shared + own\n", "        z = own\n", "two_label_set", files=("tests/test_families_learn.py",)),
 )
 
 

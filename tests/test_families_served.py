@@ -1,0 +1,147 @@
+"""Served = offline for the sample families that tests/test_triton_torch_serving.py does not serve (issue 41 item 7):
+DCN, DeepFM, DLRM and the MLP DLRM, NCF, GMF, NeuMF, DIN, BST, MMoE and shared-bottom (WDL is served there, with
+the MovieLens models, through the whole ensemble).
+
+Each family's committed generated/<name>/triton_torch/<name>/ (config.pbtxt, model.py) goes into one repository with
+ctrgen's runtime at its root, as `ctrgen assemble --checkpoint` lays it out, and the version folder gets the committed
+train_torch.py with what a run of it wrote (model.pt, features.json): a few steps on synthetic data of the committed
+cardinalities (tests/test_families_train.py's runs; the served model must have the tables model.py's key offsets
+were generated for). ONE real Triton server (python backend, CPU) loads all eleven; each gets the VCSR tensors the
+preprocessing model would send (every slot's keys shifted by its offset, one CSR row-pointer array per table, BST's
+SLEN as whole lengths) over HTTP, and each output (one per label for MMoE and shared-bottom) must equal the run's
+Model loaded in this process, then a sigmoid, within 1e-5. The preprocessing step in front of the model (the
+NVTabular workflow) does not depend on the family and is served with it in tests/test_triton_torch_serving.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from codegen.triton.deploy.runtime_copy import write_runtime
+from conftest import REPO
+from synthetic_runs import trained
+from tests.triton_server import Server
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("families_served")]     # one worker, one server
+FAMILIES = ("dcn", "deepfm", "dlrm", "dlrm_mlp", "ncf", "gmf", "neumf", "din", "bst", "mmoe", "shared_bottom")
+STEPS = ("--device", "cpu", "--max-iter", "2", "--batch-size", "32", "--display", "2", "--eval-interval", "2",
+         "--snapshot", "0", "--max-eval-batches", "1", "--eval-batch-size", "64", "--threads", "1",
+         "--no-tensorboard")
+BATCH = 5
+TOLERANCE = 1e-5
+SEQUENCE_LENGTH = {"SLEN": 10}          # BST's SequenceMask input (max_sequence_len 10 in specs/bst.yaml)
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(server, repository) with every family of FAMILIES loaded; the server stopped afterwards."""
+    root = tmp_path_factory.mktemp("families-served")
+    repo = root / "repo"
+    (root / "runs").mkdir()
+    repo.mkdir()
+    for name in FAMILIES:
+        run = trained(root / "runs", name, rows_per_slot=None, fast=STEPS)
+        shutil.copytree(REPO / "generated" / name / "triton_torch" / name, repo / name)
+        version = repo / name / "1"
+        shutil.copy(run["generated"] / "train_torch.py", version)
+        for produced in ("model.pt", "features.json"):
+            shutil.copy(run["run"] / produced, version)
+    write_runtime(repo)
+    server = Server(repos=[repo], scratch=root / "server")
+    server.start(load=list(FAMILIES))
+    try:
+        yield server, repo
+    finally:
+        server.stop()
+
+
+def _request(config, features: dict, rng: np.random.Generator):
+    """The VCSR tensors of BATCH samples ([1, n] each, as the ensemble passes them) and the ids per sparse input."""
+    ids = {s["input"]: np.stack([rng.integers(0, c["cardinality"], BATCH) for c in s["columns"]], axis=1)
+           for s in features["sparse"]}
+    all_ids, offsets, rowindex = [], [], []
+    for _table, input_name, slots in config.TABLES:
+        all_ids.append(ids[input_name])
+        offsets += [offset for _column, offset, _keys, _card in slots]
+        rowindex.append(np.arange(BATCH * len(slots) + 1))
+    keys = (np.concatenate(all_ids, axis=1) + np.array(offsets)).astype(config.KEY_DTYPE).reshape(1, -1)
+    dense = np.zeros((BATCH, len(features["continuous"])), np.float32)
+    for j, c in enumerate(features["continuous"]):
+        dense[:, j] = (rng.integers(1, SEQUENCE_LENGTH[c["name"]] + 1, BATCH) if c["name"] in SEQUENCE_LENGTH
+                       else rng.normal(size=BATCH))
+    tensors = {"DES": dense.reshape(1, -1), "CATCOLUMN": keys,
+               "ROWINDEX": np.concatenate(rowindex).astype(np.int32).reshape(1, -1)}
+    return tensors, dense, ids
+
+
+def _infer(server: Server, model: str, tensors: dict, outputs: list[str]) -> dict[str, np.ndarray]:
+    import tritonclient.http as client
+
+    wire = {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32"}
+    inputs = []
+    for key, data in tensors.items():
+        t = client.InferInput(key, list(data.shape), wire[data.dtype])
+        t.set_data_from_numpy(data)
+        inputs.append(t)
+    with server.http() as conn:
+        result = conn.infer(model, inputs, outputs=[client.InferRequestedOutput(o) for o in outputs])
+        return {o: result.as_numpy(o) for o in outputs}
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_each_family_served_scores_like_the_offline_model(served, name):
+    """About 22 s of CPU, paid by the first case (the module's setup): eleven two-step runs (3 s) and one server
+    loading eleven python-backend models, each a process importing torch and the runtime (20 s in all): one server
+    start for every family instead of one each."""
+    server, repo = served
+    version = repo / name / "1"
+    config = _config(version, name)
+    features = json.loads((version / "features.json").read_text())
+    tensors, dense, ids = _request(config, features, np.random.default_rng(11))
+    labels = [c["name"] for c in features["labels"]]
+    outputs = labels if len(labels) > 1 else ["OUTPUT0"]
+    got = _infer(server, name, tensors, outputs)
+    script = _load(version / "train_torch.py", f"served_{name}_train_torch")
+    model = script.Model(features)
+    model.load_state_dict(torch.load(version / "model.pt", weights_only=True))
+    model.eval()
+    with torch.no_grad():
+        want = torch.sigmoid(model(torch.from_numpy(dense),
+                                   *[torch.from_numpy(ids[s["input"]][:, :, None]) for s in features["sparse"]]))
+    want = want.numpy().reshape(BATCH, -1)
+    assert want.shape[1] == len(labels)
+    for j, output in enumerate(outputs):
+        assert got[output].shape == (1, BATCH) and got[output].dtype == np.float32, (output, got[output])
+        np.testing.assert_allclose(got[output][0], want[:, j], rtol=0, atol=TOLERANCE)
+    assert want.std() > 0                                     # scores differ by row: the ids reach the tables
+
+
+def _config(version: Path, name: str):
+    """model.py's configuration (TABLES, KEY_DTYPE) without its Triton import."""
+    import sys
+    import types
+
+    stub = types.ModuleType("triton_python_backend_utils")
+    saved = sys.modules.get("triton_python_backend_utils")
+    sys.modules["triton_python_backend_utils"] = stub
+    try:
+        return _load(version / "model.py", f"served_{name}_config")
+    finally:
+        if saved is None:
+            del sys.modules["triton_python_backend_utils"]
+        else:
+            sys.modules["triton_python_backend_utils"] = saved
