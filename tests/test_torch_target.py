@@ -226,6 +226,7 @@ def test_two_ranks_over_gloo(demo, scripts, tmp_path):
     test_train_command.py's `ctrgen train --ranks 2`): each rank reads one of the two part files, lr scaled by 2,
     metrics reduced across ranks."""
     iters, batch = RUNS["movielens"]
+    iters //= 2         # two ranks at twice the lr: 60 steps reach AUC 0.775 (the bar: 0.746)
     metrics = train(scripts["movielens"], tmp_path / "out", iters, batch // 2, ranks=2)
     assert metrics["world_size"] == 2 and metrics["global_batch_size"] == batch
     assert metrics["auc"] > truth(demo, "movielens")["baseline_auc_valid"]["onehot"] - 0.03
