@@ -109,6 +109,7 @@ def resident_fp32(data, tmp_path_factory) -> tuple[dict, str]:
 
 
 def test_fp32_and_bf16_reach_the_same_auc(data, resident_fp32, tmp_path):
+    """Seconds as the module's first test: its synthetic data and the shared fp32 run, then the bf16 run."""
     spec_says, stdout = resident_fp32
     assert spec_says["precision"] == "fp32"       # the spec leaves use_mixed_precision off
     assert "precision fp32" in stdout

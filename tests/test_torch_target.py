@@ -164,6 +164,7 @@ def test_untranslatable_optimizer_is_a_spec_error(tmp_path):
 # ---- training on the demo data -------------------------------------------------------------------------------------
 
 def test_movielens_reaches_the_planted_structure(demo, scripts, tmp_path):
+    """Seconds as the module's first trainer test: the demo's datasets, the first rendering, then 120 steps."""
     t = truth(demo, "movielens")
     iters, batch = RUNS["movielens"]
     metrics = train(scripts["movielens"], tmp_path / "out", iters, batch)
