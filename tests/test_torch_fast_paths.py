@@ -92,7 +92,7 @@ def metrics_of(proc, out: Path) -> dict:
     return json.loads((out / "metrics.json").read_text())
 
 
-# ---- precision ----------------------------------------------------------------------------------------------------
+# ---- precision -----------------------------------------------------------------------------------------------------
 
 MOVIELENS = REPO / "generated" / "movielens" / "train_torch.py"
 # 40 steps at lr 0.02 reach AUC 0.71 on the planted data (0.62 is the bar); the spec's precision with the data held
