@@ -78,7 +78,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def run(script: Path, data_dir: Path, out: Path, *extra: str, iters: int = 80, batch: int = 256):
+def run(script: Path, data_dir: Path, out: Path, *extra: str, iters: int = 40, batch: int = 256):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     env["PYTHONPATH"] = str(REPO)   # codegen.runtime of this checkout; besides it torch, numpy, pyarrow only
     cmd = [sys.executable, str(script), "--device", "cpu", "--train", str(data_dir / "train"), "--eval",
@@ -94,13 +94,27 @@ def metrics_of(proc, out: Path) -> dict:
 
 # ---- precision -----------------------------------------------------------------------------------------------------
 
-def test_fp32_and_bf16_reach_the_same_auc(data, tmp_path):
-    script = REPO / "generated" / "movielens" / "train_torch.py"
-    spec_says = metrics_of(proc := run(script, data["movielens"], tmp_path / "a", "--lr", "0.01"), tmp_path / "a")
+MOVIELENS = REPO / "generated" / "movielens" / "train_torch.py"
+# 40 steps at lr 0.02 reach AUC 0.71 on the planted data (0.62 is the bar); the spec's precision with the data held
+# on the host is the reference of both the bf16 and the streamed run
+MOVIELENS_ARGS = ("--lr", "0.02")
+
+
+@pytest.fixture(scope="module")
+def resident_fp32(data, tmp_path_factory) -> tuple[dict, str]:
+    """One MovieLens run as the spec says (its precision) with --data-on host: its metrics and stdout."""
+    out = tmp_path_factory.mktemp("resident-fp32")
+    proc = run(MOVIELENS, data["movielens"], out, *MOVIELENS_ARGS, "--data-on", "host")
+    return metrics_of(proc, out), proc.stdout
+
+
+def test_fp32_and_bf16_reach_the_same_auc(data, resident_fp32, tmp_path):
+    """Seconds as the module's first test: its synthetic data and the shared fp32 run, then the bf16 run."""
+    spec_says, stdout = resident_fp32
     assert spec_says["precision"] == "fp32"       # the spec leaves use_mixed_precision off
-    assert "precision fp32" in proc.stdout
-    bf16 = metrics_of(proc := run(script, data["movielens"], tmp_path / "b", "--lr", "0.01", "--precision", "bf16"),
-                      tmp_path / "b")
+    assert "precision fp32" in stdout
+    bf16 = metrics_of(proc := run(MOVIELENS, data["movielens"], tmp_path / "b", *MOVIELENS_ARGS, "--precision",
+                                  "bf16"), tmp_path / "b")
     assert bf16["precision"] == "bf16" and "precision bf16" in proc.stdout
     assert spec_says["auc"] > 0.62, spec_says      # it learned the planted signal
     assert abs(spec_says["auc"] - bf16["auc"]) < 0.02, (spec_says["auc"], bf16["auc"])
@@ -187,10 +201,11 @@ def test_row_update_step_equals_the_dense_step(kind, nnz, combiner):
 def test_row_updates_and_dense_reach_the_same_auc(data, tmp_path):
     """Seconds: two trainings to the planted signal, row updates and the dense step, whose AUCs must agree."""
     script = REPO / "generated" / "dlrm" / "train_torch.py"
-    common = ("--lr", "24", "--max-eval-batches", "4", "--eval-batch-size", "512")   # lr warms up over 300 steps
-    rows = metrics_of(run(script, data["dlrm"], tmp_path / "r", *common, iters=25, batch=128), tmp_path / "r")
-    dense = metrics_of(run(script, data["dlrm"], tmp_path / "d", *common, "--embedding-update", "dense", iters=25,
-                           batch=128), tmp_path / "d")
+    # lr warms up over 300 steps: 20 steps of 64 at a peak lr of 48 reach AUC 0.62
+    common = ("--lr", "48", "--max-eval-batches", "4", "--eval-batch-size", "512")
+    rows = metrics_of(run(script, data["dlrm"], tmp_path / "r", *common, iters=20, batch=64), tmp_path / "r")
+    dense = metrics_of(run(script, data["dlrm"], tmp_path / "d", *common, "--embedding-update", "dense", iters=20,
+                           batch=64), tmp_path / "d")
     assert rows["embedding_update"] == "rows" and dense["embedding_update"] == "dense"
     assert rows["auc"] > 0.6, rows
     assert abs(rows["auc"] - dense["auc"]) < 0.002, (rows["auc"], dense["auc"])
@@ -206,14 +221,12 @@ def test_global_adam_tables_keep_the_dense_step(data, tmp_path):
 
 # ---- streaming -----------------------------------------------------------------------------------------------------
 
-def test_streamed_data_trains_like_resident_data(data, tmp_path):
-    script = REPO / "generated" / "movielens" / "train_torch.py"
-    resident = metrics_of(run(script, data["movielens"], tmp_path / "r", "--lr", "0.01", "--data-on", "host"),
-                          tmp_path / "r")
-    streamed = metrics_of(run(script, data["movielens"], tmp_path / "s", "--lr", "0.01", "--data-on", "stream",
+def test_streamed_data_trains_like_resident_data(data, resident_fp32, tmp_path):
+    resident, _ = resident_fp32
+    streamed = metrics_of(run(MOVIELENS, data["movielens"], tmp_path / "s", *MOVIELENS_ARGS, "--data-on", "stream",
                               "--shuffle-window", "3000"), tmp_path / "s")
     assert resident["data_on"] == "host" and streamed["data_on"] == "stream"
-    assert streamed["iterations"] == resident["iterations"] == 80
+    assert streamed["iterations"] == resident["iterations"] == 40
     assert abs(streamed["auc"] - resident["auc"]) < 0.02, (streamed["auc"], resident["auc"])
     assert streamed["startup"]["time_to_first_step_s"] > 0
 
