@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import Problem, UserError
 from .files import Dump
-from .layout import Layout, Piece, Table
+from .layout import Layout, Piece, SparseTable
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def to_hugectr(layout: Layout, state: dict) -> HugeCTRWeights:
     return HugeCTRWeights(dense, stats, tables)
 
 
-def _rows(table: Table, dump: Dump, where: str) -> tuple[np.ndarray, list[Problem]]:
+def _rows(table: SparseTable, dump: Dump, where: str) -> tuple[np.ndarray, list[Problem]]:
     """The PyTorch row of each key of ``dump``; problems for keys outside every slot, repeated keys and slot ids
     that disagree with the key's slot."""
     rows = np.full(len(dump.keys), -1, dtype=np.int64)

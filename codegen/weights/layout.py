@@ -80,7 +80,7 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Table:
+class SparseTable:
     name: str                        # the embedding's name (sparse_embedding_name)
     index: int                       # its place in add() order: <prefix><index>_sparse_<iter>.model
     key: str                         # the state_dict key of its weight
@@ -98,7 +98,7 @@ class Layout:
     model: str
     dense: tuple[Piece, ...]
     stats: tuple[Stats, ...]
-    tables: tuple[Table, ...]
+    tables: tuple[SparseTable, ...]
 
     @property
     def dense_count(self) -> int:
@@ -179,6 +179,6 @@ def layout_of(model: Model) -> Layout:
             raise UserError.one(spec, f"embedding '{e.name}': the reader adds no slot offsets (no slot_size_array), so "
                                 "a key of its file does not tell its slot", field="data",
                                 fix="read Parquet with slot_size_array (the default for data.format parquet)")
-        tables.append(Table(e.name, index, f"{attrs[e.name]}.weight", e.vec_size, tuple(slots),
+        tables.append(SparseTable(e.name, index, f"{attrs[e.name]}.weight", e.vec_size, tuple(slots),
                             TABLE_TYPES[e.embedding_type]))
     return Layout(model.name, tuple(dense), tuple(stats), tuple(tables))
