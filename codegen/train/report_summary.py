@@ -56,7 +56,7 @@ def _run_rows(m: dict) -> list[tuple[str, Any]]:
     data: dict = m["data"] if isinstance(m.get("data"), dict) else {}
     per, it = data.get("steps_per_epoch"), m.get("iterations")
     epochs = ""
-    if isinstance(per, int) and _n(it) and per > 0:
+    if isinstance(per, int) and isinstance(it, int) and per > 0:
         epochs = f" ({it / per:.2f} epochs of {per:,} iterations)"
     rate = m.get("samples_per_second")
     return [
