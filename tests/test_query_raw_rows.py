@@ -28,8 +28,12 @@ def ensemble() -> Ensemble:
 
 
 def sent(path, seps=None, sep=None) -> dict:
+    """The request's tensors; the typed frame (what --compare's offline workflow reads) keeps a text list as text."""
     ens = ensemble()
-    return request_tensors(typed_frame(read_rows(path, ens.columns, None, sep), ens, path, seps), ens, path)
+    frame = typed_frame(read_rows(path, ens.columns, None, sep), ens, path, seps)
+    if path.suffix != ".parquet":
+        assert [list(v) for v in frame["tags"]] == [["a", "b"], [], ["c"]]
+    return request_tensors(frame, ens, path)
 
 
 def check_three_rows(tensors: dict) -> None:

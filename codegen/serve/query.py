@@ -237,11 +237,12 @@ def pd_object(values: list):
 
 
 def _typed_list(items: list, dtype: str, data: Path, col: str, row: int) -> np.ndarray:
-    """One row's list in the Triton type ``dtype``, each item exactly (a null item is refused naming the row)."""
+    """One row's list in the Triton type ``dtype``, each item exactly (a null item is refused naming the row); text
+    stays text, as the workflow reads it offline (request_tensors encodes it for the request)."""
     if dtype == "BYTES":
         if any(v is None for v in items):
             _refuse_null(data, col, dtype, row)
-        return np.array([v if isinstance(v, bytes) else str(v).encode() for v in items], dtype=np.object_)
+        return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in items], dtype=np.object_)
     return np.array([_one_value(v, dtype, data, col, row) for v in items], dtype=NUMPY[dtype])
 
 
