@@ -165,6 +165,12 @@ MUTANTS = (
     Mutant("etl-split-uniform", "a row's number is the top 53 bits of splitmix64 over 2**53",
            "templates/etl/etl.py.j2", "astype(np.float64) / float(1 << 53)", "astype(np.float64) / float(1 << 52)",
            "split", files=(ETL_VALUES,)),
+    # -- ctrgen report (tests/test_report.py: synthetic run folders drawn in-process) --
+    Mutant("report-auc-axis", "an AUC chart is drawn on 0.5-1 while every value is in it", "codegen/train/report.py",
+           "unit_range=unit,", "unit_range=False,", "overlaid", files=("tests/test_report.py",)),
+    Mutant("report-epochs", "an epoch starts every steps_per_epoch iterations", "codegen/train/report.py",
+           'steps += [(k * per, f"epoch {k + 1}")', 'steps += [((k + 1) * per, f"epoch {k + 1}")', "overlaid",
+           files=("tests/test_report.py",)),
     Mutant("etl-list-index", "a held-out split's rows keep their own lists (a fresh index before Categorify)",
            "codegen/etl/render.py", '"list_inputs": bool(inputs.multi_hot),', '"list_inputs": False,',
            "held_out_split_keeps", files=("tests/test_etl.py",)),
