@@ -237,7 +237,10 @@ def test_assemble_checkpoint_chooses_best_last_or_a_snapshot(inputs, tmp_path):
     (run / "best").mkdir()
     torch.save({"table.weight": torch.ones(4, 2)}, run / "best" / "model.pt")
     shutil.copy(run / "features.json", run / "best" / "features.json")
-    (run / "metrics.json").write_text(json.dumps({"iterations": 300, "best": {"iteration": 100}}))
+    (run / "metrics.json").write_text(json.dumps({
+        "iterations": 300, "best": {"metric": "auc", "iteration": 100, "value": 0.71}, "auc": 0.7, "optimizer": "Adam",
+        "lr": 0.001, "data": {"train_rows": 4774, "eval_rows": 1226, "steps_per_epoch": 18,
+                              "eval_label_mean": {"rat|ing": 0.43}}}))
     features = json.loads((run / "features.json").read_text())
     torch.save({"model": {"table.weight": torch.full((4, 2), 2.0)}, "optimizer": {}, "iteration": 200,
                 "features": features}, run / "checkpoint_200.pt")
@@ -252,6 +255,14 @@ def test_assemble_checkpoint_chooses_best_last_or_a_snapshot(inputs, tmp_path):
         chosen = json.loads((out / "MANIFEST.json").read_text())["checkpoint"]
         assert chosen["weights"] == which and chosen["iteration"] == iteration and chosen["asked"] == str(asked)
         assert f"weights: {which} (iteration {iteration})" in result.stderr
+        # The model card at the root: the generated one, then the deployed run's metrics (a label name escaped).
+        card = (out / "README.md").read_text()
+        assert card.startswith((GENERATED / "movielens" / "README.md").read_text())
+        assert f"Weights: `{which}` (iteration {iteration}), deployed by `ctrgen assemble --checkpoint {asked}`" in card
+        for row in ("| training / evaluation rows | `4,774 / 1,226` |", "| label mean (CTR) | `rat\\|ing 0.43 (eval)` |",
+                    "| best evaluation | `auc 0.71 at iteration 100 (best/)` |", "| eval AUC (last) | `0.7` |",
+                    "| iterations | `300 (16.67 epochs of 18 iterations)` |", "| optimizer, learning rate | `Adam, 0.001` |"):
+            assert row in card, row
     result = assemble("--workflow", str(workflow), "--checkpoint", str(run / "checkpoint_9.pt"), "--out",
                       str(tmp_path / "none"))
     assert result.returncode == 2 and "checkpoint_9.pt: --checkpoint: checkpoint file not found" in result.stderr, result.stderr

@@ -86,6 +86,7 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
     from ...pipeline import open_spec, render_spec
     from ..deploy.assemble import assemble, check_generated
     from ..deploy.checkpoint_choice import chosen_checkpoint
+    from ..deploy.run_card import run_section
 
     if (weights is None) == (checkpoint is None):
         raise UserError.one(spec, "pass exactly one of --weights (HugeCTR) and --checkpoint (PyTorch)",
@@ -110,7 +111,9 @@ def assemble_command(spec: Path, workflow: Path, weights: Path | None, checkpoin
                           force=force, features_json=features_json,
                           train_torch=rendered.files.get(PurePosixPath("train_torch.py"), ""),
                           check_workflow=lock_checker(ctx), cores=cores,
-                          manifest={"checkpoint": choice.manifest} if choice else None)
+                          manifest={"checkpoint": choice.manifest} if choice else None,
+                          card=rendered.files.get(PurePosixPath("README.md"), "") + run_section(choice)
+                          if choice else "")
     if choice is not None:
         m = choice.manifest
         click.echo(f"weights: {m['weights']}" + (f" (iteration {m['iteration']})" if m["iteration"] is not None
