@@ -48,6 +48,8 @@ LAZY_COMMANDS = {
               "Train the spec's generated PyTorch model (progress, curves, report)."),
     "report": ("codegen.train.cli", "report_command",
                "Write one self-contained HTML page of one or more training runs."),
+    "weights": ("codegen.weights.cli", "weights_command",
+                "Move trained weights between HugeCTR's files and PyTorch."),
 }
 
 

@@ -345,7 +345,8 @@ def test_continue_from_existing_models_on_ssd(tmp_path):
     gen = _generate(spec, tmp_path / "out")
     run = tmp_path / "run"
     run.mkdir()
-    (run / "wdl_mos_dense_0.model").write_bytes(b"")
+    # A dense file of the model's size, as a previous run left it: 4 bytes per weight (WDL's 5 963 780, hugectr.md §5)
+    (run / "wdl_mos_dense_0.model").write_bytes(bytes(5963780))
     # The models previous runs left: model.py's, and model_low_level.py's own (low_level.sparse_models).
     for folder in ("wdl_0_sparse_model", "wdl_1_sparse_model", "wdl_low_0_sparse_model", "wdl_low_1_sparse_model"):
         (run / folder).mkdir()

@@ -270,3 +270,36 @@ def test_known_constants_of_mlperf_logging_are_values(tool, binding, use):
     # any other attribute of the module stays unknown, and a hugectr argument given one is refused with its text
     res = tool.import_and_compare(src.replace("DLRM_DCNv2", "GNMT"), "23.06", "unit")
     assert res["status"] == "refused" and "GNMT" in res["message"] and "cannot be known" in res["message"]
+
+
+def test_external_repositories_are_imported_beside_their_folder_for_the_release_of_their_date(tool, tmp_path: Path):
+    """tools/import_external.py: a results repository read at its newest commit, its release the HugeCTR release
+    current at its first commit; a script reading its width from a sibling module reproduces (the module is read
+    beside it), one computing it at run time is refused as "a run-time value", identical paths are one row."""
+    spec = importlib.util.spec_from_file_location("import_external", REPO / "tools" / "import_external.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    hug = tmp_path / "hugectr"
+    hug.mkdir()
+    _git(hug, "init", "-q")
+    _commit(hug, {"README.md": "3.2\n"}, "v3.2", "2021-10-01")
+    _commit(hug, {"README.md": "23.06\n"}, "v23.06.00", "2023-06-01")
+    results = tmp_path / "results"
+    results.mkdir()
+    _git(results, "init", "-q")
+    sibling = MLP.replace("import hugectr\n", "import hugectr\nfrom widths import UNITS\n")
+    _commit(results, {"a/dlrm/train.py": sibling, "a/dlrm/widths.py": "UNITS = 16\n",
+                      "b/dlrm/train.py": sibling, "b/dlrm/widths.py": "UNITS = 16\n",
+                      "c/dlrm/runtime.py": RUNTIME}, "first", "2022-01-10")
+    _commit(results, {"LICENSE": "header\n"}, "later", "2023-12-01")     # a later commit does not move the release
+    out = tmp_path / "external.md"
+    assert ext.main(["--hugectr", str(hug), "--clone", f"mlcommons/training_results_v3.1={results}",
+                     "--cache", str(tmp_path / "no-corpus"), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "2 distinct units: 1 reproduced, 1 refused, 0 differing, 0 crashed" in text
+    assert "| mlcommons/training_results_v3.1 | `a/dlrm/train.py` and 1 other path(s) | 3.2 | reproduced |" in text
+    assert "| `c/dlrm/runtime.py` | 3.2 | refused | a run-time value |" in text
+    assert tool.refusal_class({"status": "refused", "message": "hugectr.X is not in HugeCTR 3.2; ..."}) == \
+        "the release rejects it"
+    assert tool.refusal_class({"status": "refused", "message": "ctrgen refuses this: rows would mix"}) == \
+        "a named gap of ctrgen"

@@ -236,3 +236,29 @@ def test_positional_argument_the_release_lacks_is_named(tmp_path: Path):
     message = exc.value.format()
     assert "argument 'hybrid_embedding_param' is not in HugeCTR 24.04" in message
     assert "by keyword" not in message
+
+
+def test_positional_arguments_of_another_releases_signature_name_the_parameter_it_lacks(tmp_path: Path):
+    """HybridEmbeddingParam has 10 parameters in 3.3 to 3.9 (two precompute flags before communication_type) and 8
+    in 3.2 and from 4.0: ten positional arguments at 3.2 (MLPerf v1.1's DLRM) or 4.1 (v2.1's) name the first flag
+    as what the release lacks, not "pass the arguments by keyword"; at 3.3 they read."""
+    from test_import import NORM_DCN
+
+    start = NORM_DCN.index("model.add(hugectr.SparseEmbedding(")
+    end = NORM_DCN.index("model.add(hugectr.DenseLayer(")
+    hybrid = ("hugectr.HybridEmbeddingParam(2, -1, 0.03, 1.3e11, 1.9e11, 1.0, False, False, "
+              "hugectr.CommunicationType.NVLink_SingleNode, hugectr.HybridEmbeddingType.Distributed)")
+    text = NORM_DCN[:start] + (
+        "model.add(hugectr.SparseEmbedding(embedding_type=hugectr.Embedding_t.HybridSparseEmbedding, "
+        "workspace_size_per_gpu_in_mb=300, embedding_vec_size=16, combiner='sum', sparse_embedding_name="
+        f"'sparse_embedding1', bottom_name='data1', slot_size_array=[1000] * 26, optimizer=optimizer, "
+        f"hybrid_embedding_param={hybrid}))\n") + NORM_DCN[end:]
+    src = tmp_path / "hybrid.py"
+    src.write_text(text, encoding="utf-8")
+    for release in ("3.2", "4.1"):
+        with pytest.raises(UserError) as exc:
+            import_source(src, release)
+        message = exc.value.format()
+        assert f"argument 'use_train_precompute_indices' is not in HugeCTR {release}" in message, message
+        assert "10 positional arguments" in message and "by keyword" not in message
+    assert import_source(src, "3.3").spec_text.count("use_train_precompute_indices: false") == 1

@@ -36,11 +36,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("on the outputs: pipeline, writing, import (checked through the model), port, lint, deploy, serve, keysets", (
         "codegen.pipeline", "codegen.output", "codegen.importer", "codegen.port", "codegen.triton.lint",
         "codegen.triton.deploy", "codegen.serve", "codegen.keysets", "codegen.train", "codegen.export",
-        "codegen.triton")),   # (codegen/triton/__init__.py: ctrgen validate's entry points, loaded on first use)
+        "codegen.weights", "codegen.triton")),   # (codegen/triton/__init__.py: ctrgen validate's entry points, loaded on first use)
     ("commands", (
         "codegen.cli", "codegen.entry", "codegen.__main__", "codegen.triton.commands", "codegen.etl.run",
         "codegen.etl.cli", "codegen.demo", "codegen.keysets.cli", "codegen.serve.cli_serve",
-        "codegen.serve.cli_query", "codegen.train.cli", "codegen.export.cli")),
+        "codegen.serve.cli_query", "codegen.train.cli", "codegen.export.cli", "codegen.weights.cli")),
 )
 # Circles known to be left: the importer's package and its modules (issue 23 item 4 splits them). Nothing else.
 KNOWN_CIRCLES: set[str] = set()

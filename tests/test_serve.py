@@ -317,9 +317,12 @@ def test_a_repository_that_fails_validation_is_refused_with_the_findings(deploye
 
 def test_a_checkpoint_that_fails_to_load_names_the_model_and_the_servers_message(deployed, tmp_path):
     """Seconds: a real Triton server of its own must start and fail to load the model, to read the server's own
-    message (`ctrgen serve` in this process: its exit status and output are under test, not its process)."""
+    message (`ctrgen serve` in this process: its exit status and output are under test, not its process). The
+    repository holds the PyTorch model alone (with the runtime it imports): no preprocessing backend process."""
     repo = tmp_path / "repo"
-    shutil.copytree(deployed["repo"], repo)
+    for part in (NAME, "codegen"):
+        shutil.copytree(deployed["repo"] / part, repo / part)
+    shutil.copy(deployed["repo"] / "MANIFEST.json", repo / "MANIFEST.json")
     torch.save({"fc1.weight": torch.zeros(3, 3)}, repo / NAME / "1" / "model.pt")
     result = run_ctrgen("serve", str(repo), "--http-port", str(_free_port()), "--grpc-port", str(_free_port()),
                         "--metrics-port", str(_free_port()))

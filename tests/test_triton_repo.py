@@ -150,15 +150,22 @@ def test_validate_refuses_both_training_sides():
 
 @pytest.mark.slow
 def test_generation_is_deterministic_across_hash_seeds(tmp_path):
+    """Two specs in one process per hash seed (a process each: the seed is read at interpreter start): every file
+    byte-identical, the Triton repositories among them; wdl's PyTorch repository equal to the committed one too."""
     outs = []
     for seed in ("0", "12345"):
         out = tmp_path / seed
-        r = run_ctrgen("generate", "specs/movielens_genres.yaml", "--out", str(out),
+        r = run_ctrgen("generate", "specs/movielens_genres.yaml", "specs/wdl.yaml", "--out", str(out),
                        env={"PYTHONHASHSEED": seed, "LC_ALL": "C"})
         assert r.returncode == 0, r.stderr
         outs.append({p.relative_to(out): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()})
     assert outs[0] == outs[1]
     assert any(str(p).startswith("movielens_genres/triton/") for p in outs[0])
+    torch_repo = PurePosixPath("wdl", "triton_torch")
+    committed = GENERATED / "wdl" / "triton_torch"   # (bytecode of tests that import its models is not ours)
+    assert {str(p.relative_to(torch_repo)): b for p, b in outs[0].items() if p.is_relative_to(torch_repo)} == \
+        {str(p.relative_to(committed)): p.read_bytes() for p in sorted(committed.rglob("*"))
+         if p.is_file() and "__pycache__" not in p.parts}
 
 
 def test_hostile_names_are_escaped(tmp_path):

@@ -650,15 +650,18 @@ def argv_of(u: dict, release: str) -> list[str] | None:
     return others[0]["argv"] if others else None
 
 
-def import_and_compare(text: str, release: str, name: str, argv: list[str] | None = None) -> dict:
-    """Import ``text`` for ``release``, generate, compare the calls. {'status', 'message', 'seconds', ...}."""
+def import_and_compare(text: str, release: str, name: str, argv: list[str] | None = None,
+                       folder: Path | None = None) -> dict:
+    """Import ``text`` for ``release``, generate, compare the calls. {'status', 'message', 'seconds', ...}.
+    ``folder``: where the unit is written (beside the files a caller put there), else a folder of its own."""
     from codegen.errors import UserError
     from codegen.importer import import_source
     from codegen.importer.compare import compare_texts
     from codegen.importer.write import write_import
     from codegen.pipeline import open_spec, render_spec
 
-    with tempfile.TemporaryDirectory(prefix="ctrgen-corpus-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ctrgen-corpus-") as own:
+        tmp = str(folder or own)
         src = Path(tmp) / f"{name}.py"
         src.write_text(text, encoding="utf-8")
         stage = "import"
@@ -672,7 +675,15 @@ def import_and_compare(text: str, release: str, name: str, argv: list[str] | Non
             rendered = render_spec(open_spec(Path(tmp) / "specs" / f"{result.name}.yaml"))
             model_py = next(v for k, v in rendered.files.items() if str(k) == "model.py")
             stage = "compare"
-            diffs = compare_texts(text, model_py, src.name, release, argv)
+            if folder is None:
+                diffs = compare_texts(text, model_py, src.name, release, argv)
+            else:      # the source reads the modules beside it, as the import did
+                from codegen.importer.calls import extract
+                from codegen.importer.compare import compare_with
+                from codegen.importer.modules import Modules
+
+                diffs = compare_with(extract(text, str(src), argv, Modules(src.parent, {}, src)),
+                                     extract(model_py, "model.py"), release)
         except UserError as exc:
             first = sorted(exc.problems, key=lambda p: p.sort_key())[0]
             msg = first.message.replace(tmp, "<tmp>").replace(str(src), "<unit>")
@@ -753,6 +764,19 @@ _SOURCE_REJECTED = re.compile(r"is not in HugeCTR \d|HugeCTR rejects this|bottom
 def source_rejected(res: dict | None) -> bool:
     return res is not None and res.get("status") == "refused" and \
         bool(_SOURCE_REJECTED.search(res.get("message", "")))
+
+
+_RUN_TIME = re.compile(r"cannot be known statically|cannot be known without running")
+
+
+def refusal_class(res: dict) -> str:
+    """Why a refusal is right: what the release itself rejects, a value only a run gives, or a gap of ctrgen's
+    named by its message."""
+    if source_rejected(res) or "is the API of HugeCTR" in res.get("message", ""):
+        return "the release rejects it"
+    if _RUN_TIME.search(res.get("message", "")):
+        return "a run-time value"
+    return "a named gap of ctrgen"
 
 
 def release_refusal(res: dict) -> bool:
@@ -843,7 +867,11 @@ def report(args: argparse.Namespace) -> None:
       "scripts) the line of the newest commit of any branch or pull request whose tree holds the same file byte for "
       "byte; without one, its argparse defaults.\n\n"
       "*reproduced*: the calls are equal; *refused*: the importer stopped with a one-line message; *differing*: "
-      "imported but the generated calls differ; *crashed*: a Python exception from ctrgen (a bug).\n\n")
+      "imported but the generated calls differ; *crashed*: a Python exception from ctrgen (a bug). Each refusal's "
+      "class says why it is right: *the release rejects it* (a function, argument or member the release lacks, a "
+      "check HugeCTR itself makes), *a run-time value* (what the script computes only when it runs) or *a named "
+      "gap of ctrgen* (its message says what ctrgen does not model). Scripts of other repositories: "
+      "[import_external.md](import_external.md) (`tools/import_external.py`).\n\n")
     w("## Per release\n\n| release | tags read | units | reproduced | refused | differing | crashed | % | "
       "not single-model |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
     for r in index["releases"]:
@@ -883,10 +911,12 @@ def report(args: argparse.Namespace) -> None:
         groups = t["causes"][st]
         if not groups:
             continue
-        w(f"## {title} (distinct units)\n\n| units | cause | example |\n|---:|---|---|\n")
+        kind = "| class " if st == "refused" else ""
+        w(f"## {title} (distinct units)\n\n| units {kind}| cause | example |\n|---:{'|---' * bool(kind)}|---|---|\n")
         for c, us in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             ex = min(label_of(u["members"][-1]) for u in us)
-            w(f"| {len(us)} | {c.replace('|', '&#124;')} | `{ex}` |\n")
+            cls = f"| {refusal_class(outcome(us[0], results)[1])} " if kind else ""
+            w(f"| {len(us)} {cls}| {c.replace('|', '&#124;')} | `{ex}` |\n")
         w("\n")
     w("## Rerun\n\n```bash\n"
       "# clones (bare is fine) of NVIDIA-Merlin/HugeCTR, triton-inference-server/hugectr_backend and\n"

@@ -40,6 +40,8 @@ SHARD = "tests/test_torch_shard.py"
 PARITY = "tests/test_layer_parity.py"
 PARITY_SEQ = "tests/test_layer_parity_seq.py"
 ATTENTION = "codegen/runtime/attention.py"
+WEIGHTS = "tests/test_weights.py"
+WEIGHTS_CLI = "tests/test_weights_cli.py"
 
 
 @dataclass(frozen=True)
@@ -239,7 +241,10 @@ MUTANTS = (
            'w.addcdiv_(g * -lr, s.sqrt().add_(self.hyper["eps"]))', "w.addcdiv_(g * -lr, s.sqrt().add_(1e-3))",
            "row_update", files=(FAST_PATHS,)),
     Mutant("resume-optimizer", "a resumed run restores the optimizer's state", "codegen/runtime/checkpoint.py",
-           '    optimizer.load_state_dict(state["optimizer"])\n', "", "resumes", files=(CONTINUOUS_TORCH,)),
+           '_load_optimizer(path, optimizer, state["optimizer"])', "None", "resumes", files=(CONTINUOUS_TORCH,)),
+    Mutant("resume-imported-fresh", "a checkpoint imported from HugeCTR's files ({} optimizer) resumes with a fresh "
+           "optimizer", "codegen/runtime/checkpoint.py", 'if state["optimizer"] != {}:', "if True:", "resumes",
+           files=(WEIGHTS_CLI,)),
     # -- several ranks (issue 27) --
     Mutant("shard-grad-average", "a split table's row gradients are averaged over the ranks",
            "codegen/runtime/shards.py", "split = ScaledGradient.apply(split, 1.0 / self.placement.size)",
@@ -376,7 +381,7 @@ MUTANTS = (
            files=(IMPORT_EXACT, IMPORT_DIFF)),
     # -- the layer translations tests/test_layer_parity.py holds against HugeCTR's arithmetic --
     Mutant("torch-mlp-biases", "an MLP layer has a bias only where biases (or use_bias) give one",
-           "codegen/render/torch_model.py", '("" if bias else ", bias=False")', '""', "mlp", files=(PARITY,)),
+           "codegen/render/torch_model.py", '("" if m[2] else ", bias=False")', '""', "mlp", files=(PARITY,)),
     Mutant("torch-select-dim", "Select takes dimension dim of the tensor, the batch being 0",
            "codegen/render/torch_model.py", "[':'] * dim + ", "[':'] * (dim - 1) + ", "select", files=(PARITY,)),
     Mutant("torch-group-fused-once", "a FusedInnerProduct of a group computes its output once (its other tops are "
@@ -395,6 +400,20 @@ MUTANTS = (
     Mutant("torch-batchnorm-factor", "BatchNorm's factor is torch's momentum (cuDNN's exponentialAverageFactor)",
            "codegen/render/torch_model.py", "momentum={py(float(p.get('factor', 1.0)))}",
            "momentum={py(1.0 - float(p.get('factor', 1.0)))}", "batch_norm", files=(PARITY,)),
+    # -- HugeCTR's weight files (issue 47) --
+    Mutant("weights-kernel-in-out", "HugeCTR keeps an InnerProduct's kernel as (in, out), nn.Linear as (out, in)",
+           "codegen/weights/convert.py", "    if piece.transpose:\n        value = value.T\n", "", "bit_identical or reader",
+           files=(WEIGHTS,)),
+    Mutant("weights-key-offset", "a key is the id plus its slot's offset over every slot of the model",
+           "codegen/weights/convert.py", "np.arange(s.rows, dtype=np.int64) + s.key_offset",
+           "np.arange(s.rows, dtype=np.int64) + s.row_offset", "offset", files=(WEIGHTS,)),
+    Mutant("weights-multicross-order", "a MultiCross layer's weight comes before its bias, layer by layer",
+           "codegen/weights/layout.py", 'pieces += [Piece(top, f"{attr}.weight", (width,), row=i), '
+           'Piece(top, f"{attr}.bias", (width,), row=i)]', 'pieces += [Piece(top, f"{attr}.bias", (width,), row=i), '
+           'Piece(top, f"{attr}.weight", (width,), row=i)]', "reader", files=(WEIGHTS,)),
+    Mutant("weights-absent-rows-zero", "rows no key of the file sets import as zeros (HPS's default value)",
+           "codegen/weights/convert.py", "table = np.zeros((t.rows + 1, t.vec_size), dtype=np.float32)",
+           "table = np.ones((t.rows + 1, t.vec_size), dtype=np.float32)", "standin", files=(WEIGHTS_CLI,)),
 )
 
 

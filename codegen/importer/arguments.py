@@ -84,6 +84,15 @@ def _positionals_past_the_signature(call: Call, names: tuple, release: str | Non
                 raise Refusal(f"hugectr.{call.func} is given {len(call.args)} positional arguments: {absent}",
                               call.line, "target a release that has it, or remove the argument")
             return
+    # Another release's signature of that length whose extra parameters sit mid-way (HybridEmbeddingParam's two
+    # precompute flags of 3.3 to 3.9): the cause is the first of them this release lacks.
+    for other in reversed(api.RELEASES):
+        longer = param_names(call.func, other) or ()
+        extra = [p for p in longer if p not in names]
+        absent = api.missing(call.func, release, extra[0]) if len(longer) == len(call.args) and extra else None
+        if absent:
+            raise Refusal(f"hugectr.{call.func} is given {len(call.args)} positional arguments, the signature of "
+                          f"HugeCTR {other}: {absent}", call.line, "target a release that has it, or remove the argument")
 
 
 def loop_refusal(line: int, funcs: list[str], why: str) -> Located:

@@ -133,20 +133,31 @@ def _width(shape) -> int:
     return shape.width   # (an MLP's built width where HugeCTR records num_output: shapes.Shape.built_width)
 
 
-def _mlp(layer: Layer) -> str:
-    """HugeCTR's MLP (src/layers/mlp_layer.cu, 4.2 - 25.03) as an nn.Sequential: per width a linear layer (bias per
-    `biases`, else `use_bias`) and its activation (per `activations`, else `act_type`; Relu by default), the last
-    layer's included."""
+def _mlp_modules(layer: Layer) -> list[tuple[int, int, bool] | None]:
+    """HugeCTR's MLP (src/layers/mlp_layer.cu, 4.2 - 25.03) as the modules of an nn.Sequential: per width a linear
+    layer (in, out, bias; bias per `biases`, else `use_bias`) and its activation (None: a ReLU; per `activations`,
+    else `act_type`, Relu by default), the last layer's included."""
     p = dict(layer.params)
     widths = [int(w) for w in p["num_outputs"]]
     act = p.get("act_type")
     acts = [a.member for a in p.get("activations") or []] or [act.member if act is not None else "Relu"] * len(widths)
     biases = [bool(b) for b in p.get("biases") or []] or [bool(p.get("use_bias", True))] * len(widths)
-    parts, width = [], _width(layer.in_shapes[0])
+    modules: list[tuple[int, int, bool] | None] = []
+    width = _width(layer.in_shapes[0])
     for out, a, bias in zip(widths, acts, biases):
-        parts.append(f"nn.Linear({width}, {out}" + ("" if bias else ", bias=False") + ")")
-        parts += ["nn.ReLU()"] if a == "Relu" else []
+        modules += [(width, out, bias)] + ([None] if a == "Relu" else [])
         width = out
+    return modules
+
+
+def mlp_linears(layer: Layer) -> list[tuple[int, int, int, bool]]:
+    """The MLP's linear layers as (index in its nn.Sequential, in, out, bias), in order (codegen.weights)."""
+    return [(i, *m) for i, m in enumerate(_mlp_modules(layer)) if m is not None]
+
+
+def _mlp(layer: Layer) -> str:
+    parts = ["nn.ReLU()" if m is None else f"nn.Linear({m[0]}, {m[1]}" + ("" if m[2] else ", bias=False") + ")"
+             for m in _mlp_modules(layer)]
     return f"nn.Sequential({', '.join(parts)})"
 
 
@@ -326,6 +337,12 @@ def _lr_schedule(job: TrainingJob) -> dict:
     return {"lr": float(solver.get("lr", DEFAULT_LR)), "warmup_steps": int(solver.get("warmup_steps", 0) or 0),
             "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1)),
             "decay_power": float(solver.get("decay_power", 2.0)), "end_lr": float(solver.get("end_lr", 0.0))}
+
+
+def module_attrs(job: TrainingJob) -> dict[str, str]:
+    """The Model attribute that holds the module of each HugeCTR tensor (an embedding's or a layer's top): the
+    prefix of its parameters' state_dict keys, as codegen.weights maps HugeCTR's files onto them."""
+    return dict(_translate(job, frozenset())[1].attrs)
 
 
 def translate_graph(job: TrainingJob) -> _Model:

@@ -43,17 +43,22 @@ def resume(path: Path, model: nn.Module, optimizer, features: dict, device: torc
     except (RuntimeError, KeyError, TypeError, ValueError, AttributeError) as exc:
         raise DataError(f"{path}: its weights do not fit this model ({_first_line(exc)}) (fix: resume from a "
                         "checkpoint of this spec)") from None
-    try:
-        optimizer.load_state_dict(state["optimizer"])
-    except (RuntimeError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise DataError(f"{path}: its optimizer state does not fit this optimizer ({_first_line(exc)}) (fix: resume "
-                        "from a checkpoint of this spec and solver)") from None
+    if state["optimizer"] != {}:     # {}: weights imported from HugeCTR's files (ctrgen weights), a fresh optimizer
+        _load_optimizer(path, optimizer, state["optimizer"])
     # Dropout continues as in one uninterrupted run: the CPU's random state, and the GPU's when both runs use one.
     if state.get("rng") is not None:
         torch.set_rng_state(state["rng"].cpu())
     if state.get("cuda_rng") is not None and device.type == "cuda":
         torch.cuda.set_rng_state(state["cuda_rng"].cpu(), device)
     return state
+
+
+def _load_optimizer(path: Path, optimizer, saved) -> None:
+    try:
+        optimizer.load_state_dict(saved)
+    except (RuntimeError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise DataError(f"{path}: its optimizer state does not fit this optimizer ({_first_line(exc)}) (fix: resume "
+                        "from a checkpoint of this spec and solver)") from None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ from ._release import NAME, RELEASE, Span, at_least
 from ._shapes import LOSSES, Tensor, infer
 from ._sig import P, bind
 from . import _writer as W
+from . import _params
 
 MP_LAYERS = frozenset(
     "BatchNorm LayerNorm BinaryCrossEntropyLoss Cast Concat Dropout ELU InnerProduct Interaction ReLU Reshape Sigmoid "
@@ -157,6 +158,7 @@ class Model(_Obj):
         self._eval_reader = DataReader(self, "eval", r.eval_source)
         self._cache = _Cache(_cache_name()) if self._cache_params is not None else None
         self._iteration = 0
+        self._params = _params.Params()     # what load_dense_weights / load_sparse_weights read
 
     # ---- building ----------------------------------------------------------------------------------------------
     @property
@@ -534,10 +536,10 @@ class Model(_Obj):
         return None
 
     def _save_params(self, prefix: str, it: int) -> None:
-        """The files of §5, as placeholders: the dense file has the real size (4 bytes per trainable weight) and
-        zeros; a sparse model is a folder with empty key / emb_vector (/ slot_id) files. With MOS/ETC the sparse
-        models go to the cache's own paths (Model::download_params_to_files)."""
-        _files.output(f"{prefix}_dense_{it}.model").write_bytes(bytes(4 * self._dense_param_count()))
+        """The files of §5 (_params.py: the values a load_* call read, else placeholders of the real sizes). With
+        MOS/ETC the sparse models go to the cache's own paths (Model::download_params_to_files)."""
+        _params.save_dense(self._params, _files.output(f"{prefix}_dense_{it}.model"), self._dense_param_count(),
+                           self._batch_norm_widths())
         _files.output(f"{prefix}_opt_dense_{it}.model").write_bytes(b"")
         cache_paths = self._cache_sparse_paths()
         for i, (emb, _) in enumerate(self._embeddings):
@@ -548,10 +550,10 @@ class Model(_Obj):
             else:
                 d = _files.output(f"{prefix}{i}_sparse_{it}.model")
                 _files.output(f"{prefix}{i}_opt_sparse_{it}.model").write_bytes(b"")
-            d.mkdir(exist_ok=True)
-            names = ["key", "emb_vector"] + (["slot_id"] if "Localized" in emb.embedding_type.name else [])
-            for n in names:
-                (d / n).write_bytes(b"")
+            _params.save_sparse(self._params, i, d, "Localized" in emb.embedding_type.name)
+
+    def _batch_norm_widths(self) -> list[int]:
+        return [self._tensors[layer.bottom_names[0]].built[-1] for layer in self._layers if layer.type == "BatchNorm"]
 
     def _dense_param_count(self) -> int:
         n = 0
@@ -584,6 +586,8 @@ class Model(_Obj):
         b = bind("Model.load_dense_weights", [P("dense_model_file", kind="str")], args, kwargs)
         self._need_compiled_for("the dense weights")
         _files.check_model_file(b["dense_model_file"], "Model.load_dense_weights")
+        _params.load_dense(self._params, _files.resolve(b["dense_model_file"]), self._dense_param_count(),
+                           self._batch_norm_widths(), "Model.load_dense_weights")
 
     def load_sparse_weights(self, *args, **kwargs) -> None:
         record("Model.load_sparse_weights", args, kwargs)
@@ -592,9 +596,20 @@ class Model(_Obj):
             sigs.append([P("sparse_embedding_files_map", kind="any")])
         b = _overload("Model.load_sparse_weights", sigs, args, kwargs)
         self._need_compiled_for("the sparse weights", sparse=True)
-        files = b.get("sparse_embedding_files") or list(b["sparse_embedding_files_map"].values())
-        for f in files:
+        if "sparse_embedding_files" in b:
+            pairs = list(enumerate(b["sparse_embedding_files"]))
+        else:
+            names = [e.sparse_embedding_name for e, _ in self._embeddings]
+            for name in b["sparse_embedding_files_map"]:
+                if name not in names:
+                    raise HugeCTRError(f"No such embedding name: {name}")
+            pairs = [(names.index(n), f) for n, f in b["sparse_embedding_files_map"].items()]
+        for i, f in pairs:
             _files.check_model_file(f, "Model.load_sparse_weights")
+            if i < len(self._embeddings):
+                emb = self._embeddings[i][0]
+                _params.load_sparse(self._params, i, _files.resolve(f), emb.embedding_vec_size,
+                                    "Localized" in emb.embedding_type.name, "Model.load_sparse_weights")
 
     def freeze_dense(self, *args, **kwargs) -> None:
         record("Model.freeze_dense", args, kwargs)
