@@ -254,3 +254,53 @@ def test_assemble_checkpoint_chooses_best_last_or_a_snapshot(inputs, tmp_path):
     result = assemble("--workflow", str(workflow), "--checkpoint", str(run / "checkpoint_9.pt"), "--out",
                       str(tmp_path / "none"))
     assert result.returncode == 2 and "checkpoint_9.pt: --checkpoint: checkpoint file not found" in result.stderr, result.stderr
+
+
+@pytest.mark.slow
+def test_assemble_puts_the_onnx_step_in_place_of_the_python_one(tmp_path):
+    """The repository assemble stages, with the step swapped in before it is moved into place: the python model's
+    files out, model.onnx in, its config the onnxruntime one; the preprocessing model and the ensemble as generated.
+    Here, beside the other assemble tests, the session's locked workflow is proven to load once for all of them."""
+    import numpy as np
+    import torch
+
+    from codegen.export.vcsr import export_vcsr, tables_of
+    from codegen.serve.offline import load_script
+    from codegen.triton.deploy.assemble import assemble
+    from codegen.triton.layout import rendered_repository
+
+    rendered = render_spec(open_spec(REPO / "specs" / "dcn.yaml"))      # small tables, 13 continuous columns
+    plan = rendered.triton_torch
+    features_json = rendered.files[PurePosixPath("features.json")]
+    features = json.loads(features_json)
+    torch.manual_seed(0)
+    model = load_script(REPO / "generated" / "dcn" / "train_torch.py").Model(features).eval()
+    rng = np.random.default_rng(1)
+    sparse = []
+    for s in features["sparse"]:
+        ids = np.full((6, len(s["columns"]), s["nnz"]), -1, dtype=np.int64)
+        for j, c in enumerate(s["columns"]):
+            ids[:, j, 0] = rng.integers(0, c["cardinality"], 6)
+        sparse.append(ids)
+    arrays = {"labels": np.zeros((6, 1), np.float32), "sparse": sparse,
+              "dense": rng.normal(size=(6, len(features["continuous"]))).astype(np.float32)}
+    outputs = [o.name for o in plan.model("").outputs]
+    data = export_vcsr(model, features, tables_of(plan, features), outputs, arrays)
+    checkpoint = tmp_path / "run"
+    checkpoint.mkdir()
+    torch.save(model.state_dict(), checkpoint / "model.pt")
+    (checkpoint / "features.json").write_text(features_json)
+    out = tmp_path / "repo"
+    # The workflow is any saved one (the lock check is the command's): the session's MovieLens one, loaded once.
+    result = assemble(plan, REPO / "generated" / "dcn", workflow=locked_movielens_workflow(), weights=checkpoint,
+                      out=out, features_json=features_json,
+                      train_torch=rendered.files[PurePosixPath("train_torch.py")], onnx=data)
+    assert sorted(p.name for p in (out / "dcn" / "1").iterdir()) == ["model.onnx"]
+    assert (out / "dcn" / "1" / "model.onnx").read_bytes() == data
+    assert "dcn/1/model.onnx" in result.copied and "dcn/1/model.pt" not in result.copied
+    config = (out / "dcn" / "config.pbtxt").read_text()
+    assert 'backend: "onnxruntime"' in config and "count: " in config          # assemble's instance count kept
+    ensemble = PurePosixPath("dcn_ens/config.pbtxt")
+    assert (out / ensemble).read_text() == rendered_repository(rendered.files, "triton_torch")[ensemble]
+    assert (out / "dcn_nvt" / "1" / "model.py").is_file()
+    assert (out / "dcn_nvt" / "1" / "workflow" / "workflow.pkl").is_file()
