@@ -61,11 +61,14 @@ regen: $(STAMP)
 	$(BIN)/ctrgen generate specs/*.yaml
 	$(BIN)/python -m pytest tests --update-goldens -q
 
-# A `ctrgen report` page checked in a real headless browser (not part of `make test`): Debian's chromium and
-# chromium-driver (apt-get, as root, when missing), selenium in its own environment (requirements/browser.txt), a
-# short CPU run of the demo's MovieLens spec with `ctrgen train`, its report, then tools/browser_check.py.
+# `ctrgen report` pages checked in a real headless browser (not part of `make test`): Debian's chromium and
+# chromium-driver (apt-get, as root, when missing), selenium in its own environment (requirements/browser.txt), two
+# short CPU runs of the demo's MovieLens spec with `ctrgen train` (two learning rates), the first run's report and the
+# two runs' comparison page, then tools/browser_check.py on each.
 BROWSER_VENV := .browser-venv
 BROWSER_RUN  := .demo/runs/browser-check
+BROWSER_RUN2 := .demo/runs/browser-check-lr
+BROWSER_FLAGS := --device cpu --max-iter 100 --force -- --batch-size 256 --display 10 --eval-interval 20 --snapshot 0
 
 browser-check: $(STAMP)
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
@@ -73,10 +76,12 @@ browser-check: $(STAMP)
 	test -x $(BROWSER_VENV)/bin/python || $(PYTHON) -m venv $(BROWSER_VENV)
 	$(BROWSER_VENV)/bin/python -m pip install -q --disable-pip-version-check -r requirements/browser.txt
 	$(BIN)/ctrgen demo --only movielens
-	OMP_NUM_THREADS=1 $(BIN)/ctrgen train .demo/specs/movielens.yaml --device cpu --max-iter 100 --out $(BROWSER_RUN) \
-		-- --batch-size 256 --display 10 --eval-interval 20 --snapshot 0
+	$(BIN)/ctrgen train .demo/specs/movielens.yaml --out $(BROWSER_RUN) $(BROWSER_FLAGS)
+	$(BIN)/ctrgen train .demo/specs/movielens.yaml --out $(BROWSER_RUN2) $(BROWSER_FLAGS) --lr 0.01
 	$(BIN)/ctrgen report $(BROWSER_RUN)
+	$(BIN)/ctrgen report $(BROWSER_RUN) $(BROWSER_RUN2) --out .demo/runs/browser-compare.html
 	$(BROWSER_VENV)/bin/python tools/browser_check.py $(BROWSER_RUN)/report.html
+	$(BROWSER_VENV)/bin/python tools/browser_check.py .demo/runs/browser-compare.html $(BROWSER_RUN) $(BROWSER_RUN2)
 
 clean:
 	rm -rf $(VENV) $(BROWSER_VENV) .demo

@@ -46,7 +46,8 @@ LAZY_COMMANDS = {
               "Send raw rows through a served ensemble and print the scores."),
     "train": ("codegen.train.cli", "train_command",
               "Train the spec's generated PyTorch model (progress, curves, report)."),
-    "report": ("codegen.train.cli", "report_command", "Write one self-contained HTML page of a training run."),
+    "report": ("codegen.train.cli", "report_command",
+               "Write one self-contained HTML page of one or more training runs."),
     "weights": ("codegen.weights.cli", "weights_command",
                 "Move trained weights between HugeCTR's files and PyTorch."),
 }

@@ -17,6 +17,7 @@ import threading
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import warm_python
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -344,6 +345,7 @@ class _Svg(HTMLParser):
     def __init__(self):
         super().__init__()
         self.charts: list[dict] = []
+        self.constants: dict[str, int] = {}
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -351,10 +353,13 @@ class _Svg(HTMLParser):
             self.charts.append({**a, "curves": {}})
         elif tag == "polyline" and self.charts:
             self.charts[-1]["curves"][a["data-tag"]] = [tuple(map(float, p.split(","))) for p in a["points"].split()]
+        elif tag == "span" and a.get("class") == "constant":
+            self.constants[a["data-tag"]] = int(a["data-points"])
 
 
-def test_report_draws_every_point_of_metrics_jsonl(trained, tmp_path):
+def test_report_draws_every_point_of_metrics_jsonl(project, trained, tmp_path):
     """The report of the module's `trained` run (the folder `ctrgen train` wrote)."""
+    run = trained
     proc = run_ctrgen("report", str(trained["out"]), "--out", str(tmp_path / "report.html"))
     assert proc.returncode == 0, proc.stderr
     page = (tmp_path / "report.html").read_text()
@@ -373,9 +378,17 @@ def test_report_draws_every_point_of_metrics_jsonl(trained, tmp_path):
             want = series[tag]
             assert [round(s) for s, _ in drawn[tag]] == [s for s, _ in want], tag
             assert [v for _, v in drawn[tag]] == pytest.approx([v for _, v in want], abs=tolerance), tag
-    assert sorted(drawn) == sorted(series)
+    # Every series is a curve, or held one value throughout (a constant learning rate): a summary line instead.
+    assert sorted([*drawn, *parser.constants]) == sorted(series)
+    for tag, count in parser.constants.items():
+        assert count == len(series[tag]) and len({v for _, v in series[tag]}) == 1, tag
+    metrics = json.loads((run["out"] / "metrics.json").read_text())
+    rows = metrics["data"]["train_rows"]
+    assert rows == sum(pq.ParquetFile(f).metadata.num_rows for f in sorted((project["data"] / "train").glob("*.parquet")))
+    assert metrics["data"]["steps_per_epoch"] == rows // 128          # two ranks of --batch-size 64
     for text in ("regen2: training run", "train_torch.py", "sha256", "Model graph", "peak memory per rank",
-                 "Eval PR-AUC", "best evaluation"):
+                 "Eval PR-AUC", "best evaluation", f"{rows:,} / {metrics['data']['eval_rows']:,}",
+                 f"{metrics['optimizer']}, {metrics['lr']:g}", "label mean (CTR)"):
         assert text in page
     # Deterministic: the same run folder gives the same bytes.
     assert run_ctrgen("report", str(trained["out"]), "--out", str(tmp_path / "again.html")).returncode == 0

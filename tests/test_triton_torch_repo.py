@@ -225,7 +225,10 @@ def test_assemble_checkpoint_chooses_best_last_or_a_snapshot(inputs, tmp_path):
     (run / "best").mkdir()
     torch.save({"table.weight": torch.ones(4, 2)}, run / "best" / "model.pt")
     shutil.copy(run / "features.json", run / "best" / "features.json")
-    (run / "metrics.json").write_text(json.dumps({"iterations": 300, "best": {"iteration": 100}}))
+    (run / "metrics.json").write_text(json.dumps({
+        "iterations": 300, "best": {"metric": "auc", "iteration": 100, "value": 0.71}, "auc": 0.7, "optimizer": "Adam",
+        "lr": 0.001, "data": {"train_rows": 4774, "eval_rows": 1226, "steps_per_epoch": 18,
+                              "eval_label_mean": {"rat|ing": 0.43}}}))
     features = json.loads((run / "features.json").read_text())
     torch.save({"model": {"table.weight": torch.full((4, 2), 2.0)}, "optimizer": {}, "iteration": 200,
                 "features": features}, run / "checkpoint_200.pt")
@@ -240,6 +243,64 @@ def test_assemble_checkpoint_chooses_best_last_or_a_snapshot(inputs, tmp_path):
         chosen = json.loads((out / "MANIFEST.json").read_text())["checkpoint"]
         assert chosen["weights"] == which and chosen["iteration"] == iteration and chosen["asked"] == str(asked)
         assert f"weights: {which} (iteration {iteration})" in result.stderr
+        # The model card at the root: the generated one, then the deployed run's metrics (a label name escaped).
+        card = (out / "README.md").read_text()
+        assert card.startswith((GENERATED / "movielens" / "README.md").read_text())
+        assert f"Weights: `{which}` (iteration {iteration}), deployed by `ctrgen assemble --checkpoint {asked}`" in card
+        for row in ("| training / evaluation rows | `4,774 / 1,226` |", "| label mean (CTR) | `rat\\|ing 0.43 (eval)` |",
+                    "| best evaluation | `auc 0.71 at iteration 100 (best/)` |", "| eval AUC (last) | `0.7` |",
+                    "| iterations | `300 (16.67 epochs of 18 iterations)` |", "| optimizer, learning rate | `Adam, 0.001` |"):
+            assert row in card, row
     result = assemble("--workflow", str(workflow), "--checkpoint", str(run / "checkpoint_9.pt"), "--out",
                       str(tmp_path / "none"))
     assert result.returncode == 2 and "checkpoint_9.pt: --checkpoint: checkpoint file not found" in result.stderr, result.stderr
+
+
+@pytest.mark.slow
+def test_assemble_puts_the_onnx_step_in_place_of_the_python_one(tmp_path):
+    """The repository assemble stages, with the step swapped in before it is moved into place: the python model's
+    files out, model.onnx in, its config the onnxruntime one; the preprocessing model and the ensemble as generated.
+    Here, beside the other assemble tests, the session's locked workflow is proven to load once for all of them."""
+    import numpy as np
+    import torch
+
+    from codegen.export.vcsr import export_vcsr, tables_of
+    from codegen.serve.offline import load_script
+    from codegen.triton.deploy.assemble import assemble
+    from codegen.triton.layout import rendered_repository
+
+    rendered = render_spec(open_spec(REPO / "specs" / "dcn.yaml"))      # small tables, 13 continuous columns
+    plan = rendered.triton_torch
+    features_json = rendered.files[PurePosixPath("features.json")]
+    features = json.loads(features_json)
+    torch.manual_seed(0)
+    model = load_script(REPO / "generated" / "dcn" / "train_torch.py").Model(features).eval()
+    rng = np.random.default_rng(1)
+    sparse = []
+    for s in features["sparse"]:
+        ids = np.full((6, len(s["columns"]), s["nnz"]), -1, dtype=np.int64)
+        for j, c in enumerate(s["columns"]):
+            ids[:, j, 0] = rng.integers(0, c["cardinality"], 6)
+        sparse.append(ids)
+    arrays = {"labels": np.zeros((6, 1), np.float32), "sparse": sparse,
+              "dense": rng.normal(size=(6, len(features["continuous"]))).astype(np.float32)}
+    outputs = [o.name for o in plan.model("").outputs]
+    data = export_vcsr(model, features, tables_of(plan, features), outputs, arrays)
+    checkpoint = tmp_path / "run"
+    checkpoint.mkdir()
+    torch.save(model.state_dict(), checkpoint / "model.pt")
+    (checkpoint / "features.json").write_text(features_json)
+    out = tmp_path / "repo"
+    # The workflow is any saved one (the lock check is the command's): the session's MovieLens one, loaded once.
+    result = assemble(plan, REPO / "generated" / "dcn", workflow=locked_movielens_workflow(), weights=checkpoint,
+                      out=out, features_json=features_json,
+                      train_torch=rendered.files[PurePosixPath("train_torch.py")], onnx=data)
+    assert sorted(p.name for p in (out / "dcn" / "1").iterdir()) == ["model.onnx"]
+    assert (out / "dcn" / "1" / "model.onnx").read_bytes() == data
+    assert "dcn/1/model.onnx" in result.copied and "dcn/1/model.pt" not in result.copied
+    config = (out / "dcn" / "config.pbtxt").read_text()
+    assert 'backend: "onnxruntime"' in config and "count: " in config          # assemble's instance count kept
+    ensemble = PurePosixPath("dcn_ens/config.pbtxt")
+    assert (out / ensemble).read_text() == rendered_repository(rendered.files, "triton_torch")[ensemble]
+    assert (out / "dcn_nvt" / "1" / "model.py").is_file()
+    assert (out / "dcn_nvt" / "1" / "workflow" / "workflow.pkl").is_file()

@@ -184,6 +184,7 @@ def etl_context(plan: EtlPlan, *, header: str, name: str) -> dict:
         "output_dtypes": block(dict(plan.dtypes), 16),
         "crosses": bool(plan.crosses),
         "constant_index": plan.hashing,
+        "list_inputs": bool(inputs.multi_hot),
         "chains": chains,
         "outputs": outputs,
         "out_dir": py(plan.output.dir),

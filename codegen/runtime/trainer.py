@@ -35,6 +35,7 @@ from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .row_counts import data_sources, describe, size_from_data, unsized
+from .run_facts import data_facts
 from .shards import describe_placement
 from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
 from .threads import choose_threads
@@ -346,6 +347,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     metrics.update(startup=startup, model=job.name, iterations=it, world_size=size, batch_size=args.batch_size,
                    global_batch_size=args.batch_size * size, device=str(device.type), cuda_graph=graph,
                    data_on_device=data_on_device, train_seconds=round(train_seconds, 3),
+                   optimizer=job.optimizer.hugectr, lr=lr, lr_schedule=job.schedule,
                    samples_per_second=round(done * args.batch_size * size / max(train_seconds, 1e-9), 1))
     peaks = [torch.tensor([peak_memory(device)], dtype=torch.int64, device=device)]
     if size > 1:
@@ -388,6 +390,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
     if steps_per_epoch == 0:
         raise DataError(f"{sources[0]}: a rank holds {train_cols.n} training rows, fewer than one batch of "
                         f"{args.batch_size} (fix: lower --batch-size)")
+    metrics.setdefault("data", data_facts(train_cols, valid_cols, steps_per_epoch, features, device))
     first = it
     total = it + (args.max_iter if args.max_iter is not None else args.epochs * steps_per_epoch)
     label = f" pass {data_pass}:" if data_pass is not None else ""

@@ -20,13 +20,18 @@ EPILOG = """\b
 Examples:
   ctrgen query deploy/movielens --data data/valid.parquet --rows 20       # starts a private server, stops it after
   ctrgen query http://127.0.0.1:8000 --data rows.csv                       # a running 'ctrgen serve'
+  ctrgen query deploy/clicks --data raw/clicks.csv --spec specs/clicks.yaml  # list columns split as etl does
+  ctrgen query deploy/clicks --data rows.jsonl                             # JSON lines, null for a missing value
   ctrgen query deploy/movielens --data valid.parquet --rows 1000 --compare torch_out
   ctrgen query http://127.0.0.1:8000 --data valid.parquet --compare torch_out --repo deploy/movielens
 
 \b
-The file holds raw rows (Parquet or CSV) with the workflow's input columns, as before the ETL; other columns are
-ignored. Scores are printed one per line (row number, tab, probability); a model of several labels (one output per
-label) prints a header line and a column per output. --compare CHECKPOINT scores the same rows offline (the
+The file holds raw rows (Parquet, CSV or JSON) with the workflow's input columns, as before the ETL; other columns
+are ignored. A CSV's list columns are split as `ctrgen etl` splits them (--spec SPEC, or --list-sep COLUMN=SEP). A
+missing value (CSV: an empty field; Parquet and JSON: null) is NaN in a float column and an empty list in a list
+column; an integer or text column cannot carry one (refused, naming the row). Scores are printed one per line (row
+number, tab, probability); a model of several labels (one output per label) prints a header line and a column per
+output. --compare CHECKPOINT scores the same rows offline (the
 repository's NVTabular workflow in this process, then train_torch.py's Model with CHECKPOINT/model.pt) and prints
 the largest difference of each output; exit 1 when one exceeds --tolerance.
 """
@@ -43,7 +48,13 @@ def _tolerance(ctx: click.Context, param: click.Parameter, value: float) -> floa
 @click.command("query", epilog=EPILOG, short_help="Send raw rows through a served ensemble and print the scores.",
                context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.argument("target", metavar="REPO-or-URL")
-@click.option("--data", type=click.Path(path_type=Path), required=True, help="Parquet or CSV file of raw rows")
+@click.option("--data", type=click.Path(path_type=Path), required=True,
+              help="Parquet, CSV or JSON (.json array of objects, .jsonl a line each) file of raw rows")
+@click.option("--spec", type=click.Path(path_type=Path),
+              help="the spec whose etl: read the raw data: its CSV separator and list columns' separators")
+@click.option("--list-sep", "list_sep", multiple=True, metavar="COLUMN=SEP",
+              help="a list column's separator in the CSV (as etl.inputs.multi_hot; repeatable, wins over --spec)")
+@click.option("--sep", help="the CSV's field separator (default: --spec's etl.inputs.sep, else ',' or a tab for .tsv)")
 @click.option("--rows", type=click.IntRange(min=1), help="send only the first N rows")
 @click.option("--model", help="the ensemble to query (default: the only ready ensemble)")
 @click.option("--batch-size", type=click.IntRange(min=1),
@@ -55,11 +66,13 @@ def _tolerance(ctx: click.Context, param: click.Parameter, value: float) -> floa
 @click.option("--tolerance", type=float, default=TOLERANCE, show_default=True, callback=_tolerance,
               help="largest accepted |served - offline| (a finite number >= 0)")
 @click.option("--quiet", "-q", is_flag=True, help="print no scores, only the summary")
-def query_command(target: str, data: Path, rows: int | None, model: str | None, batch_size: int | None,
-                  checkpoint: Path | None, repo: Path | None, tolerance: float, quiet: bool) -> None:
+def query_command(target: str, data: Path, spec: Path | None, list_sep: tuple[str, ...], sep: str | None,
+                  rows: int | None, model: str | None, batch_size: int | None, checkpoint: Path | None,
+                  repo: Path | None, tolerance: float, quiet: bool) -> None:
     """Send the raw rows of --data through the ensemble served at REPO-or-URL (a repository folder: a private server
     is started on free loopback ports for the query) and print each row's scores."""
-    from .query import batch_size_for, client, endpoint, find_ensemble, read_rows, score, typed_frame
+    from .query import TEXT_SUFFIXES, batch_size_for, client, endpoint, find_ensemble, read_rows, score, typed_frame
+    from .raw_rows import JSON_SUFFIXES
 
     if checkpoint is not None and not checkpoint.is_dir():
         raise UserError.one(checkpoint, "checkpoint folder not found", field="--compare",
@@ -67,11 +80,15 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
     if checkpoint is not None and repo is None and not Path(target).is_dir():
         raise UserError.one(target, "--compare needs the repository the server serves", field="--repo",
                             fix="pass --repo DIR, or the repository folder instead of the URL")
+    list_seps, spec_sep = list_separators(spec, list_sep)
+    if sep is not None and (len(sep) != 1 or sep in "\r\n\""):
+        raise UserError.one(sep, "not one character a CSV separates fields with", field="--sep",
+                            fix="e.g. --sep ';' or --sep $'\\t'")
     with endpoint(target) as end, client(end.url) as conn:
         ensemble = find_ensemble(conn, end.url, model)
-        frame = read_rows(data, ensemble.columns, rows)
-        if data.suffix.lower() in (".csv", ".tsv", ".txt"):
-            frame = typed_frame(frame, ensemble, data)
+        frame = read_rows(data, ensemble.columns, rows, sep or spec_sep)
+        if data.suffix.lower() in TEXT_SUFFIXES + JSON_SUFFIXES:
+            frame = typed_frame(frame, ensemble, data, list_seps)
         batch_size = batch_size_for(ensemble, batch_size)
         requests = -(-len(frame) // batch_size)
         if requests >= PROGRESS_MIN_REQUESTS:
@@ -92,6 +109,28 @@ def query_command(target: str, data: Path, rows: int | None, model: str | None, 
     offline = offline_scores(served_repo, ensemble.name, checkpoint, frame)
     if not _compare(result, offline, checkpoint, tolerance):
         sys.exit(1)
+
+
+def list_separators(spec: Path | None, given: tuple[str, ...]) -> tuple[dict[str, str], str | None]:
+    """{list column: separator} and the CSV field separator from --spec (its etl.inputs, what `ctrgen etl` read the
+    raw files with) and --list-sep COLUMN=SEP (which wins)."""
+    seps: dict[str, str] = {}
+    field_sep = None
+    if spec is not None:
+        from ..spec.load import load_spec
+
+        etl = load_spec(spec).spec.etl
+        if etl is None:
+            raise UserError.one(spec, "the spec has no etl: section to take the separators from", field="--spec",
+                                fix="pass --list-sep COLUMN=SEP for each list column")
+        seps.update(etl.inputs.multi_hot)
+        field_sep = etl.inputs.sep
+    for item in given:
+        col, eq, sep = item.partition("=")
+        if not eq or not col or not sep:
+            raise UserError.one(item, "not COLUMN=SEP", field="--list-sep", fix="e.g. --list-sep 'genres=|'")
+        seps[col] = sep
+    return seps, field_sep
 
 
 def _print_scores(result) -> None:

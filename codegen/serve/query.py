@@ -2,8 +2,9 @@
 
 The request is read from the server itself: the ensemble's inputs (names, Triton data types) from its metadata. A
 list column ``C`` travels as ``C`` (padded, [rows, longest list]) and ``C__lengths`` ([rows, 1], int32), the
-preprocessing model's convention. Float columns carry nulls as NaN; other types cannot carry a null, and a row with
-one is refused naming the row.
+preprocessing model's convention. Missing values go as the workflow takes them (codegen.serve.raw_rows): NaN in a
+float column, an empty list in a list column; other types cannot carry a null, and a row with one is refused naming
+the row.
 
 Values are read strictly in the ensemble's types: a CSV is read as text (every row must have the header's number of
 fields) and each value converted exactly; a value that is not one of the type (``abc`` or ``1.5`` for an integer, a
@@ -25,8 +26,10 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..errors import UserError
+from .raw_rows import JSON_SUFFIXES, read_json_rows, split_list
 
 LENGTHS = "__lengths"
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt")
 CSV_BLOCK = 1 << 22               # bytes the CSV reader parses at a time; longer than any row of raw features
 NUMPY: dict[str, Any] = {"BOOL": np.bool_, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
          "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "FP16": np.float16,
@@ -151,9 +154,10 @@ def find_ensemble(conn, url: str, model: str | None = None) -> Ensemble:
                     outputs=tuple(o["name"] for o in meta["outputs"]), max_batch_size=int(configs[model].get("max_batch_size", 0)))
 
 
-def read_rows(data: Path, columns: list[str], rows: int | None):
-    """The columns of the first ``rows`` rows of a Parquet or CSV file; a missing column is one line, exit 2. A CSV's
-    columns are text, as written (:func:`typed_frame` converts them)."""
+def read_rows(data: Path, columns: list[str], rows: int | None, sep: str | None = None):
+    """The columns of the first ``rows`` rows of a Parquet, CSV (``sep``: its field separator; default ',', a tab for
+    .tsv) or JSON file; a missing column is one line, exit 2. A CSV's columns are text, as written, a JSON file's
+    Python values (:func:`typed_frame` converts both)."""
     if not data.is_file():
         raise UserError.one(data, "data file not found", field="--data", fix="pass a Parquet or CSV file")
     suffix = data.suffix.lower()
@@ -164,11 +168,13 @@ def read_rows(data: Path, columns: list[str], rows: int | None):
             present = pq.read_schema(data).names
             _check_columns(data, present, columns)
             frame = pq.read_table(data, columns=columns).to_pandas()
-        elif suffix in (".csv", ".tsv", ".txt"):
-            frame = _read_csv_text(data, columns, rows, "\t" if suffix == ".tsv" else ",")
+        elif suffix in TEXT_SUFFIXES:
+            frame = _read_csv_text(data, columns, rows, sep or ("\t" if suffix == ".tsv" else ","))
+        elif suffix in JSON_SUFFIXES:
+            frame = read_json_rows(data, columns, rows)
         else:
             raise UserError.one(data, f"unknown data format {suffix or '(no suffix)'!r}", field="--data",
-                                fix="pass a .parquet or .csv file")
+                                fix="pass a .parquet, .csv or .json file")
     except UserError:
         raise
     except Exception as exc:         # pyarrow / pandas parse errors
@@ -207,19 +213,37 @@ def _read_csv_text(data: Path, columns: list[str], rows: int | None, sep: str):
     return pa.Table.from_batches(batches, schema=reader.schema).to_pandas()
 
 
-def typed_frame(frame, ensemble: Ensemble, data: Path):
-    """A frame read from CSV text with each column converted exactly to the ensemble's type (floats as float64, as
-    a Parquet file holds them; text as str); a list column cannot come from a CSV."""
+def typed_frame(frame, ensemble: Ensemble, data: Path, list_seps: dict[str, str] | None = None):
+    """A frame read from CSV text or JSON with each column converted exactly to the ensemble's type (floats as
+    float64, as a Parquet file holds them; text as str); a list column's CSV text is split on its separator in
+    ``list_seps`` (the spec's etl.inputs.multi_hot), a missing list is an empty one."""
     typed = frame.copy()
     for col in ensemble.columns:
         dtype = ensemble.inputs[col]
         if ensemble.inputs.get(col + LENGTHS) is not None:
-            raise UserError.one(data, f"{col} is a list column, which a CSV cannot hold", field=col,
-                                fix="send the rows as a Parquet file")
-        if dtype != "BYTES":
+            sep = (list_seps or {}).get(col)
+            typed[col] = pd_object([_typed_list(split_list(v, sep, data, col, i), dtype, data, col, i)
+                                    for i, v in enumerate(frame[col].to_numpy(dtype=object))])
+        elif dtype != "BYTES":
             values = _typed(frame[col].to_numpy(dtype=object), dtype, data, col, 0)
             typed[col] = values.astype(np.float64) if dtype.startswith("FP") else values
     return typed
+
+
+def pd_object(values: list):
+    import pandas as pd
+
+    return pd.Series(values, dtype=object)
+
+
+def _typed_list(items: list, dtype: str, data: Path, col: str, row: int) -> np.ndarray:
+    """One row's list in the Triton type ``dtype``, each item exactly (a null item is refused naming the row); text
+    stays text, as the workflow reads it offline (request_tensors encodes it for the request)."""
+    if dtype == "BYTES":
+        if any(v is None for v in items):
+            _refuse_null(data, col, dtype, row)
+        return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in items], dtype=np.object_)
+    return np.array([_one_value(v, dtype, data, col, row) for v in items], dtype=NUMPY[dtype])
 
 
 def _check_columns(data: Path, present: list[str], columns: list[str]) -> None:
@@ -239,7 +263,8 @@ def request_tensors(frame, ensemble: Ensemble, data: Path, start: int = 0) -> di
         if ensemble.inputs.get(col + LENGTHS) is not None:
             lists = [np.asarray([] if v is None else v) for v in values]
             lengths = np.array([len(v) for v in lists], np.int32)
-            padded = np.zeros((len(lists), max(1, int(lengths.max(initial=0)))), dtype=NUMPY[dtype])
+            padded = np.full((len(lists), max(1, int(lengths.max(initial=0)))), b"" if dtype == "BYTES" else 0,
+                             dtype=NUMPY[dtype])
             for i, v in enumerate(lists):
                 padded[i, :len(v)] = _typed(v, dtype, data, col, start + i)
             out[col], out[col + LENGTHS] = padded, lengths.reshape(-1, 1)
@@ -313,6 +338,8 @@ def _one_value(v, dtype: str, data: Path, col: str, row: int):
             return math.nan
         _refuse_null(data, col, dtype, row)
     if not isinstance(v, str):
+        if isinstance(v, (bool, np.bool_)) and dtype != "BOOL":     # JSON true: never silently 1
+            _refuse(data, col, dtype, row, v, "true/false, not a number")
         if not isinstance(v, (bool, int, float, np.number, np.bool_)):
             _refuse(data, col, dtype, row, v, f"a {type(v).__name__}, not a number")
         return _typed_numbers(np.asarray([v]), dtype, data, col, row)[0]

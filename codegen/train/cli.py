@@ -122,17 +122,30 @@ def check_no_earlier_run(run: Path, *, resume: bool, force: bool) -> None:
                                                "removed), or another --out")
 
 
-@click.command(short_help="Write one self-contained HTML page of a training run.")
-@click.argument("run_dir", type=click.Path(path_type=Path))
-@click.option("--out", callback=out_path, metavar="FILE", help="default: RUN_DIR/report.html")
-def report_command(run_dir: Path, out: Path | None) -> None:
-    """One HTML page (no network) of a `ctrgen train` run: the spec's graph, loss and AUC curves (inline SVG from
-    metrics.jsonl), throughput, precision, hardware, the command line, the data and the generated files' digests."""
+EPILOG_REPORT = """\b
+Examples:
+  ctrgen report runs/movielens                              # runs/movielens/report.html
+  ctrgen report runs/lr-0.001 runs/lr-0.01 --out compare.html   # two runs overlaid, a colour each
+"""
+
+
+@click.command(epilog=EPILOG_REPORT, short_help="Write one self-contained HTML page of one or more training runs.")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="RUN_DIR...")
+@click.option("--out", callback=out_path, metavar="FILE", help="default: RUN_DIR/report.html (one run; several "
+              "runs need --out)")
+def report_command(run_dirs: tuple[Path, ...], out: Path | None) -> None:
+    """One HTML page (no script, no network) of `ctrgen train` runs: loss, AUC, PR-AUC, normalized entropy,
+    calibration, throughput and learning-rate curves (inline SVG from metrics.jsonl; several runs overlaid with a
+    legend, the best evaluation marked, epoch boundaries dashed), hyperparameters and data statistics side by side,
+    the model graph, hardware, the command line, the data and the generated files' digests."""
     from ..output import replace_file
     from .report import render_report
 
-    target = out if out is not None else run_dir / "report.html"
-    page = render_report(run_dir)
+    if out is None and len(run_dirs) > 1:
+        raise UserError.one(run_dirs[0], f"{len(run_dirs)} runs compared: the page belongs to none of their folders",
+                            field="--out", fix="name the page, e.g. --out compare.html")
+    target = out if out is not None else run_dirs[0] / "report.html"
+    page = render_report(list(run_dirs))
     check_out_file(target)
     replace_file(target, page)
     click.echo(f"wrote {target}")

@@ -3,28 +3,43 @@ and the model graph as layered boxes. Coordinates are rounded to 0.01 px so the 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..inputs import DBL_MAX
 
-WIDTH, HEIGHT = 480, 220
-LEFT, RIGHT, TOP, BOTTOM = 64, 16, 16, 36
-COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+WIDTH, HEIGHT = 480, 230
+LEFT, RIGHT, TOP, BOTTOM = 78, 16, 18, 36
+# One colour a run (several runs) or a series (one run): matplotlib's tab10, which stays apart on a white page.
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 BOX_W, LINE_H, ROW_GAP, COL_GAP = 190, 14, 34, 16
+MAX_EPOCH_LINES = 24      # more boundaries than this would hide the curves: none are drawn
 
 
 def _num(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _tick(value: float) -> str:
-    return f"{value:.4g}"
+@dataclass
+class Line:
+    """A series to draw: ``label`` in the legend, ``dash`` an SVG stroke-dasharray ('' solid)."""
+
+    run: int
+    tag: str
+    label: str
+    colour: str
+    dash: str
+    values: list[tuple[int, float]]
 
 
 @dataclass
 class Series:
+    run: int
     tag: str
+    label: str
     colour: str
+    dash: str
     points: str                     # the polyline's points attribute
     steps: list[int] = field(default_factory=list)
 
@@ -34,6 +49,7 @@ class Chart:
     """One line chart: the value range [y0, y1] over steps [x0, x1] maps onto the plot box (left, top, w, h)."""
 
     title: str
+    y_label: str
     x0: float
     x1: float
     y0: float
@@ -47,37 +63,76 @@ class Chart:
     plot_h: int = HEIGHT - TOP - BOTTOM
     y_ticks: list[tuple[str, str]] = field(default_factory=list)     # (y px, label)
     x_ticks: list[tuple[str, str]] = field(default_factory=list)
+    epochs: list[tuple[str, str]] = field(default_factory=list)      # (x px, 'epoch N' starting there)
+    best: list[dict] = field(default_factory=list)                   # the best evaluation's marker of each run
 
 
-def line_chart(title: str, series: dict[str, list[tuple[int, float]]]) -> Chart | None:
-    """A chart of ``series`` (tag -> [(step, value)]); None when no series has a point."""
-    points = [p for values in series.values() for p in values]
+def nice_range(lo: float, hi: float, count: int = 5, whole: bool = False) -> tuple[float, float, list[float], int]:
+    """An axis over [lo, hi] in about ``count`` round steps (1, 2 or 5 times a power of ten; whole numbers when
+    ``whole``): (start, end, ticks, decimals of a tick label). A span past what a double holds keeps [lo, hi] and
+    five even ticks (decimals -1: a label in %.4g)."""
+    span = hi / 2 - lo / 2
+    if not (math.isfinite(span) and span > 0) or max(abs(lo), abs(hi)) > 1e15 or span < 1e-12:
+        return lo, hi, [2 * (lo / 2 + (hi / 2 - lo / 2) * (k / 4)) for k in range(5)], -1
+    raw = 2 * span / count
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+    if whole:
+        step = max(1.0, round(step))
+    start, end = math.floor(lo / step + 1e-9) * step, math.ceil(hi / step - 1e-9) * step
+    n = round((end - start) / step)
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    return start, end, [start + k * step for k in range(n + 1)], 0 if whole else decimals
+
+
+def tick_label(value: float, decimals: int) -> str:
+    """0.55, 40,000, 1.5e+20: never 162.5 for a step count nor 4.125e+04 for a rate."""
+    if decimals < 0:
+        return f"{value:.4g}"
+    text = f"{value:,.{decimals}f}"
+    return "0" if text.strip("-0.,") == "" else text
+
+
+def line_chart(title: str, y_label: str, lines: list[Line], *, unit_range: bool = False,
+               epoch_steps: Sequence[tuple[int, str]] = (), best: Sequence[tuple[int, int, float, str]] = ()) -> Chart | None:
+    """A chart of ``lines``; None when none has a point. ``unit_range``: a score in [0.5, 1] (AUC) is drawn on that
+    fixed axis, so that noise of ±0.01 stays small. ``epoch_steps``: (iteration, label) where an epoch starts (dashed
+    verticals). ``best``: (run, step, value, text) of the best evaluation, marked with a circle."""
+    points = [p for line in lines for p in line.values]
     if not points:
         return None
-    x0, x1 = min(p[0] for p in points), max(p[0] for p in points)
-    y0, y1 = min(p[1] for p in points), max(p[1] for p in points)
-    if x1 == x0:
-        x0, x1 = x0 - 1, x1 + 1
-    if y1 == y0:
-        pad = abs(y0) * 0.05 or 1.0
-        y0, y1 = max(y0 - pad, -DBL_MAX), min(y1 + pad, DBL_MAX)
-    chart = Chart(title, x0, x1, y0, y1, [])
+    lo, hi = min(p[1] for p in points), max(p[1] for p in points)
+    if unit_range and 0.5 <= lo and hi <= 1:
+        y0, y1, y_ticks, y_dec = 0.5, 1.0, [0.5 + 0.1 * k for k in range(6)], 1
+    else:
+        if hi == lo:
+            pad = abs(lo) * 0.05 or 1.0
+            lo, hi = max(lo - pad, -DBL_MAX), min(hi + pad, DBL_MAX)
+        y0, y1, y_ticks, y_dec = nice_range(lo, hi)
+    first, last = min(p[0] for p in points), max(p[0] for p in points)
+    x0, x1, x_ticks, x_dec = nice_range(first if first < last else first - 1, last if first < last else last + 1,
+                                        whole=True)
+    chart = Chart(title, y_label, x0, x1, y0, y1, [])
 
     # Halves: the span of two finite doubles (-1e308 .. 1e308) may overflow to Infinity; half of it never does.
     def px(step: float, value: float) -> tuple[float, float]:
         return (chart.left + (step / 2 - x0 / 2) / (x1 / 2 - x0 / 2) * chart.plot_w,
                 chart.top + (y1 / 2 - value / 2) / (y1 / 2 - y0 / 2) * chart.plot_h)
 
-    for i, (tag, values) in enumerate(sorted(series.items())):
-        if values:
-            coords = " ".join(f"{_num(x)},{_num(y)}" for x, y in (px(s, v) for s, v in values))
-            chart.series.append(Series(tag, COLOURS[i % len(COLOURS)], coords, [s for s, _ in values]))
-    for k in range(5):
-        value = y0 + (y1 / 2 - y0 / 2) * k / 2
-        chart.y_ticks.append((_num(px(x0, value)[1]), _tick(value)))
-    for k in range(5):
-        step = x0 + (x1 / 2 - x0 / 2) * k / 2
-        chart.x_ticks.append((_num(px(step, y0)[0]), _tick(step)))
+    for line in lines:
+        if line.values:
+            coords = " ".join(f"{_num(x)},{_num(y)}" for x, y in (px(s, v) for s, v in line.values))
+            chart.series.append(Series(line.run, line.tag, line.label, line.colour, line.dash, coords,
+                                       [s for s, _ in line.values]))
+    chart.y_ticks = [(_num(px(x0, v)[1]), tick_label(v, y_dec)) for v in y_ticks]
+    chart.x_ticks = [(_num(px(s, y0)[0]), tick_label(s, x_dec)) for s in x_ticks]
+    inside = sorted({(s, text) for s, text in epoch_steps if x0 < s < x1})
+    if len(inside) <= MAX_EPOCH_LINES:
+        chart.epochs = [(_num(px(s, y0)[0]), text) for s, text in inside]
+    for run, step, value, text in best:
+        x, y = px(step, value)
+        chart.best.append({"run": run, "x": _num(x), "y": _num(y), "text": text,
+                           "colour": next((line.colour for line in lines if line.run == run), COLOURS[0])})
     return chart
 
 

@@ -22,13 +22,14 @@ from ...atomic import clean_stale, stage as new_stage, swap_in
 from ...errors import Problems, UserError
 from ...inputs import read_json
 from ...output import check_out_root
-from ..plan.repository import NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
+from ..plan.repository import ENSEMBLE_SUFFIX, NVT_SUFFIX, TORCH_SCRIPT, RepositoryPlan, TorchStep
 from ..layout import HUGECTR_FOLDER, TORCH_FOLDER, folder_of, rendered_repository, repository_sources
 from .copying import check_state_dict, check_workflow_loads, copy_file, copy_tree
 from .runtime_copy import RESERVED, write_runtime
 
 WORKFLOW_PICKLE = "workflow.pkl"
 SPARSE_PARTS = ("key", "emb_vector")
+CARD = "README.md"     # the model card at the repository's root (Triton loads only the models it is told to)
 KEEP = ".gitkeep"   # keeps an ensemble's empty version folder in git; the folder is made, the file not copied
 
 
@@ -125,7 +126,8 @@ def _check_checkpoint(checkpoint: Path, features_json: str) -> None:
 
 def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: Path, out: Path,
              force: bool = False, features_json: str = "", train_torch: str = "", check_workflow=None,
-             cores: int | None = None, manifest: dict | None = None) -> Assembled:
+             cores: int | None = None, manifest: dict | None = None, card: str = "",
+             onnx: bytes | None = None) -> Assembled:
     """``model_dir``: the model's generated folder (generated/<name>/), whose repository of ``plan.step`` is
     composed with the files it shares (codegen.triton.layout). ``weights``: the HugeCTR snapshot folder, or for the PyTorch repository (``plan.step == "torch"``) the
     checkpoint folder, whose features.json must equal ``features_json`` (the rendered one), and ``train_torch`` (the
@@ -133,7 +135,9 @@ def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: 
     repository gets one copy of ctrgen's runtime at its root (runtime_copy), recorded in MANIFEST.json. ``check_workflow``:
     called with the workflow folder after the files are found, before anything is written. ``count: auto``
     instances get the count for this machine, or for one of ``cores`` cores (deploy/instances.py). ``manifest``:
-    more keys for MANIFEST.json (the weights --checkpoint chose)."""
+    more keys for MANIFEST.json (the weights --checkpoint chose). ``card``: the model card written as README.md at the
+    repository's root (none when empty). ``onnx``: the model step as this onnxruntime model (deploy/onnx_step.py)
+    in place of the python-backend one, its config checked before the repository is moved into place."""
     from .instances import this_machine, write_counts
 
     generated = model_dir / folder_of(plan.step)
@@ -197,8 +201,20 @@ def assemble(plan: RepositoryPlan, model_dir: Path, *, workflow: Path, weights: 
         if plan.step == TorchStep.kind:
             (stage / plan.name / str(plan.version) / TORCH_SCRIPT).write_text(train_torch, encoding="utf-8")
             copied.append(f"{plan.name}/{plan.version}/{TORCH_SCRIPT}")
+        if card:
+            (stage / CARD).write_text(card, encoding="utf-8")
+            copied.append(CARD)
         copied += write_runtime(stage, manifest)
         counts = write_counts(stage, plan, this_machine(cores))
+        if onnx is not None:
+            from .onnx_step import ONNX_FILE, check_step, replace_step
+
+            config = stage / plan.name / "config.pbtxt"
+            replace_step(stage / plan.name / str(plan.version), config, onnx)
+            check_step(config.read_text(encoding="utf-8"),
+                       (stage / f"{plan.name}{ENSEMBLE_SUFFIX}" / "config.pbtxt").read_text(encoding="utf-8"), onnx, out)
+            step = f"{plan.name}/{plan.version}/"
+            copied = [c for c in copied if not c.startswith(step)] + [step + ONNX_FILE]
         swap_in(stage, out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)

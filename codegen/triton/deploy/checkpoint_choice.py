@@ -32,6 +32,7 @@ FIELD = "--checkpoint"
 class Choice:
     folder: Path          # holds model.pt and features.json
     manifest: dict        # MANIFEST.json's "checkpoint": what was asked, which weights, their iteration
+    run_dir: Path | None = None   # the run folder whose metrics.json tells of the weights (the model card's run)
 
 
 def _iteration(run_dir: Path, which: str) -> int | None:
@@ -58,21 +59,21 @@ def chosen_checkpoint(path: Path, field: str = FIELD) -> Iterator[Choice]:
     if path.suffix == ".pt" and path.is_file():
         with tempfile.TemporaryDirectory(prefix="ctrgen-checkpoint-") as tmp:
             iteration = _extract(path, Path(tmp), field)
-            yield Choice(Path(tmp), _record(path, path.name, path, iteration))
+            yield Choice(Path(tmp), _record(path, path.name, path, iteration), path.parent)
         return
     if path.name == LAST and not path.exists() and (path.parent / "model.pt").is_file():
-        yield Choice(path.parent, _record(path, LAST, path.parent, _iteration(path.parent, LAST)))
+        yield Choice(path.parent, _record(path, LAST, path.parent, _iteration(path.parent, LAST)), path.parent)
         return
     if path.is_dir() and (path / BEST_DIR / "model.pt").is_file():
-        yield Choice(path / BEST_DIR, _record(path, BEST_DIR, path / BEST_DIR, _iteration(path, BEST_DIR)))
+        yield Choice(path / BEST_DIR, _record(path, BEST_DIR, path / BEST_DIR, _iteration(path, BEST_DIR)), path)
         return
     if path.is_dir() and path.name == BEST_DIR:
-        yield Choice(path, _record(path, BEST_DIR, path, _iteration(path.parent, BEST_DIR)))
+        yield Choice(path, _record(path, BEST_DIR, path, _iteration(path.parent, BEST_DIR)), path.parent)
         return
     if path.suffix == ".pt" and not path.exists():
         raise UserError.one(path, "checkpoint file not found", field=field,
                             fix="pass a checkpoint_<iter>.pt or pass_<k>.pt of the run folder, or the folder")
-    yield Choice(path, _record(path, LAST, path, _iteration(path, LAST)))
+    yield Choice(path, _record(path, LAST, path, _iteration(path, LAST)), path)
 
 
 def _extract(path: Path, dest: Path, field: str = FIELD) -> int | None:
