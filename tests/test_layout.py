@@ -8,41 +8,102 @@ inside a function (and one under TYPE_CHECKING) counts too."""
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from functools import lru_cache
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 CODEGEN = REPO / "codegen"
 TRITON = CODEGEN / "triton"
 
-# Lowest first. A module belongs to the layer of its longest matching prefix; it may import its own layer and those
-# below it. Where a new module goes: docs/architecture.md.
-LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base: knows no spec and no model", (
-        "codegen", "codegen.errors", "codegen.atomic", "codegen.user_cache", "codegen.inputs", "codegen.cli_paths",
-        "codegen.tfmd", "codegen.nvt_import", "codegen.template_files", "codegen.hugectr", "codegen.triton.pb",
-        "codegen.etl", "codegen.triton.plan",     # (empty package files of mixed packages)
-        "codegen.runtime",      # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
-        "codegen.torch_target",  # what the PyTorch target translates (the builder's rules and its renderer read it)
-        "codegen.triton.layout")),   # where generated/<name>/ keeps each repository's files (render, deploy, lint)
-    ("front ends: the spec, features locks and workflows", (
-        "codegen.spec", "codegen.features", "codegen.workflow", "codegen.workflow_schema", "codegen.workflow_graph",
-        "codegen.stale", "codegen.lock",
-        "codegen.etl.inputs")),
-    ("the model: codegen.model.build_model and what it holds", (
-        "codegen.model", "codegen.graph", "codegen.etl.plan", "codegen.triton.plan.repository")),
-    ("renderers: model -> text", (
-        "codegen.render", "codegen.etl.render", "codegen.triton.plan.configs")),
-    ("on the outputs: pipeline, writing, import (checked through the model), port, lint, deploy, serve, keysets", (
-        "codegen.pipeline", "codegen.output", "codegen.importer", "codegen.port", "codegen.triton.lint",
-        "codegen.triton.deploy", "codegen.serve", "codegen.keysets", "codegen.train", "codegen.export",
-        "codegen.weights", "codegen.triton")),   # (codegen/triton/__init__.py: ctrgen validate's entry points, loaded on first use)
-    ("commands", (
-        "codegen.cli", "codegen.entry", "codegen.__main__", "codegen.triton.commands", "codegen.etl.run",
-        "codegen.etl.cli", "codegen.demo", "codegen.keysets.cli", "codegen.serve.cli_serve",
-        "codegen.serve.cli_query", "codegen.train.cli", "codegen.export.cli", "codegen.weights.cli")),
+# Lowest first; a module may import its own layer and those below it. Every module of codegen/ is named here, by its
+# package and its file name (``__init__`` names the package), so that no new module lands in a layer by its folder's
+# name: a new one fails test_every_module_has_a_layer until it is added to its layer's line for its package (and to
+# that layer's row of docs/architecture.md, which says where a new module goes).
+LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("base: knows no spec and no model", {
+        # torch_target: what the PyTorch target translates (the builder's rules and its renderer read it)
+        "codegen": "__init__ errors atomic user_cache inputs cli_paths tfmd template_files torch_target",
+        "codegen.hugectr": "__init__ api arg_types backend graph_reader versions",
+        # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
+        "codegen.runtime": "__init__ attention checkpoint checks cli compiled contract data dense_optim distributed"
+                           " early_stop errors evaluation feature_order job kernels layers losses metrics nvt_arrays"
+                           " nvt_categorify nvt_check nvt_import nvt_model nvt_values optimizers precision progress"
+                           " row_counts row_optim run_facts run_folder sharding shards startup threads torch_model trainer",
+        "codegen.etl": "__init__",  # (empty package files of mixed packages)
+        "codegen.triton.plan": "__init__",
+        # pb: the protobuf loader; layout: where generated/<name>/ keeps each repository's files (render, deploy, lint)
+        "codegen.triton": "pb layout",
+    }),
+    ("front ends: the spec, features locks and workflows", {
+        "codegen": "features lock stale workflow workflow_schema workflow_graph",
+        "codegen.spec": "__init__ context embedding_collection etl fields graph launch load model reader_check serving"
+                        " suggest write",
+        "codegen.etl": "inputs",
+    }),
+    ("model: codegen.model.build_model and what it holds", {
+        "codegen.model": "__init__ build home_paths launch spec_rules torch_rules types",
+        "codegen.graph": "__init__ build continuous embedding_collection ir layers preset_table presets"
+                         " presets_multitask presets_ncf presets_seq reader_check shapes sparse",
+        "codegen.etl": "plan",
+        "codegen.triton.plan": "repository",
+    }),
+    ("renderers: model -> text", {
+        "codegen.render": "__init__ card cluster continuous diagram embedding_collection env graph_json literals script"
+                          " summary targets task template_cache text torch_features torch_model triton vertex",
+        "codegen.etl": "render",
+        "codegen.triton.plan": "configs",
+    }),
+    ("on the outputs: pipeline, writing, import (checked through the model), port, lint, deploy, serve, keysets", {
+        "codegen": "pipeline output port",
+        "codegen.importer": "__init__ arguments argv builtins calls compare containers embedding_collection evaluator"
+                            " expressions files graph_fields graph_json graph_layers graph_read known_modules modules"
+                            " poison presets release_facts result scopes sections signatures source stdlib to_spec"
+                            " values write",
+        "codegen.etl": "norm_output",  # HugeCTR Norm files from the ETL's Parquet output
+        "codegen.keysets": "__init__ norm parquet raw sources write",
+        "codegen.serve": "__init__ offline query raw_rows repository server",
+        "codegen.train": "__init__ child launch record report report_inputs report_summary svg torchrun",
+        "codegen.export": "__init__ onnx trained vcsr",
+        "codegen.weights": "__init__ convert files layout run",
+        # (codegen/triton/__init__.py: ctrgen validate's entry points, loaded on first use)
+        "codegen.triton": "__init__",
+        "codegen.triton.lint": "__init__ context findings modelconfig params paths psentry psjson rules_ensemble"
+                               " rules_files rules_graph rules_hugectr rules_keys rules_nvt rules_pstables"
+                               " training_side validate",
+        "codegen.triton.deploy": "__init__ assemble checkpoint_choice copying instances lock_check onnx_step run_card"
+                                 " runtime_copy",
+    }),
+    ("commands", {
+        "codegen": "cli entry __main__",
+        "codegen.triton.commands": "__init__ assemble validate",
+        "codegen.etl": "run cli",
+        "codegen.demo": "__init__ build cli criteo etl families metrics movielens serve_job",
+        "codegen.keysets": "cli",
+        "codegen.serve": "cli_serve cli_query",
+        "codegen.train": "cli",
+        "codegen.export": "cli",
+        "codegen.weights": "cli",
+    }),
 )
+
+
+@lru_cache(maxsize=1)
+def assigned() -> dict[str, int]:
+    """{module: its layer's index}, from LAYERS (a module named twice is an error)."""
+    out: dict[str, int] = {}
+    for i, (_, packages) in enumerate(LAYERS):
+        for package, leaves in packages.items():
+            for leaf in leaves.split():
+                name = package if leaf == "__init__" else f"{package}.{leaf}"
+                assert name not in out, f"{name} is named twice in tests/test_layout.py's LAYERS"
+                out[name] = i
+    return out
+
+
 # Circles known to be left: the importer's package and its modules (issue 23 item 4 splits them). Nothing else.
 KNOWN_CIRCLES: set[str] = set()
 
@@ -58,10 +119,12 @@ SIBLINGS = {
 
 
 def _layer(name: str) -> int:
-    best = max(((len(p), i) for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes
-                if name == p or name.startswith(p + ".") and p != "codegen"), default=None)
-    assert best is not None, f"{name} is in no layer of tests/test_layout.py's LAYERS: add it (docs/architecture.md)"
-    return best[1]
+    if name not in assigned():
+        package = name.rpartition(".")[0]
+        raise AssertionError(f"{name} is in no layer: name it in tests/test_layout.py's LAYERS, on its layer's line "
+                             f"for {package!r}, and in that layer's row of docs/architecture.md (which says where a "
+                             "new module goes)")
+    return assigned()[name]
 
 
 @lru_cache(maxsize=1)
@@ -134,10 +197,72 @@ def test_every_import_runs_down_the_layers():
     assert bad == [], "\n".join(bad)
 
 
-def test_layers_place_modules_by_longest_prefix():
+def test_every_module_has_a_layer():
+    """Each module of codegen/ is named in LAYERS, and LAYERS names no module that is gone."""
+    modules, named = set(package_graph()), set(assigned())
+    problems = []
+    for name in sorted(modules - named):
+        try:
+            _layer(name)
+        except AssertionError as e:
+            problems.append(str(e))
+    problems += [f"tests/test_layout.py's LAYERS names {name}, which is no module of codegen/: remove it"
+                 for name in sorted(named - modules)]
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_new_module_is_placed_by_no_folder_name():
+    """A module LAYERS does not name is refused with where to add it, even in a folder whose modules share a layer."""
+    for name in ("codegen.render.new_target", "codegen.etl.new_step", "codegen.triton.plan.new_part"):
+        with pytest.raises(AssertionError, match=r"in no layer: name it in tests/test_layout\.py's LAYERS"):
+            _layer(name)
     assert _layer("codegen.triton.plan.configs") == 3 and _layer("codegen.triton.plan.repository") == 2
     assert _layer("codegen.keysets.cli") == 5 and _layer("codegen.keysets.norm") == 4
     assert _layer("codegen.hugectr.versions") == 0 and _layer("codegen.spec.context") == 1
+
+
+def _doc_layer_rows() -> list[tuple[str, list[str]]]:
+    """docs/architecture.md's layer table: (layer, the `module` entries of its row), lowest first."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text[text.index("| layer | modules |"):].split("\n\n")[0]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:]]
+    return [(layer.strip(), re.findall(r"`([A-Za-z0-9_/*]+)`", cells)) for layer, cells in rows]
+
+
+def _doc_entry_for(name: str, entries: list[tuple[int, str]]) -> tuple[int, str] | None:
+    """The most specific entry of the docs' layer table that covers module ``name`` (a file, a glob, a folder)."""
+    path = name.removeprefix("codegen").lstrip(".").replace(".", "/")
+    if (CODEGEN / path / "__init__.py").is_file():
+        path = f"{path}/__init__".lstrip("/")      # a package is its __init__ file: `etl/__init__`, `__init__`
+    best = None
+    for row, entry in entries:
+        folder = entry.rstrip("/")
+        if entry.endswith("/") or (CODEGEN / folder).is_dir():
+            rank = len(folder) if path.startswith(folder + "/") else -1
+        elif "*" in entry:
+            rank = 1000 if fnmatch.fnmatchcase(path, entry) else -1
+        else:
+            rank = 2000 if path == entry else -1
+        if rank >= 0 and (best is None or rank > best[0]):
+            best = (rank, row, entry)
+    return None if best is None else best[1:]
+
+
+def test_the_architecture_doc_places_every_module_in_its_layer():
+    """docs/architecture.md's layer table has LAYERS' rows in order, and its most specific entry for each module (the
+    module, a glob, or its folder) sits in the module's layer."""
+    rows = _doc_layer_rows()
+    assert [layer for layer, _ in rows] == [title.split(":")[0] for title, _ in LAYERS]
+    entries = [(i, entry) for i, (_, found) in enumerate(rows) for entry in found]
+    problems = []
+    for name, layer in sorted(assigned().items()):
+        found = _doc_entry_for(name, entries)
+        if found is None:
+            problems.append(f"{name}: in no row of docs/architecture.md's layer table (add it to {rows[layer][0]!r})")
+        elif found[0] != layer:
+            problems.append(f"{name}: docs/architecture.md puts it in {rows[found[0]][0]!r} (`{found[1]}`), LAYERS in "
+                            f"{rows[layer][0]!r}")
+    assert problems == [], "\n".join(problems)
 
 
 def test_renderers_do_not_read_the_spec():
@@ -290,3 +415,18 @@ def test_modules_stay_small():
     """No module of codegen/ over 500 lines (the importer's are being split)."""
     big = {rel: text.count("\n") for rel, text in _sources() if text.count("\n") > 500}
     assert big == {}, big
+
+
+def test_files_cited_in_code_exist():
+    """A comment or docstring of codegen/, templates/, tools/ or tests/ that names a test file or a module of codegen/
+    names one that exists (comments went on citing test_facts_triton and the top-level nvt_import after they moved)."""
+    cited = re.compile(r"\b(tests/test_\w+\.py|codegen/[\w/]+\.py)")
+    found = []
+    for folder in ("codegen", "templates", "tools", "tests"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix not in (".py", ".j2") or not path.is_file():
+                continue
+            for m in cited.finditer(path.read_text(encoding="utf-8")):
+                if not (REPO / m.group(1)).is_file():
+                    found.append(f"{path.relative_to(REPO)}: {m.group(1)}")
+    assert found == [], "\n".join(found)

@@ -156,6 +156,12 @@ MUTANTS = (
            "embedding_vec_size: Annotated[int, Field(ge=1, le=1025,", "spec_bounds"),
     Mutant("torch-seed", "train_torch.py's default seed is the spec's", "codegen/render/torch_model.py",
            '"seed": int(solver.get("seed", 0) or 0),', '"seed": 0,', "seed"),
+    Mutant("torch-schedule-defaults", "train_torch.py's schedule takes HugeCTR's defaults from the API table",
+           "codegen/render/torch_model.py", 'A.default("CreateSolver", name, job.hugectr_version) if given is None',
+           "0 if given is None", "hugectrs_default", files=("tests/test_lr_schedule_rules.py",)),
+    Mutant("task-lr-default", "task.py's lr default is HugeCTR's, from the API table", "codegen/render/task.py",
+           'A.default("CreateSolver", "lr", release)', "0.01", "hugectrs_default",
+           files=("tests/test_lr_schedule_rules.py",)),
     # -- the ETL (tests/test_etl_values.py: etl.py's own functions and constants, rendered from a spec) --
     Mutant("etl-split-seed", "the validation split uses the spec's split.seed", "codegen/etl/render.py",
            '"split_seed": py(plan.split.seed),', '"split_seed": py(0),', "split", files=(ETL_VALUES,)),

@@ -9,7 +9,7 @@ from typing import cast
 
 from ..spec.graph import BSTPreset, DINPreset
 from .ir import Embedding
-from .presets import Ctx, PresetError
+from .presets import Ctx, preset_error
 
 DICE = {"elu_alpha": 0.2, "eps": 1e-8}  # PReLU_Dice as both samples configure it
 
@@ -25,7 +25,7 @@ def _dice_mlp(c: Ctx, x: str, units: list[int], stem: str, last: str) -> None:
 
 def _same_slots(c: Ctx, items: Embedding, cats: Embedding, field: str, least: int) -> int:
     if items.slot_num != cats.slot_num or items.slot_num < least:
-        raise PresetError(field, f"{items.name!r} has {items.slot_num} slots and {cats.name!r} {cats.slot_num}: "
+        raise preset_error(field, f"{items.name!r} has {items.slot_num} slots and {cats.name!r} {cats.slot_num}: "
                           f"the item and category histories need the same number of slots (at least {least})",
                           fix="one slot per history position in both sparse inputs")
     return items.slot_num
@@ -72,7 +72,7 @@ def _bst(c: Ctx) -> None:
     user, items, target, cats, target_cat = (c.embedding(getattr(s, k), f"model.{k}") for k in
                                              ("user", "items", "target_item", "categories", "target_category"))
     if c.dense_dim != 1:
-        raise PresetError("features.continuous", f"BST reads the history length as its one dense column, "
+        raise preset_error("features.continuous", f"BST reads the history length as its one dense column, "
                           f"got {c.dense_dim} continuous columns", fix="one continuous column: the history length")
     h = _same_slots(c, items, cats, "model.items", 1)
     d = items.vec_size + cats.vec_size

@@ -128,8 +128,6 @@ class SparseParts:
                     (e.embedding_type == "HybridSparseEmbedding") != (self.spec.data.format == "raw_async"):
                 self.fail((*loc, "embedding_type"), '"Raw async reader and hybrid embedding must come together"',
                           fix="use data.format: raw_async with HybridSparseEmbedding, or neither")
-            if e.embedding_vec_size % 32:
-                pass  # HugeCTR only warns (hugectr.md §2.10)
             vocab = 0
             if ws:
                 vocab = V.max_vocabulary_size_per_gpu(p, ws, e.embedding_vec_size, optimizer.type,

@@ -20,8 +20,8 @@ from functools import lru_cache
 import os
 from typing import Any, NamedTuple
 
-__all__ = ["RELEASES", "ApiError", "NO_DEFAULT", "Param", "Unparsed", "cpp_type", "describe", "enum_members", "enums",
-           "first_release", "functions", "functions_ever", "has", "members_ever", "missing", "params_ever",
+__all__ = ["RELEASES", "ApiError", "NO_DEFAULT", "Param", "Unparsed", "cpp_type", "default", "describe",
+           "enum_members", "enums", "first_release", "functions", "functions_ever", "has", "members_ever", "missing", "params_ever",
            "release_key", "require", "signature", "spans"]
 
 
@@ -240,6 +240,18 @@ def signature(func: str, release: str) -> tuple[Param, ...]:
     if len(out) != len(facts):
         raise AssertionError(f"api_table.json: broken parameter order of {func} in {release}")
     return tuple(out)
+
+
+def default(func: str, arg: str, release: str) -> Any:
+    """HugeCTR's default of argument ``arg`` of ``func`` in ``release``: the one place a generator reads one (no
+    literal copy beside the table). An argument the release lacks, one without a default or one whose C++ default
+    is no plain value is an ApiError, never a guess."""
+    for p in signature(func, release):
+        if p.name == arg:
+            if p.default is NO_DEFAULT or isinstance(p.default, Unparsed):
+                raise ApiError(f"{func}({arg}=...) has no plain default in HugeCTR {release}")
+            return p.default
+    raise ApiError(f"{func} has no argument {arg!r} in HugeCTR {release}")
 
 
 def cpp_type(func: str, release: str, arg: str) -> str | None:

@@ -13,14 +13,12 @@ import json
 from dataclasses import dataclass
 
 from ..graph.ir import Layer, TrainingJob
+from ..hugectr import api as A
 from ..hugectr import versions as V
 from .env import render
 from .literals import Code, py, py_str
 from .script import Bindings, build_context
 
-HUGECTR_DEFAULT_NUM_WORKERS = 12     # DataReaderParams(num_workers=12) (hugectr.md §1.2)
-HUGECTR_DEFAULT_SNAPSHOT = 10000     # Model.fit(snapshot=10000) (hugectr.md §1.9)
-HUGECTR_DEFAULT_LR = 0.001           # CreateSolver(lr=0.001) (hugectr.md §1.1)
 
 
 def _uniform(values: list) -> tuple[bool, object]:
@@ -109,17 +107,18 @@ class TaskDefaults:
 def task_defaults(job: TrainingJob, eval_batches: int | None = None) -> TaskDefaults:
     b = TaskBindings(job)
     solver, fit, reader = dict(job.solver), dict(job.fit), dict(job.reader)
+    release = job.hugectr_version
     return TaskDefaults(
         per_gpu_batch_size=job.batchsize // job.gpu_count,
         gpus=json.dumps(solver["vvgpu"], separators=(",", ":")),
-        lr=float(solver.get("lr", HUGECTR_DEFAULT_LR)),
+        lr=float(solver.get("lr", A.default("CreateSolver", "lr", release))),
         dropout_rate=(float(b.dropout) if b.dropouts and b.dropout_uniform else None),
         max_iter=int(fit.get("max_iter", 0)), num_epochs=int(fit.get("num_epochs", 0)),
         max_eval_batches=int(solver["max_eval_batches"]),
         eval_batches=int(eval_batches or solver["max_eval_batches"]),
         eval_interval=int(fit["eval_interval"]), display_interval=int(fit["display"]),
-        snapshot_interval=int(fit.get("snapshot", HUGECTR_DEFAULT_SNAPSHOT)),
-        num_workers=int(reader.get("num_workers", HUGECTR_DEFAULT_NUM_WORKERS)),
+        snapshot_interval=int(fit.get("snapshot", A.default("Model.fit", "snapshot", release))),
+        num_workers=int(reader.get("num_workers", A.default("DataReaderParams", "num_workers", release))),
         workspace_size_per_gpu=b.ws if b.ws_uniform else None,
         nnz_per_slot=b.nnz if b.nnz_uniform else None,
         num_dense_features=job.graph.dense_dim,

@@ -21,6 +21,7 @@ from .. import __version__
 from ..features import Features
 from ..graph.ir import Layer, TrainingJob
 from ..graph.shapes import fmt_shape
+from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..runtime.contract import layout_of
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
@@ -39,7 +40,6 @@ MODULE_ATTRS = frozenset({
     "ipu", "xpu", "mtia", "to_empty", "register_module", "compile",
 })
 
-DEFAULT_LR = 0.001  # CreateSolver's lr default
 # The table updates train_torch.py's RowSparseOptimizer reproduces exactly (rows without gradient stay as they are):
 # SGD and AdaGrad under every update_type; Adam only where HugeCTR updates just the looked-up rows (Global Adam moves
 # every row with moment state, so its tables keep the dense step).
@@ -333,10 +333,16 @@ def _passes_literal(passes: list[dict]) -> str:
 
 
 def _lr_schedule(job: TrainingJob) -> dict:
+    """CreateSolver's learning-rate schedule: the spec's values, else HugeCTR's defaults in the job's release."""
     solver = dict(job.solver)
-    return {"lr": float(solver.get("lr", DEFAULT_LR)), "warmup_steps": int(solver.get("warmup_steps", 0) or 0),
-            "decay_start": int(solver.get("decay_start", 0) or 0), "decay_steps": int(solver.get("decay_steps", 1)),
-            "decay_power": float(solver.get("decay_power", 2.0)), "end_lr": float(solver.get("end_lr", 0.0))}
+
+    def value(name: str) -> object:
+        given = solver.get(name)
+        return A.default("CreateSolver", name, job.hugectr_version) if given is None else given
+
+    return {"lr": float(value("lr")), "warmup_steps": int(value("warmup_steps")),
+            "decay_start": int(value("decay_start")), "decay_steps": int(value("decay_steps")),
+            "decay_power": float(value("decay_power")), "end_lr": float(value("end_lr"))}
 
 
 def module_attrs(job: TrainingJob) -> dict[str, str]:

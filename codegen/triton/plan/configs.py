@@ -46,7 +46,7 @@ def model_config(plan: ModelPlan) -> mc.ModelConfig:
 
 def config_text(plan: ModelPlan, header: str = "") -> str:
     """The config.pbtxt text (``header`` is a block of ``#`` comment lines). ``text_format`` escapes every string;
-    that the text parses back to the same message is a test (tests/test_facts_triton.py), not a per-run cost: the
+    that the text parses back to the same message is a test (tests/test_facts.py), not a per-run cost: the
     pure-Python protobuf parser was a third of ``ctrgen check``'s time."""
     cfg = model_config(plan)
     _check_complete(cfg, plan)
