@@ -22,21 +22,21 @@ from .onnx import OPSET
 
 
 @dataclass(frozen=True)
-class Table:
+class InputSlots:
     """One embedding table in CATCOLUMN's order: its sparse input and each slot's (offset, nnz, cardinality)."""
 
     input: str
     slots: tuple[tuple[int, int, int], ...]
 
 
-def tables_of(plan, features: dict) -> list[Table]:
+def tables_of(plan, features: dict) -> list[InputSlots]:
     """The tables of the repository plan's preprocessing model, each slot's nnz that of its sparse input."""
     nnz = {s["input"]: int(s["nnz"]) for s in features["sparse"]}
-    return [Table(t.input, tuple((int(s.offset), nnz[t.input], int(s.cardinality)) for s in t.slots))
+    return [InputSlots(t.input, tuple((int(s.offset), nnz[t.input], int(s.cardinality)) for s in t.slots))
             for t in plan.preprocessing.tables]
 
 
-def vcsr_module(model, features: dict, tables: list[Table], outputs: list[str]):
+def vcsr_module(model, features: dict, tables: list[InputSlots], outputs: list[str]):
     """``model`` (weights loaded) as a module of (DES, CATCOLUMN, ROWINDEX) returning the step's outputs."""
     import torch
 
@@ -87,7 +87,7 @@ def vcsr_module(model, features: dict, tables: list[Table], outputs: list[str]):
     return Vcsr().eval()
 
 
-def to_vcsr(arrays: dict, features: dict, tables: list[Table]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def to_vcsr(arrays: dict, features: dict, tables: list[InputSlots]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The preprocessing model's VCSR tensors of read_split's rows (what the check feeds both models)."""
     by_input = dict(zip([s["input"] for s in features["sparse"]], arrays["sparse"]))
     keys: list[int] = []
@@ -106,7 +106,7 @@ def to_vcsr(arrays: dict, features: dict, tables: list[Table]) -> tuple[np.ndarr
             np.concatenate(pointers).astype(np.int32).reshape(1, -1))
 
 
-def export_vcsr(model, features: dict, tables: list[Table], outputs: list[str], arrays: dict) -> bytes:
+def export_vcsr(model, features: dict, tables: list[InputSlots], outputs: list[str], arrays: dict) -> bytes:
     """The ONNX file of the model step, traced on the first rows of ``arrays``; every input and output dimension
     after the batch one is dynamic."""
     import torch
