@@ -42,6 +42,8 @@ PARITY_SEQ = "tests/test_layer_parity_seq.py"
 ATTENTION = "codegen/runtime/attention.py"
 WEIGHTS = "tests/test_weights.py"
 WEIGHTS_CLI = "tests/test_weights_cli.py"
+INIT = "codegen/runtime/initializers.py"
+INIT_TESTS = "tests/test_torch_init.py"
 
 
 @dataclass(frozen=True)
@@ -447,6 +449,16 @@ MUTANTS = (
            files=("tests/test_families_learn.py",)),
     Mutant("planted-shared-part", "the two labels share part of their planted logit", "codegen/demo/families.py",
            "        z = shared + own\n", "        z = own\n", "two_label_set", files=("tests/test_families_learn.py",)),
+    Mutant("init-truncated-stddev", "HugeCTR's \"truncated\" normal draws a plain normal of sqrt(scale/fan)/0.8796",
+           INIT, 'return "normal", math.sqrt(scale) / TRUNCATED if truncated else math.sqrt(scale)',
+           'return "normal", math.sqrt(scale)', "inner_product_default", files=(INIT_TESTS,)),
+    Mutant("init-bias-fan", "an InnerProduct's bias rules read fan_in as 0", INIT,
+           "bottom = fan_in if index == 0 else 0\n        if init == \"Uniform\":\n            return \"uniform\", "
+           "1.0 / (bottom + fan_out)", "bottom = fan_in\n        if init == \"Uniform\":\n            return "
+           "\"uniform\", 1.0 / (bottom + fan_out)", "inner_product_uniform", files=(INIT_TESTS,)),
+    Mutant("init-mlp-uniform", "an MLP's Default is U(-sqrt(1/in), sqrt(1/in))", INIT,
+           'return "uniform", math.sqrt(1.0 / fan_in)', 'return "uniform", math.sqrt(1.0 / fan_out)', "mlp",
+           files=(INIT_TESTS,)),
 )
 
 

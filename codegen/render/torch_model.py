@@ -168,6 +168,22 @@ def _select(p: dict, source: str) -> str:
     return f"{source}[{', '.join([':'] * dim + [py([int(i) for i in p['index']])])}]"
 
 
+def _initialized(m: _Model, p: dict, kind: str, expr: str, weight: str = "weight_init_type",
+                 bias: str | None = "bias_init_type") -> str:
+    """A weighted module as runtime.initializers.hugectr_init draws it: HugeCTR's rule for ``kind`` with the layer's
+    Initializer_t types (``weight`` and ``bias``: their parameter names; Default is not written). A norm whose types
+    are both Default is left as torch builds it: HugeCTR's Default gamma and beta are torch's ones and zeros."""
+    args = [expr, py_str(kind)]
+    for key, name in (("weight", weight), ("bias", bias)):
+        value = p.get(name) if name is not None else None
+        if value is not None and value.member != "Default":
+            args.append(f"{key}={py_str(value.member)}")
+    if kind in ("BatchNorm", "LayerNorm") and len(args) == 2:
+        return expr
+    m.helpers.add("hugectr_init")
+    return f"hugectr_init({', '.join(args)})"
+
+
 def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     t, p = layer.type, dict(layer.params)
     ins = [n.var(b) for b in layer.bottoms]
@@ -194,7 +210,8 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         for out, (start, end) in zip(outs, p["ranges"]):
             m.forward.append(f"{out} = {ins[0]}[..., {int(start)}:{int(end)}]")
     elif t in ("InnerProduct", "FusedInnerProduct"):
-        fc = module(f"nn.Linear({_width(layer.in_shapes[0])}, {int(p.get('num_output', 1))})")
+        fc = module(_initialized(m, p, "InnerProduct",
+                                 f"nn.Linear({_width(layer.in_shapes[0])}, {int(p.get('num_output', 1))})"))
         expr = f"{fc}({ins[0]})"
         act = p.get("act_type")
         if t == "FusedInnerProduct" and (act is None or act.member == "Relu"):
@@ -203,7 +220,8 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         for out in outs if t == "InnerProduct" else outs[:1]:
             m.forward.append(f"{out} = {expr}{comment}")
     elif t == "MLP":
-        m.forward.append(f"{outs[0]} = {module(_mlp(layer))}({ins[0]})  # (B, {_width(layer.out_shapes[0])})")
+        mlp = module(_initialized(m, p, "MLP", _mlp(layer)))
+        m.forward.append(f"{outs[0]} = {mlp}({ins[0]})  # (B, {_width(layer.out_shapes[0])})")
     elif t == "Select":
         m.forward.append(f"{outs[0]} = {_select(p, ins[0])}{comment}")
     elif t in ("ReLU", "ReLUHalf"):
@@ -224,11 +242,14 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         drop = module(f"nn.Dropout(p={py(float(p.get('dropout_rate', 0.5)))})")
         m.forward.append(f"{outs[0]} = {drop}({ins[0]})")
     elif t == "BatchNorm":
-        bn = module(f"nn.BatchNorm1d({_width(layer.in_shapes[0])}, eps={py(float(p.get('eps', 1e-5)))}, "
-                    f"momentum={py(float(p.get('factor', 1.0)))})")
+        bn = module(_initialized(m, p, "BatchNorm", f"nn.BatchNorm1d({_width(layer.in_shapes[0])}, "
+                                 f"eps={py(float(p.get('eps', 1e-5)))}, momentum={py(float(p.get('factor', 1.0)))})",
+                                 "gamma_init_type", "beta_init_type"))
         m.forward.append(f"{outs[0]} = {bn}({ins[0]})")
     elif t == "LayerNorm":
-        ln = module(f"nn.LayerNorm({_width(layer.in_shapes[0])}, eps={py(float(p.get('eps', 1e-5)))})")
+        ln = module(_initialized(m, p, "LayerNorm",
+                                 f"nn.LayerNorm({_width(layer.in_shapes[0])}, eps={py(float(p.get('eps', 1e-5)))})",
+                                 "gamma_init_type", "beta_init_type"))
         m.forward.append(f"{outs[0]} = {ln}({ins[0]})")
     elif t in ("Add", "Sub", "ElementwiseMultiply"):
         op = {"Add": " + ", "Sub": " - ", "ElementwiseMultiply": " * "}[t]
@@ -237,7 +258,8 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         m.helpers.add("MultiCross")
         proj = p.get("projection_dim")
         extra = f", projection_dim={int(proj)}" if proj else ""
-        mc = module(f"MultiCross({_width(layer.in_shapes[0])}, num_layers={int(p['num_layers'])}{extra})")
+        mc = module(_initialized(m, p, "MultiCross",
+                                 f"MultiCross({_width(layer.in_shapes[0])}, num_layers={int(p['num_layers'])}{extra})"))
         m.forward.append(f"{outs[0]} = {mc}({ins[0]}){comment}")
     elif t == "Interaction":
         m.helpers.add("Interaction")
@@ -250,7 +272,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     elif t == "WeightMultiply":
         m.helpers.add("WeightMultiply")
         rows, cols = (int(d) for d in p["weight_dims"])
-        wm = module(f"WeightMultiply({rows}, {cols})")
+        wm = module(_initialized(m, p, "WeightMultiply", f"WeightMultiply({rows}, {cols})", bias=None))
         m.forward.append(f"{outs[0]} = {wm}({ins[0]}){comment}")
     elif t in ("ReduceSum", "ReduceMean"):
         fn = "sum" if t == "ReduceSum" else "mean"

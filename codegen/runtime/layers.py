@@ -1,6 +1,7 @@
 """The layers a generated Model is built from, where HugeCTR has no torch equivalent: SparseEmbedding (HugeCTR's
 embedding over all slots of a sparse input; sharded across ranks with --shard-tables), MultiCross, Interaction,
-WeightMultiply and fm_order2 (and, from attention.py, the helpers of the attention models' layers)."""
+WeightMultiply and fm_order2 (and, from attention.py, the helpers of the attention models' layers; from
+initializers.py, hugectr_init: HugeCTR's initial parameter values)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from .attention import (attention_4d, attention_scores, dot_product, fused_resha
                         fused_reshape_concat_general, masked_softmax, multi_head_attention, prelu_dice, scale,
                         sequence_mask, sequence_mask_from_to)
 from .distributed import all_gather_rows
+from .initializers import hugectr_init
 from .kernels import GatherRows, RowKernels, table_gradient
 from .shards import Placement, make_shard, slot_starts
 
@@ -231,11 +233,12 @@ class MultiCross(nn.Module):
         super().__init__()
         self.projection_dim = projection_dim
         if projection_dim is None:
-            self.weight = nn.Parameter(torch.empty(num_layers, width).normal_(0.0, width ** -0.5))
+            self.weight = nn.Parameter(torch.empty(num_layers, width))
         else:
-            self.u = nn.Parameter(torch.empty(num_layers, width, projection_dim).normal_(0.0, width ** -0.5))
-            self.weight = nn.Parameter(torch.empty(num_layers, projection_dim, width).normal_(0.0, projection_dim ** -0.5))
-        self.bias = nn.Parameter(torch.zeros(num_layers, width))
+            self.u = nn.Parameter(torch.empty(num_layers, width, projection_dim))
+            self.weight = nn.Parameter(torch.empty(num_layers, projection_dim, width))
+        self.bias = nn.Parameter(torch.empty(num_layers, width))
+        hugectr_init(self, "MultiCross")     # (the generated Model draws them again with the layer's init types)
 
     def forward(self, x0: torch.Tensor) -> torch.Tensor:
         x = x0
@@ -360,7 +363,8 @@ class WeightMultiply(nn.Module):
 
     def __init__(self, rows: int, cols: int):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(rows, cols).normal_(0.0, 0.05))
+        self.weight = nn.Parameter(torch.empty(rows, cols))
+        hugectr_init(self, "WeightMultiply")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x.unsqueeze(-1) * self.weight).reshape(x.shape[0], -1)

@@ -46,7 +46,7 @@ import torch.nn as nn
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding, attention_4d, attention_scores, masked_softmax, prelu_dice, sequence_mask
+from codegen.runtime.layers import SparseEmbedding, attention_4d, attention_scores, hugectr_init, masked_softmax, prelu_dice, sequence_mask
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -111,17 +111,17 @@ class Model(nn.Module):
         self.sparse_embedding_item_good = SparseEmbedding(cardinalities["Target_Good"], vec_size=16, combiner="sum", name="sparse_embedding_item_good", placement=placement)
         self.sparse_embedding_cate = SparseEmbedding(cardinalities["CateID"], vec_size=16, combiner="sum", name="sparse_embedding_cate", placement=placement)
         self.sparse_embedding_item_cate = SparseEmbedding(cardinalities["Target_Cate"], vec_size=16, combiner="sum", name="sparse_embedding_item_cate", placement=placement)
-        self.query_emb = nn.Linear(32, 32)
-        self.key_emb = nn.Linear(32, 32)
-        self.value_emb = nn.Linear(32, 32)
+        self.query_emb = hugectr_init(nn.Linear(32, 32), "InnerProduct")
+        self.key_emb = hugectr_init(nn.Linear(32, 32), "InnerProduct")
+        self.value_emb = hugectr_init(nn.Linear(32, 32), "InnerProduct")
         self.attention_layer_norm = nn.LayerNorm(32, eps=1e-05)
-        self.attention_ffn1 = nn.Linear(32, 128)
-        self.attention_ffn2 = nn.Linear(128, 32)
+        self.attention_ffn1 = hugectr_init(nn.Linear(32, 128), "InnerProduct")
+        self.attention_ffn2 = hugectr_init(nn.Linear(128, 32), "InnerProduct")
         self.attention_ffn_layer_norm = nn.LayerNorm(32, eps=1e-05)
-        self.fc_bst_i1 = nn.Linear(82, 256)
-        self.fc_bst_i2 = nn.Linear(256, 128)
-        self.fc_bst_i3 = nn.Linear(128, 64)
-        self.fc_bst_i4 = nn.Linear(64, 1)
+        self.fc_bst_i1 = hugectr_init(nn.Linear(82, 256), "InnerProduct")
+        self.fc_bst_i2 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
+        self.fc_bst_i3 = hugectr_init(nn.Linear(128, 64), "InnerProduct")
+        self.fc_bst_i4 = hugectr_init(nn.Linear(64, 1), "InnerProduct")
 
     def forward(self, dense, UserID, GoodID, Target_Good, CateID, Target_Cate):
         sparse_embedding_user = self.sparse_embedding_user(UserID)  # (B, 1, 18)

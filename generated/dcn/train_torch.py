@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import MultiCross, SparseEmbedding
+from codegen.runtime.layers import MultiCross, SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -107,12 +107,12 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.sparse_embedding1 = SparseEmbedding(cardinalities["data1"], vec_size=16, combiner="sum", name="sparse_embedding1", placement=placement)
-        self.multicross1 = MultiCross(445, num_layers=6)
-        self.fc1 = nn.Linear(445, 1024)
+        self.multicross1 = hugectr_init(MultiCross(445, num_layers=6), "MultiCross")
+        self.fc1 = hugectr_init(nn.Linear(445, 1024), "InnerProduct")
         self.dropout1 = nn.Dropout(p=0.5)
-        self.fc2 = nn.Linear(1024, 1024)
+        self.fc2 = hugectr_init(nn.Linear(1024, 1024), "InnerProduct")
         self.dropout2 = nn.Dropout(p=0.5)
-        self.fc3 = nn.Linear(1469, 1)
+        self.fc3 = hugectr_init(nn.Linear(1469, 1), "InnerProduct")
 
     def forward(self, dense, data1):
         sparse_embedding1 = self.sparse_embedding1(data1)  # (B, 27, 16)

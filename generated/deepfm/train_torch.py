@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding, WeightMultiply, fm_order2
+from codegen.runtime.layers import SparseEmbedding, WeightMultiply, fm_order2, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -107,15 +107,15 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.sparse_embedding1 = SparseEmbedding(cardinalities["data1"], vec_size=11, combiner="sum", name="sparse_embedding1", placement=placement)
-        self.weight_multiply1 = WeightMultiply(13, 10)
-        self.weight_multiply2 = WeightMultiply(13, 1)
-        self.fc1 = nn.Linear(400, 400)
+        self.weight_multiply1 = hugectr_init(WeightMultiply(13, 10), "WeightMultiply")
+        self.weight_multiply2 = hugectr_init(WeightMultiply(13, 1), "WeightMultiply")
+        self.fc1 = hugectr_init(nn.Linear(400, 400), "InnerProduct")
         self.dropout1 = nn.Dropout(p=0.5)
-        self.fc2 = nn.Linear(400, 400)
+        self.fc2 = hugectr_init(nn.Linear(400, 400), "InnerProduct")
         self.dropout2 = nn.Dropout(p=0.5)
-        self.fc3 = nn.Linear(400, 400)
+        self.fc3 = hugectr_init(nn.Linear(400, 400), "InnerProduct")
         self.dropout3 = nn.Dropout(p=0.5)
-        self.fc4 = nn.Linear(400, 1)
+        self.fc4 = hugectr_init(nn.Linear(400, 1), "InnerProduct")
 
     def forward(self, dense, data1):
         sparse_embedding1 = self.sparse_embedding1(data1)  # (B, 27, 11)

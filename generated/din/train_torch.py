@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding, fused_reshape_concat, prelu_dice, scale
+from codegen.runtime.layers import SparseEmbedding, fused_reshape_concat, hugectr_init, prelu_dice, scale
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -108,11 +108,11 @@ class Model(nn.Module):
         self.sparse_embedding_user = SparseEmbedding(cardinalities["UserID"], vec_size=18, combiner="sum", name="sparse_embedding_user", placement=placement)
         self.sparse_embedding_good = SparseEmbedding(cardinalities["GoodID"], vec_size=18, combiner="sum", name="sparse_embedding_good", placement=placement)
         self.sparse_embedding_cate = SparseEmbedding(cardinalities["CateID"], vec_size=18, combiner="sum", name="sparse_embedding_cate", placement=placement)
-        self.fc_att_i2 = nn.Linear(144, 40)
-        self.fc_att_i3 = nn.Linear(40, 1)
-        self.fc_din_i1 = nn.Linear(91, 200)
-        self.fc_din_i2 = nn.Linear(200, 80)
-        self.fc3 = nn.Linear(80, 1)
+        self.fc_att_i2 = hugectr_init(nn.Linear(144, 40), "InnerProduct")
+        self.fc_att_i3 = hugectr_init(nn.Linear(40, 1), "InnerProduct")
+        self.fc_din_i1 = hugectr_init(nn.Linear(91, 200), "InnerProduct")
+        self.fc_din_i2 = hugectr_init(nn.Linear(200, 80), "InnerProduct")
+        self.fc3 = hugectr_init(nn.Linear(80, 1), "InnerProduct")
 
     def forward(self, dense, UserID, GoodID, CateID):
         sparse_embedding_user = self.sparse_embedding_user(UserID)  # (B, 1, 18)

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import Interaction, SparseEmbedding
+from codegen.runtime.layers import Interaction, SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -108,15 +108,15 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.sparse_embedding1 = SparseEmbedding(cardinalities["data1"], vec_size=128, combiner="sum", name="sparse_embedding1", placement=placement)
-        self.fc1 = nn.Linear(13, 512)
-        self.fc2 = nn.Linear(512, 256)
-        self.fc3 = nn.Linear(256, 128)
+        self.fc1 = hugectr_init(nn.Linear(13, 512), "InnerProduct")
+        self.fc2 = hugectr_init(nn.Linear(512, 256), "InnerProduct")
+        self.fc3 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
         self.interaction1 = Interaction(num_features=28)
-        self.fc4 = nn.Linear(507, 1024)
-        self.fc5 = nn.Linear(1024, 1024)
-        self.fc6 = nn.Linear(1024, 512)
-        self.fc7 = nn.Linear(512, 256)
-        self.fc8 = nn.Linear(256, 1)
+        self.fc4 = hugectr_init(nn.Linear(507, 1024), "InnerProduct")
+        self.fc5 = hugectr_init(nn.Linear(1024, 1024), "InnerProduct")
+        self.fc6 = hugectr_init(nn.Linear(1024, 512), "InnerProduct")
+        self.fc7 = hugectr_init(nn.Linear(512, 256), "InnerProduct")
+        self.fc8 = hugectr_init(nn.Linear(256, 1), "InnerProduct")
 
     def forward(self, dense, data1):
         sparse_embedding1 = self.sparse_embedding1(data1)  # (B, 27, 128)

@@ -45,7 +45,7 @@ import torch.nn as nn
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import Interaction, SparseEmbedding
+from codegen.runtime.layers import Interaction, SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -107,9 +107,9 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.sparse_embedding1 = SparseEmbedding(cardinalities["data1"], vec_size=128, combiner="sum", name="sparse_embedding1", placement=placement)
-        self.mlp1 = nn.Sequential(nn.Linear(13, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU())
+        self.mlp1 = hugectr_init(nn.Sequential(nn.Linear(13, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU()), "MLP")
         self.interaction1 = Interaction(num_features=28)
-        self.mlp2 = nn.Sequential(nn.Linear(507, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 1))
+        self.mlp2 = hugectr_init(nn.Sequential(nn.Linear(507, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 1)), "MLP")
 
     def forward(self, dense, data1):
         sparse_embedding1 = self.sparse_embedding1(data1)  # (B, 27, 128)

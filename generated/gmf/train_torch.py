@@ -45,7 +45,7 @@ import torch.nn as nn
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -102,7 +102,7 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.gmf_embedding = SparseEmbedding(cardinalities["data"], vec_size=16, combiner="sum", name="gmf_embedding", placement=placement)
-        self.gmf_out = nn.Linear(15, 1)
+        self.gmf_out = hugectr_init(nn.Linear(15, 1), "InnerProduct")
 
     def forward(self, dense, data):
         gmf_embedding = self.gmf_embedding(data)  # (B, 2, 16)

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding, scale
+from codegen.runtime.layers import SparseEmbedding, hugectr_init, scale
 from codegen.runtime.losses import LossTerm
 from codegen.runtime.shards import Placement
 
@@ -117,26 +117,26 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.embedding = SparseEmbedding(cardinalities["data"], vec_size=16, combiner="sum", name="embedding", placement=placement)
-        self.e0_fc1 = nn.Linear(512, 256)
+        self.e0_fc1 = hugectr_init(nn.Linear(512, 256), "InnerProduct")
         self.e0_dropout1 = nn.Dropout(p=0.5)
-        self.e0_fc2 = nn.Linear(256, 128)
+        self.e0_fc2 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
         self.e0_dropout2 = nn.Dropout(p=0.5)
-        self.e1_fc1 = nn.Linear(512, 256)
+        self.e1_fc1 = hugectr_init(nn.Linear(512, 256), "InnerProduct")
         self.e1_dropout1 = nn.Dropout(p=0.5)
-        self.e1_fc2 = nn.Linear(256, 128)
+        self.e1_fc2 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
         self.e1_dropout2 = nn.Dropout(p=0.5)
-        self.e2_fc1 = nn.Linear(512, 256)
+        self.e2_fc1 = hugectr_init(nn.Linear(512, 256), "InnerProduct")
         self.e2_dropout1 = nn.Dropout(p=0.5)
-        self.e2_fc2 = nn.Linear(256, 128)
+        self.e2_fc2 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
         self.e2_dropout2 = nn.Dropout(p=0.5)
-        self.gA_dense = nn.Linear(512, 3)
-        self.gB_dense = nn.Linear(512, 3)
-        self.A_fc1 = nn.Linear(128, 64)
+        self.gA_dense = hugectr_init(nn.Linear(512, 3), "InnerProduct")
+        self.gB_dense = hugectr_init(nn.Linear(512, 3), "InnerProduct")
+        self.A_fc1 = hugectr_init(nn.Linear(128, 64), "InnerProduct")
         self.A_dropout1 = nn.Dropout(p=0.5)
-        self.A_fc2 = nn.Linear(64, 1)
-        self.B_fc1 = nn.Linear(128, 64)
+        self.A_fc2 = hugectr_init(nn.Linear(64, 1), "InnerProduct")
+        self.B_fc1 = hugectr_init(nn.Linear(128, 64), "InnerProduct")
         self.B_dropout1 = nn.Dropout(p=0.5)
-        self.B_fc2 = nn.Linear(64, 1)
+        self.B_fc2 = hugectr_init(nn.Linear(64, 1), "InnerProduct")
 
     def forward(self, dense, data):
         embedding = self.embedding(data)  # (B, 32, 16)

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -103,9 +103,9 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.sparse_embedding1 = SparseEmbedding(cardinalities["data1"], vec_size=16, combiner="sum", name="sparse_embedding1", placement=placement)
-        self.fc1 = nn.Linear(48, 128)
-        self.fc2 = nn.Linear(128, 128)
-        self.fc3 = nn.Linear(128, 1)
+        self.fc1 = hugectr_init(nn.Linear(48, 128), "InnerProduct")
+        self.fc2 = hugectr_init(nn.Linear(128, 128), "InnerProduct")
+        self.fc3 = hugectr_init(nn.Linear(128, 1), "InnerProduct")
 
     def forward(self, dense, data1):
         sparse_embedding1 = self.sparse_embedding1(data1)  # (B, 3, 16)

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -106,13 +106,13 @@ class Model(nn.Module):
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.id_embedding = SparseEmbedding(cardinalities["ids"], vec_size=512, combiner="sum", name="id_embedding", init="normal", placement=placement)
         self.genre_embedding = SparseEmbedding(cardinalities["genres"], vec_size=16, combiner="sum", name="genre_embedding", init="normal", placement=placement)
-        self.fc1 = nn.Linear(1040, 128)
+        self.fc1 = hugectr_init(nn.Linear(1040, 128), "InnerProduct")
         self.bn1 = nn.BatchNorm1d(128, eps=1e-05, momentum=0.1)
-        self.fc2 = nn.Linear(128, 128)
+        self.fc2 = hugectr_init(nn.Linear(128, 128), "InnerProduct")
         self.bn2 = nn.BatchNorm1d(128, eps=1e-05, momentum=0.1)
-        self.fc3 = nn.Linear(128, 128)
+        self.fc3 = hugectr_init(nn.Linear(128, 128), "InnerProduct")
         self.bn3 = nn.BatchNorm1d(128, eps=1e-05, momentum=0.1)
-        self.fc4 = nn.Linear(128, 1)
+        self.fc4 = hugectr_init(nn.Linear(128, 1), "InnerProduct")
 
     def forward(self, dense, ids, genres):
         id_embedding = self.id_embedding(ids)  # (B, 2, 512)

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -103,15 +103,15 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.mlp_embedding = SparseEmbedding(cardinalities["data"], vec_size=64, combiner="sum", name="mlp_embedding", placement=placement)
-        self.fc1 = nn.Linear(128, 256)
+        self.fc1 = hugectr_init(nn.Linear(128, 256), "InnerProduct")
         self.dropout1 = nn.Dropout(p=0.5)
-        self.fc2 = nn.Linear(256, 256)
+        self.fc2 = hugectr_init(nn.Linear(256, 256), "InnerProduct")
         self.dropout2 = nn.Dropout(p=0.5)
-        self.fc3 = nn.Linear(256, 128)
+        self.fc3 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
         self.dropout3 = nn.Dropout(p=0.5)
-        self.fc4 = nn.Linear(128, 64)
+        self.fc4 = hugectr_init(nn.Linear(128, 64), "InnerProduct")
         self.dropout4 = nn.Dropout(p=0.5)
-        self.mlp_out = nn.Linear(64, 1)
+        self.mlp_out = hugectr_init(nn.Linear(64, 1), "InnerProduct")
 
     def forward(self, dense, data):
         mlp_embedding = self.mlp_embedding(data)  # (B, 2, 64)

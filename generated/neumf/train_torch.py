@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -104,15 +104,15 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.mixed_embedding = SparseEmbedding(cardinalities["data"], vec_size=72, combiner="sum", name="mixed_embedding", placement=placement)
-        self.fc1 = nn.Linear(127, 256)
+        self.fc1 = hugectr_init(nn.Linear(127, 256), "InnerProduct")
         self.dropout1 = nn.Dropout(p=0.5)
-        self.fc2 = nn.Linear(256, 256)
+        self.fc2 = hugectr_init(nn.Linear(256, 256), "InnerProduct")
         self.dropout2 = nn.Dropout(p=0.5)
-        self.fc3 = nn.Linear(256, 128)
+        self.fc3 = hugectr_init(nn.Linear(256, 128), "InnerProduct")
         self.dropout3 = nn.Dropout(p=0.5)
-        self.fc4 = nn.Linear(128, 64)
+        self.fc4 = hugectr_init(nn.Linear(128, 64), "InnerProduct")
         self.mlp_dropout4 = nn.Dropout(p=0.5)
-        self.neumf_out = nn.Linear(71, 1)
+        self.neumf_out = hugectr_init(nn.Linear(71, 1), "InnerProduct")
 
     def forward(self, dense, data):
         mixed_embedding = self.mixed_embedding(data)  # (B, 2, 72)

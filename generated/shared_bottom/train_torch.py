@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.losses import LossTerm
 from codegen.runtime.shards import Placement
 
@@ -117,16 +117,16 @@ class Model(nn.Module):
         super().__init__()
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.embedding = SparseEmbedding(cardinalities["data"], vec_size=16, combiner="sum", name="embedding", placement=placement)
-        self.shared1 = nn.Linear(512, 128)
+        self.shared1 = hugectr_init(nn.Linear(512, 128), "InnerProduct")
         self.dropout1 = nn.Dropout(p=0.5)
-        self.shared2 = nn.Linear(128, 256)
+        self.shared2 = hugectr_init(nn.Linear(128, 256), "InnerProduct")
         self.dropout2 = nn.Dropout(p=0.5)
-        self.A_fc1 = nn.Linear(256, 64)
+        self.A_fc1 = hugectr_init(nn.Linear(256, 64), "InnerProduct")
         self.A_dropout1 = nn.Dropout(p=0.5)
-        self.A_out = nn.Linear(64, 1)
-        self.B_fc1 = nn.Linear(256, 64)
+        self.A_out = hugectr_init(nn.Linear(64, 1), "InnerProduct")
+        self.B_fc1 = hugectr_init(nn.Linear(256, 64), "InnerProduct")
         self.B_dropout1 = nn.Dropout(p=0.5)
-        self.B_out = nn.Linear(64, 1)
+        self.B_out = hugectr_init(nn.Linear(64, 1), "InnerProduct")
 
     def forward(self, dense, data):
         embedding = self.embedding(data)  # (B, 32, 16)

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from codegen.runtime import RuntimeMismatch, require, trainer
 from codegen.runtime.job import Job, Optimizer
-from codegen.runtime.layers import SparseEmbedding
+from codegen.runtime.layers import SparseEmbedding, hugectr_init
 from codegen.runtime.shards import Placement
 
 IMPORTED = time.perf_counter()
@@ -109,11 +109,11 @@ class Model(nn.Module):
         cardinalities = {s["input"]: [c["cardinality"] for c in s["columns"]] for s in features["sparse"]}
         self.sparse_embedding2 = SparseEmbedding(cardinalities["wide_data"], vec_size=1, combiner="sum", name="sparse_embedding2", placement=placement)
         self.sparse_embedding1 = SparseEmbedding(cardinalities["deep_data"], vec_size=16, combiner="sum", name="sparse_embedding1", placement=placement)
-        self.fc1 = nn.Linear(429, 1024)
+        self.fc1 = hugectr_init(nn.Linear(429, 1024), "InnerProduct")
         self.dropout1 = nn.Dropout(p=0.5)
-        self.fc2 = nn.Linear(1024, 1024)
+        self.fc2 = hugectr_init(nn.Linear(1024, 1024), "InnerProduct")
         self.dropout2 = nn.Dropout(p=0.5)
-        self.fc3 = nn.Linear(1024, 1)
+        self.fc3 = hugectr_init(nn.Linear(1024, 1), "InnerProduct")
 
     def forward(self, dense, wide_data, deep_data):
         sparse_embedding2 = self.sparse_embedding2(wide_data)  # (B, 1, 1)
