@@ -348,6 +348,11 @@ class _Refused:
         return True
 
 
+# submit.py imports the Vertex AI SDK (google-cloud-aiplatform, about 1.2 s of CPU, seconds of wall on a busy worker):
+# these tests run on the worker of test_launch.py's tests that import it too (its VERTEX_SDK group).
+VERTEX_SDK = pytest.mark.xdist_group("vertex_sdk")
+
+
 def _job(values: dict, prefix: str = "gs://bucket/runs"):
     from types import SimpleNamespace as NS
 
@@ -358,6 +363,7 @@ def _job(values: dict, prefix: str = "gs://bucket/runs"):
                  trial_job_spec=NS(base_output_directory=NS(output_uri_prefix=prefix)))
 
 
+@VERTEX_SDK
 def test_submit_ranks_a_nan_trial_last():
     m, job = _job({"1": float("nan"), "2": 0.78, "3": 0.7})
     assert m.best_trial(job).id == "2"
@@ -365,6 +371,7 @@ def test_submit_ranks_a_nan_trial_last():
     assert m.best_trial(job) is None
 
 
+@VERTEX_SDK
 @pytest.mark.parametrize("prefix, tid", [("gs://b/../../../../x", "1"), ("gs:///etc", "1"), ("/etc/model", "1"),
                                          ("gs://b/runs", "../../x"), ("gs://b/runs", "/etc")])
 def test_submit_deploy_refuses_an_unchecked_trial_path(prefix, tid, capsys):
@@ -375,7 +382,9 @@ def test_submit_deploy_refuses_an_unchecked_trial_path(prefix, tid, capsys):
     assert m.trial_model_dir(job, job.trials[0], "/gcs") == "/gcs/bucket/runs/a/12/model"
 
 
+@VERTEX_SDK
 def test_submit_trials_save_and_from_json_are_checked_before_reading(tmp_path, capsys):
+    """Seconds where it is the worker's first import of submit.py (the Vertex AI SDK, VERTEX_SDK above)."""
     m = _submit()
     (tmp_path / "folder").mkdir()
     for path, needle in ((tmp_path / "missing" / "j.json", "its folder does not exist"),

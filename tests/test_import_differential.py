@@ -58,6 +58,7 @@ def test_seed_corpus_gives_python_values_or_refusals():
 @pytest.mark.slow
 @given(st.lists(programs(), min_size=BATCH, max_size=BATCH), st.sampled_from(HOMES))
 def test_generated_programs_give_python_values_or_refusals(sources: list[str], home: str):
+    """Seconds: a few hundred fresh programs (hypothesis), each run by CPython and by the evaluator."""
     exact, total = _check(sources, home)
     _counts[0] += exact
     _counts[1] += total
