@@ -520,3 +520,23 @@ def test_ctrl_c_is_one_line_and_130(project, tmp_path):
     _, err = proc.communicate(timeout=120)
     lines = err.decode().splitlines()
     assert proc.returncode == 130 and lines[1:] == ["ctrgen: interrupted"], err.decode()[-3000:]
+
+
+def test_a_run_ctrgen_train_wrote_moves_to_hugectrs_files_and_back_bit_for_bit(project, trained, tmp_path):
+    """Issue 47: the weights of the module's `ctrgen train --ranks 2` run (its model.pt) exported to HugeCTR's dense and
+    sparse files (the spec read from its run.json) and imported back: every tensor equal bit for bit."""
+    import torch
+
+    hugectr = tmp_path / "hugectr"
+    done = run_ctrgen("weights", "export", str(trained["out"]), "--hugectr", str(hugectr), "--iter", "20",
+                      cwd=project["root"])
+    assert done.returncode == 0, done.stderr
+    assert any(p.name.endswith("_dense_20.model") for p in hugectr.iterdir())
+    back = tmp_path / "back"
+    done = run_ctrgen("weights", "import", str(trained["spec"]), "--hugectr", str(hugectr), "--out", str(back),
+                      cwd=project["root"])
+    assert done.returncode == 0, done.stderr
+    before = torch.load(trained["out"] / "model.pt", weights_only=True)
+    after = torch.load(back / "model.pt", weights_only=True)
+    keys = [k for k in before if not k.endswith("num_batches_tracked")]
+    assert keys and all(torch.equal(before[k], after[k]) for k in keys)
