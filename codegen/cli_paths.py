@@ -11,13 +11,15 @@ from .errors import UserError
 
 
 def out_path(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
-    """--out: an empty string is refused (Path('') would silently be the current folder)."""
+    """--out: an empty string is refused (Path('') would silently be the current folder). Messages name the option as
+    the user wrote it (``--hugectr`` of ``weights export``, whose value is its ``out``)."""
     if value is None:
         return None
+    option = param.opts[0] if param.opts else f"--{param.name}"
     if value == "":
-        raise UserError.one("''", "the output path is empty", field=f"--{param.name}",
+        raise UserError.one("''", "the output path is empty", field=option,
                             fix="name a folder, or leave the option out for its default")
-    check_writable_path(Path(value), f"--{param.name}")
+    check_writable_path(Path(value), option)
     return Path(value)
 
 

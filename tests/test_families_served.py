@@ -11,6 +11,7 @@ preprocessing model would send (every slot's keys shifted by its offset, one CSR
 SLEN as whole lengths) over HTTP, and each output (one per label for MMoE and shared-bottom) must equal the run's
 Model loaded in this process, then a sigmoid, within 1e-5. The preprocessing step in front of the model (the
 NVTabular workflow) does not depend on the family and is served with it in tests/test_triton_torch_serving.py.
+The model.pt each family serves went through HugeCTR's weight files (`ctrgen weights export`, then `import`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 import torch
 
 from codegen.triton.deploy.runtime_copy import write_runtime
-from conftest import REPO
+from conftest import REPO, run_ctrgen
 from synthetic_runs import trained
 from tests.triton_server import Server
 
@@ -51,15 +52,25 @@ def served(tmp_path_factory):
     """(server, repository) with every family of FAMILIES loaded; the server stopped afterwards."""
     root = tmp_path_factory.mktemp("families-served")
     repo = root / "repo"
-    (root / "runs").mkdir()
+    for folder in ("runs", "hugectr", "imported"):
+        (root / folder).mkdir()
     repo.mkdir()
     for name in FAMILIES:
         run = trained(root / "runs", name, rows_per_slot=None, fast=STEPS)
         shutil.copytree(REPO / "generated" / name / "triton_torch" / name, repo / name)
         version = repo / name / "1"
         shutil.copy(run["generated"] / "train_torch.py", version)
-        for produced in ("model.pt", "features.json"):
-            shutil.copy(run["run"] / produced, version)
+        shutil.copy(run["run"] / "features.json", version)
+        # The served weights went through HugeCTR's files (issue 47): the run exported to <prefix>_dense / _sparse
+        # files and imported back, equal to the run's bit for bit, so HugeCTR-trained weights serve like these.
+        spec, files, back = REPO / "specs" / f"{name}.yaml", root / "hugectr" / name, root / "imported" / name
+        done = run_ctrgen("weights", "export", str(run["run"]), "--spec", str(spec), "--hugectr", str(files))
+        assert done.returncode == 0, done.stderr
+        done = run_ctrgen("weights", "import", str(spec), "--hugectr", str(files), "--out", str(back))
+        assert done.returncode == 0, done.stderr
+        ran, imported = (torch.load(p / "model.pt", weights_only=True) for p in (run["run"], back))
+        assert all(torch.equal(ran[k], imported[k]) for k in ran if not k.endswith("num_batches_tracked")), name
+        shutil.copy(back / "model.pt", version)
     write_runtime(repo)
     server = Server(repos=[repo], scratch=root / "server")
     server.start(load=list(FAMILIES))

@@ -261,6 +261,9 @@ def test_an_export_of_another_models_weights_is_one_line_and_writes_nothing(case
     assert all(line.startswith(str(run / "model.pt")) and ("has shape" in line or "has no tensor" in line)
                for line in lines), lines
     assert not (tmp_path / "out").exists()
+    # an output folder whose parent is missing is named by the option the user wrote (--hugectr), not its value's name
+    refused(run_ctrgen("weights", "export", str(run), "--spec", str(cases["dlrm"]["path"]), "--hugectr",
+                       str(tmp_path / "missing" / "out")), "--hugectr: folder not found")
 
 
 def test_a_continuous_runs_files_import_under_the_names_its_ps_json_gives(tmp_path):

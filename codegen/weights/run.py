@@ -78,7 +78,7 @@ def import_weights(spec_path: Path, folder: Path, iteration: int | None, out: Pa
     import torch
 
     spec = open_model(spec_path)
-    _check_out(out, force)
+    _check_out(out, force, "--out")
     layout = spec.layout
     dense_file, sparse = export_names(spec, None, None)
     named = DENSE.match(dense_file)
@@ -114,13 +114,14 @@ def import_weights(spec_path: Path, folder: Path, iteration: int | None, out: Pa
     return record
 
 
-def _check_out(out: Path, force: bool) -> None:
+def _check_out(out: Path, force: bool, option: str) -> None:
+    """The output folder of import (--out) or export (--hugectr), named as the command's option."""
     if os.path.lexists(out) and not out.is_dir():
-        raise UserError.one(out, "is a file, not a folder", field="--out", fix="name a folder")
+        raise UserError.one(out, "is a file, not a folder", field=option, fix="name a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
-        raise UserError.one(out, "is not empty", field="--out", fix="name a new folder, or pass --force to replace it")
+        raise UserError.one(out, "is not empty", field=option, fix="name a new folder, or pass --force to replace it")
     if not out.parent.is_dir():
-        raise UserError.one(out.parent, "folder not found", field="--out", fix="create it first")
+        raise UserError.one(out.parent, "folder not found", field=option, fix="create it first")
 
 
 def spec_of_run(run: Path) -> Path:
@@ -156,7 +157,7 @@ def export_weights(spec: Spec, state: dict, where: str, out: Path, dense: str, s
     weights = to_hugectr(spec.layout, state)
     if not DENSE.match(dense):
         raise UserError.one(dense, "not a <prefix>_dense_<iter>.model name", field="--prefix", fix="a plain prefix")
-    _check_out(out, force)
+    _check_out(out, force, "--hugectr")
     staged = stage(out.parent, out.name)
     try:
         weights.dense.astype("<f4").tofile(staged / dense)
