@@ -213,3 +213,16 @@ def test_dense_layer_argument_types_come_from_the_api_table():
     assert dense_layer_problem("23.08", "eps", 1e39).startswith("1e+39 does not fit the C++ float")
     assert dense_layer_problem("23.08", "ranges", [[0, 1], [1]]) == "must be a list of [start, end] pairs"
     assert dense_layer_problem("23.08", "shape", [1, -2]) == ""
+
+
+def test_given_or_default_reads_the_table_and_refuses_what_the_release_lacks():
+    """The renderers' defaults (issue 42): a given argument wins; else the release's own default from the table, and
+    a release without the argument is refused, never given a guessed value."""
+    assert A.given_or_default((("dropout_rate", 0.25),), "DenseLayer", "dropout_rate", "23.06") == 0.25
+    assert A.given_or_default({}, "DenseLayer", "dropout_rate", "23.06") == 0.5
+    assert A.given_or_default({}, "Model.fit", "snapshot", "3.2") == 10000
+    assert A.given_or_default({}, "DenseLayer", "use_bias", "4.2") is True
+    with pytest.raises(A.ApiError, match="use_bias"):
+        A.given_or_default({}, "DenseLayer", "use_bias", "4.1")    # MLP's use_bias came in 4.2
+    with pytest.raises(A.ApiError, match="dim"):
+        A.given_or_default({}, "DenseLayer", "dim", "23.06")       # Select's dim came in 23.08

@@ -272,6 +272,16 @@ def test_renderers_do_not_read_the_spec():
     assert bad == [], "\n".join(bad)
 
 
+def test_renderers_take_the_release_profile_from_the_model():
+    """The builder resolves the release profile once (TrainingJob.profile) and HugeCTR's defaults come from the API
+    table (codegen.hugectr.api): no renderer rebuilds the profile from codegen.hugectr.versions (issue 42)."""
+    graph = package_graph()
+    renderers = [name for name in sorted(graph) if name.startswith("codegen.render.")]
+    assert "codegen.render.torch_model" in renderers
+    bad = [name for name in renderers if "codegen.hugectr.versions" in graph[name]]
+    assert bad == [], f"{bad} import codegen.hugectr.versions: read job.profile instead"
+
+
 def test_renderers_refuse_nothing():
     """Every spec rule runs in the model builder with its spec line (the PyTorch target's too): no module of the
     renderer layer imports codegen.errors, where UserError and Located are."""

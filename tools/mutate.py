@@ -157,7 +157,7 @@ MUTANTS = (
            "embedding_vec_size: Annotated[int, Field(ge=1, le=1024,",
            "embedding_vec_size: Annotated[int, Field(ge=1, le=1025,", "spec_bounds"),
     Mutant("torch-seed", "train_torch.py's default seed is the spec's", "codegen/render/torch_model.py",
-           '"seed": int(solver.get("seed", 0) or 0),', '"seed": 0,', "seed"),
+           '"seed": int(given_or_default(solver, "CreateSolver", "seed", release)),', '"seed": 0,', "seed"),
     Mutant("torch-schedule-defaults", "train_torch.py's schedule takes HugeCTR's defaults from the API table",
            "codegen/render/torch_model.py", 'A.default("CreateSolver", name, job.hugectr_version) if given is None',
            "0 if given is None", "hugectrs_default", files=("tests/test_lr_schedule_rules.py",)),

@@ -185,7 +185,7 @@ class Builder(SparseParts, DenseLayers):
                       embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed),
                       collection=collection)
         job = TrainingJob(
-            name=s.name, hugectr_version=p.name, solver=self._solver_args(i64), optimizer=optimizer,
+            name=s.name, profile=p, solver=self._solver_args(i64), optimizer=optimizer,
             reader=self._reader_args(cats, continuous), graph=graph, fit=self._fit_args(),
             graph_json=s.training.graph_json or f"{s.name}.json",
             setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),

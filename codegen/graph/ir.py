@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..hugectr.versions import ENUM_TYPE_NAMES
+from ..hugectr import api as A
+from ..hugectr.versions import ENUM_TYPE_NAMES, Profile
 from .shapes import Shape
 
 
@@ -246,7 +247,7 @@ class TrainingJob:
     """Everything model.py does, in call order."""
 
     name: str
-    hugectr_version: str
+    profile: Profile                  # the target release's profile, resolved once by the builder
     solver: Args
     optimizer: Optimizer
     reader: Args
@@ -274,13 +275,17 @@ class TrainingJob:
     reader_check: "ReaderCheck | None" = None   # a data-reader test instead of compile and fit
 
     @property
+    def hugectr_version(self) -> str:
+        return self.profile.name
+
+    @property
     def last_snapshot(self) -> int | None:
         """The iteration of fit's last snapshot (written when ``snapshot > 0 and iter % snapshot == 0 and iter != 0``
         for iter < max_iter, hugectr.md §1.9); 0 when fit writes none; None when fit runs by epochs."""
         fit: dict[str, Any] = dict(self.fit)
         if fit.get("max_iter") is None or "num_epochs" in fit:     # max_iter beside num_epochs is ignored
             return None
-        snapshot = int(fit.get("snapshot", 10000))
+        snapshot = int(A.given_or_default(fit, "Model.fit", "snapshot", self.hugectr_version))
         return (int(fit["max_iter"]) - 1) // snapshot * snapshot if snapshot else 0
 
     @property
@@ -299,4 +304,4 @@ class TrainingJob:
         if any(method == "save_params_to_files" for method, _ in self.then):
             return None
         fit: dict[str, Any] = dict(self.fit)
-        return str(fit.get("snapshot_prefix", "")), int(fit["max_iter"])
+        return str(A.given_or_default(fit, "Model.fit", "snapshot_prefix", self.hugectr_version)), int(fit["max_iter"])

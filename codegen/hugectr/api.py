@@ -254,6 +254,13 @@ def default(func: str, arg: str, release: str) -> Any:
     raise ApiError(f"{func} has no argument {arg!r} in HugeCTR {release}")
 
 
+def given_or_default(given: Any, func: str, arg: str, release: str) -> Any:
+    """``given[arg]`` where ``given`` (a dict or (name, value) pairs, as the model keeps call arguments) has it,
+    else :func:`default` (the table's, refused where it has none)."""
+    args = dict(given)
+    return args[arg] if arg in args else default(func, arg, release)
+
+
 def cpp_type(func: str, release: str, arg: str) -> str | None:
     """The C++ type argument ``arg`` of ``func`` has in ``release``, as the table names it (``int32``, ``int64``,
     ``uint64`` for size_t, ``float32``, ``bool``, ``list[int64]``, ...); None where it is no number, bool or list of

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 import struct
 
-from ..graph.ir import Embedding, Enum, Graph, Layer, Optimizer, TrainingJob
-from ..hugectr import versions as V
+from ..graph.ir import Embedding, Enum, Graph, Layer, Optimizer, Profile, TrainingJob
 
 
 def f32(x: float) -> float:
@@ -24,7 +23,7 @@ def _init(value: object) -> str | None:
     return None if member in (None, "Default") else str(member)
 
 
-def _data_layer(g: Graph, p: V.Profile) -> dict:
+def _data_layer(g: Graph, p: Profile) -> dict:
     if len(g.label_names) == 1:
         label = {"label_dim": g.label_dims[0], "top": g.label_names[0]}
     else:  # multi-label (v3.5+): arrays in label-name order (std::map)
@@ -87,7 +86,7 @@ def _with_inits(block: dict, layer: Layer, weight: bool = True, bias: bool = Tru
     return block
 
 
-def _dense_layer(layer: Layer, p: V.Profile) -> dict:
+def _dense_layer(layer: Layer, p: Profile) -> dict:
     d = p.dense_layer_defaults()
     get = lambda name: layer.param(name, d.get(name))  # noqa: E731 - the effective value of an argument
     out: dict = {"type": layer.type, "bottom": _names(layer.bottoms), "top": _names(layer.tops)}
@@ -187,8 +186,7 @@ def _member(value: object) -> str:
 
 
 def graph_document(job: TrainingJob) -> dict:
-    p = V.profile(job.hugectr_version)
-    assert p is not None
+    p = job.profile
     g = job.graph
     layers = [_data_layer(g, p)]
     layers += [_embedding_layer(e) for e in g.embeddings]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..graph.ir import TrainingJob
 from ..graph.shapes import LOSS_LAYERS, Shape
-from ..hugectr import versions as V
 
 BANNER = "=" * 51 + "Model Summary" + "=" * 51
 RULE = "-" * 114
@@ -30,8 +29,7 @@ def _rows(s, batch: int) -> str:
 
 
 def render_summary(job: TrainingJob) -> str:
-    p = V.profile(job.hugectr_version)
-    assert p is not None
+    p = job.profile
     g = job.graph
     batch_shapes = p.has("summary_batch_shapes")
     rules = p.has("summary_row_rules")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from ..graph.ir import Layer, TrainingJob
 from ..hugectr import api as A
-from ..hugectr import versions as V
 from .env import render
 from .literals import Code, py, py_str
 from .script import Bindings, build_context
@@ -30,7 +29,8 @@ class TaskBindings(Bindings):
     def __init__(self, job: TrainingJob):
         self.job = job
         g = job.graph
-        self.dropouts = [layer.param("dropout_rate", 0.5) for layer in g.layers if layer.type == "Dropout"]
+        self.dropouts = [A.given_or_default(layer.params, "DenseLayer", "dropout_rate", job.hugectr_version)
+                         for layer in g.layers if layer.type == "Dropout"]
         self.dropout_uniform, self.dropout = _uniform(self.dropouts)
         self.workspaces = [e.workspace_mb if e.workspace_mb is not None else 0 for e in g.embeddings]
         self.ws_uniform, self.ws = _uniform(self.workspaces)
@@ -73,7 +73,7 @@ class TaskBindings(Bindings):
     def layer(self, layer: Layer, args):
         if layer.type != "Dropout":
             return args
-        rate = layer.param("dropout_rate", 0.5)
+        rate = A.given_or_default(layer.params, "DenseLayer", "dropout_rate", self.job.hugectr_version)
         expr = Code("args.dropout_rate") if self.dropout_uniform else Code(f"pick(args.dropout_rate, {py(rate)})")
         out = [(k, v) for k, v in args if k != "dropout_rate"]
         return [*out, ("dropout_rate", expr)]
@@ -113,7 +113,10 @@ def task_defaults(job: TrainingJob, eval_batches: int | None = None) -> TaskDefa
         gpus=json.dumps(solver["vvgpu"], separators=(",", ":")),
         lr=float(solver.get("lr", A.default("CreateSolver", "lr", release))),
         dropout_rate=(float(b.dropout) if b.dropouts and b.dropout_uniform else None),
-        max_iter=int(fit.get("max_iter", 0)), num_epochs=int(fit.get("num_epochs", 0)),
+        # In epoch mode fit has no max_iter: 0 is task.py's "not given" (not HugeCTR's 2000), so --num_epochs=0
+        # without --max_iter is refused rather than run for a number of iterations nobody chose.
+        max_iter=int(fit.get("max_iter", 0)),
+        num_epochs=int(A.given_or_default(fit, "Model.fit", "num_epochs", release)),
         max_eval_batches=int(solver["max_eval_batches"]),
         eval_batches=int(eval_batches or solver["max_eval_batches"]),
         eval_interval=int(fit["eval_interval"]), display_interval=int(fit["display"]),
@@ -182,8 +185,7 @@ def _inference_session(job: TrainingJob) -> bool:
     """Whether the final evaluation can reload the exported files into HugeCTR's offline inference session
     (CreateInferenceSession + InferenceSession.evaluate, seed 004's way); releases without it evaluate the training
     model itself (eval() + get_eval_metrics(), in every supported release)."""
-    p = V.profile(job.hugectr_version)
-    return p is not None and all(p.missing_function(f) is None for f in (
+    return all(job.profile.missing_function(f) is None for f in (
         "inference.CreateInferenceSession", "inference.InferenceSession.evaluate", "inference.InferenceParams"))
 
 
@@ -192,7 +194,7 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
     g = job.graph
     slots = {s.name: list(s.columns) for s in g.sparse}
     cards = {c: n for s in g.sparse for c, n in zip(s.columns, s.cardinalities)}
-    fit = dict(job.fit)
+    prefix = A.given_or_default(job.fit, "Model.fit", "snapshot_prefix", job.hugectr_version)
     return render(
         "hugectr/task.py.j2",
         header=header,
@@ -212,8 +214,8 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
         reader_type=py(dict(job.reader)["data_reader_type"]),
         check_type=py(dict(job.reader)["check_type"]),
         reader_slot_sizes="slot_size_array" in dict(job.reader),
-        snapshot_prefix=py(fit.get("snapshot_prefix", "")),
-        weights_prefix=py_str(posixpath.basename(str(fit.get("snapshot_prefix", "")))),
+        snapshot_prefix=py(prefix),
+        weights_prefix=py_str(posixpath.basename(str(prefix))),
         weights_iteration=job.weights_iteration or 0,
         **build_context(job, TaskBindings(job)),
     )

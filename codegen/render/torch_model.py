@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 from .. import __version__
 from ..features import Features
-from ..graph.ir import Layer, TrainingJob
+from ..graph.ir import Layer, Profile, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..hugectr import api as A
-from ..hugectr import versions as V
+from ..hugectr.api import given_or_default
 from ..runtime.contract import layout_of
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
@@ -120,20 +120,19 @@ class _Names:
 
 @dataclass
 class _Model:
+    profile: Profile                                   # the job's HugeCTR release (layer forms that changed)
     init: list[str] = field(default_factory=list)      # lines of Model.__init__ after super().__init__()
     forward: list[str] = field(default_factory=list)   # lines of Model.forward before the return
     helpers: set[str] = field(default_factory=set)     # helper classes / functions the model needs (runtime.layers)
     output: str = ""
-    release: str = ""                                  # the spec's HugeCTR release (layer forms that changed)
     losses: list[Layer] = field(default_factory=list)  # the loss layers, in graph order
     loss_inputs: list[str] = field(default_factory=list)   # the local each one reads
-
 
 def _width(shape) -> int:
     return shape.width   # (an MLP's built width where HugeCTR records num_output: shapes.Shape.built_width)
 
 
-def _mlp_modules(layer: Layer) -> list[tuple[int, int, bool] | None]:
+def _mlp_modules(layer: Layer, release: str) -> list[tuple[int, int, bool] | None]:
     """HugeCTR's MLP (src/layers/mlp_layer.cu, 4.2 - 25.03) as the modules of an nn.Sequential: per width a linear
     layer (in, out, bias; bias per `biases`, else `use_bias`) and its activation (None: a ReLU; per `activations`,
     else `act_type`, Relu by default), the last layer's included."""
@@ -141,7 +140,7 @@ def _mlp_modules(layer: Layer) -> list[tuple[int, int, bool] | None]:
     widths = [int(w) for w in p["num_outputs"]]
     act = p.get("act_type")
     acts = [a.member for a in p.get("activations") or []] or [act.member if act is not None else "Relu"] * len(widths)
-    biases = [bool(b) for b in p.get("biases") or []] or [bool(p.get("use_bias", True))] * len(widths)
+    biases = [bool(b) for b in p.get("biases") or []] or [bool(given_or_default(p, "DenseLayer", "use_bias", release))] * len(widths)
     modules: list[tuple[int, int, bool] | None] = []
     width = _width(layer.in_shapes[0])
     for out, a, bias in zip(widths, acts, biases):
@@ -150,21 +149,21 @@ def _mlp_modules(layer: Layer) -> list[tuple[int, int, bool] | None]:
     return modules
 
 
-def mlp_linears(layer: Layer) -> list[tuple[int, int, int, bool]]:
+def mlp_linears(layer: Layer, release: str) -> list[tuple[int, int, int, bool]]:
     """The MLP's linear layers as (index in its nn.Sequential, in, out, bias), in order (codegen.weights)."""
-    return [(i, *m) for i, m in enumerate(_mlp_modules(layer)) if m is not None]
+    return [(i, *m) for i, m in enumerate(_mlp_modules(layer, release)) if m is not None]
 
 
-def _mlp(layer: Layer) -> str:
+def _mlp(layer: Layer, release: str) -> str:
     parts = ["nn.ReLU()" if m is None else f"nn.Linear({m[0]}, {m[1]}" + ("" if m[2] else ", bias=False") + ")"
-             for m in _mlp_modules(layer)]
+             for m in _mlp_modules(layer, release)]
     return f"nn.Sequential({', '.join(parts)})"
 
 
-def _select(p: dict, source: str) -> str:
+def _select(p: dict, source: str, release: str) -> str:
     """HugeCTR's Select (src/layers/select_layer.cu, 23.08 - 25.03): the entries `index` of dimension `dim` (0 is the
     batch, as in the torch tensor), in the order given."""
-    dim = int(p.get("dim", 0))
+    dim = int(given_or_default(p, "DenseLayer", "dim", release))
     return f"{source}[{', '.join([':'] * dim + [py([int(i) for i in p['index']])])}]"
 
 
@@ -204,7 +203,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         else:
             m.forward.append(f"{outs[0]} = {ins[0]}.reshape(-1, {shape}){comment}")
     elif t == "Concat":
-        axis = int(p.get("axis", 1))
+        axis = int(given_or_default(p, "DenseLayer", "axis", m.profile.name))
         m.forward.append(f"{outs[0]} = torch.cat([{', '.join(ins)}], dim={axis}){comment}")
     elif t == "Slice":
         for out, (start, end) in zip(outs, p["ranges"]):
@@ -220,10 +219,10 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         for out in outs if t == "InnerProduct" else outs[:1]:
             m.forward.append(f"{out} = {expr}{comment}")
     elif t == "MLP":
-        mlp = module(_initialized(m, p, "MLP", _mlp(layer)))
+        mlp = module(_initialized(m, p, "MLP", _mlp(layer, m.profile.name)))
         m.forward.append(f"{outs[0]} = {mlp}({ins[0]})  # (B, {_width(layer.out_shapes[0])})")
     elif t == "Select":
-        m.forward.append(f"{outs[0]} = {_select(p, ins[0])}{comment}")
+        m.forward.append(f"{outs[0]} = {_select(p, ins[0], m.profile.name)}{comment}")
     elif t in ("ReLU", "ReLUHalf"):
         m.forward.append(f"{outs[0]} = F.relu({ins[0]})")
     elif t == "Sigmoid":
@@ -233,13 +232,13 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
     elif t == "Softmax" and len(ins) == 2:     # HugeCTR builds a MaskedSoftmaxLayer (scores, mask)
         m.helpers.add("masked_softmax")
         m.forward.append(f"{outs[0]} = masked_softmax({ins[0]}, {ins[1]}, factor={py(float(p.get('factor', 1.0)))}, "
-                         f"per_row={py(V.holds('masked_softmax_rows', m.release))}){comment}")
+                         f"per_row={py(m.profile.has('masked_softmax_rows'))}){comment}")
     elif t == "Softmax":
         m.forward.append(f"{outs[0]} = F.softmax({ins[0]}, dim=-1)")
     elif t == "Cast":
         m.forward.append(f"{outs[0]} = {ins[0]}  # Cast: float32 throughout")
     elif t == "Dropout":
-        drop = module(f"nn.Dropout(p={py(float(p.get('dropout_rate', 0.5)))})")
+        drop = module(f"nn.Dropout(p={py(float(given_or_default(p, 'DenseLayer', 'dropout_rate', m.profile.name)))})")
         m.forward.append(f"{outs[0]} = {drop}({ins[0]})")
     elif t == "BatchNorm":
         bn = module(_initialized(m, p, "BatchNorm", f"nn.BatchNorm1d({_width(layer.in_shapes[0])}, "
@@ -276,7 +275,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         m.forward.append(f"{outs[0]} = {wm}({ins[0]}){comment}")
     elif t in ("ReduceSum", "ReduceMean"):
         fn = "sum" if t == "ReduceSum" else "mean"
-        m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(p.get('axis', 1))}, keepdim=True){comment}")
+        m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(given_or_default(p, 'DenseLayer', 'axis', m.profile.name))}, keepdim=True){comment}")
     elif t in ("PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral",
                "MatrixMultiply", "SequenceMask", "MultiHeadAttention"):   # DIN, BST: runtime.attention
         _attention_layer(m, layer, ins, outs, comment)
@@ -298,19 +297,19 @@ def _attention_layer(m: _Model, layer: Layer, ins: list[str], outs: list[str], c
     if t == "PReLU_Dice":
         call = f"prelu_dice({ins[0]}, alpha={py(float(p.get('elu_alpha', 0.0)))}, eps={py(float(p.get('eps', 0.0)))})"
     elif t == "Scale":
-        call = f"scale({ins[0]}, axis={int(p.get('axis', 1))}, factor={int(float(p.get('factor', 1.0)))})"
+        call = f"scale({ins[0]}, axis={int(given_or_default(p, 'DenseLayer', 'axis', m.profile.name))}, factor={int(float(p.get('factor', 1.0)))})"
     elif t == "DotProduct":
         call = f"dot_product({args})"
     elif t == "FusedReshapeConcat":
         call = f"fused_reshape_concat({args})"
     elif t == "FusedReshapeConcatGeneral":
         call = f"fused_reshape_concat_general({args})"
-    elif t == "SequenceMask" and V.holds("sequence_mask_from_to", m.release):
+    elif t == "SequenceMask" and m.profile.has("sequence_mask_from_to"):
         call = (f"sequence_mask_from_to({ins[0]}, {ins[1]}, max_from={int(p.get('max_sequence_len_from', 1))}, "
                 f"max_to={int(p.get('max_sequence_len_to', 1))})")
     elif t == "SequenceMask":       # (a second input is not read before 23.08)
         call = f"sequence_mask({ins[0]}, max_len={int(p.get('max_sequence_len', 1))})"
-    elif V.holds("mha_23_09", m.release):
+    elif m.profile.has("mha_23_09"):
         mask = f", mask={ins[3]}" if len(ins) > 3 else ""
         call = (f"multi_head_attention({ins[0]}, {ins[1]}, {ins[2]}, "
                 f"heads={int(p.get('num_attention_heads', 1))}{mask})")
@@ -385,7 +384,7 @@ def translate_graph(job: TrainingJob) -> _Model:
 
 def _translate(job: TrainingJob, reserved: frozenset[str]) -> tuple[_Model, _Names]:
     g = job.graph
-    n, m = _Names(reserved=reserved), _Model(release=job.hugectr_version)
+    n, m = _Names(reserved=reserved), _Model(profile=job.profile)
     for e in g.embeddings:
         sparse = next(s for s in g.sparse if s.name == e.bottom)
         m.init.append(f"self.{n.attr(e.name)} = SparseEmbedding(cardinalities[{py_str(sparse.name)}], "
@@ -437,20 +436,21 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     if job.continuous is not None:
         passes = [{"train": list(p.source), "eval": p.eval_source} for p in job.continuous.passes]
         graph_safe = False   # continuous training runs eagerly (PassOptimizer reads its step count on the host)
+    release = job.hugectr_version
     solver = dict(job.solver)
     fit = dict(job.fit)
     defaults = {
         "train": list(dict(job.reader)["source"]),
         "eval": dict(job.reader)["eval_source"],
         "batch_size": job.batchsize,
-        "eval_batch_size": int(solver.get("batchsize_eval", job.batchsize)),
-        "max_eval_batches": int(solver.get("max_eval_batches", 100)),
+        "eval_batch_size": int(solver["batchsize_eval"]),       # the builder always passes both
+        "max_eval_batches": int(solver["max_eval_batches"]),
         "max_iter": int(fit["max_iter"]) if "max_iter" in fit and "num_epochs" not in fit else None,
         "num_epochs": int(fit["num_epochs"]) if "num_epochs" in fit else None,
-        "display": int(fit.get("display", 200)),
-        "eval_interval": int(fit.get("eval_interval", 1000)),
-        "snapshot": int(fit.get("snapshot", 10000)),
-        "seed": int(solver.get("seed", 0) or 0),
+        "display": int(fit["display"]),                       # the builder always passes both
+        "eval_interval": int(fit["eval_interval"]),
+        "snapshot": int(given_or_default(fit, "Model.fit", "snapshot", release)),
+        "seed": int(given_or_default(solver, "CreateSolver", "seed", release)),
         "precision": _precision(solver),
         "loss_scale": float(solver["scaler"]) if solver.get("scaler") else GRAD_SCALER_DEFAULT,
     }
