@@ -22,6 +22,7 @@ import hugectr_reference as ref
 from codegen.graph.ir import Enum, Layer
 from codegen.graph.shapes import Shape, Target, infer
 from codegen.render.torch_model import _layer, _Model, _Names
+from codegen.hugectr import versions as V
 from codegen.runtime import layers as runtime_layers
 from test_boundaries import _layers, project, spec_with
 
@@ -42,7 +43,8 @@ class Translated:
         self.tops = tuple(f"out{i}" for i in range(n_tops))
         outs = infer(type_, params, list(in_shapes), n_tops, Target(release))
         layer = Layer(type_, self.bottoms, self.tops, tuple(params.items()), tuple(outs), tuple(in_shapes))
-        self.m, self.n = _Model(), _Names()
+        major, minor = release
+        self.m, self.n = _Model(V.profile(f"{major}.{minor:02d}" if major > 4 else f"{major}.{minor}")), _Names()
         _layer(self.m, self.n, layer)
         self.module = nn.Module()
         self.names = {"self": self.module, "torch": torch, "nn": nn, "F": F,
