@@ -62,6 +62,17 @@ def run_ctrgen(*args: str, cwd: Path | None = None, env: dict | None = None,
     return _run_in_process(list(args), cwd or REPO)
 
 
+def refused_in_one_line(result, *needles: str) -> str:
+    """A command's refusal as the project's standard asks: exit 2, one line on stderr holding each needle, no
+    traceback, nothing on stdout. Returns the line."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr and not result.stdout, result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
 def run_ctrgen_process(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run the real console entry point in a subprocess."""
     # The checkout under test comes first on the path (several checkouts may share one editable install).

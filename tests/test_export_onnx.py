@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import refused_in_one_line as refused
 from conftest import run_ctrgen
 from synthetic_runs import ROWS, trained
 
@@ -34,15 +35,6 @@ def ctrgen_export(path: Path, run: dict, *extra: str, generated: bool = True, da
     args += ["--generated", str(run["generated"])] if generated else []
     args += ["--data", str(run["valid"])] if data else []
     return run_ctrgen(*args)
-
-
-def refused(result, *needles: str) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr and not result.stdout, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def onnx_files(folder: Path) -> list[str]:

@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from conftest import REPO, run_ctrgen
+from conftest import refused_in_one_line as refused
 from hugectr_run import run_with_standin
 from synthetic_runs import FAST, columns
 from weights_cases import seeded, tiny_spec
@@ -44,15 +45,6 @@ def _exported(root: Path, name: str, seed: int) -> dict:
 def cases(tmp_path_factory):
     root = tmp_path_factory.mktemp("weights_cli")
     return {name: _exported(root, name, i) for i, name in enumerate(("dlrm", "movielens_seed001"))}
-
-
-def refused(result, *needles: str) -> str:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and "Traceback" not in result.stderr and not result.stdout, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def _same(state: dict, path: Path) -> None:
