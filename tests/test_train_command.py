@@ -279,6 +279,9 @@ def test_two_ranks_on_the_cpu(trained):
     metrics = json.loads((trained["out"] / "metrics.json").read_text())
     assert metrics["world_size"] == 2 and metrics["global_batch_size"] == 128 and metrics["iterations"] == 20
     assert [s for s, _ in points(trained["out"])["eval/auc"]] == [10, 20]     # rank 0 alone records
+    # ... and alone writes TensorBoard's events (every rank would write identical metrics.jsonl bytes over each
+    # other, but each its own events file)
+    assert len(list((trained["out"] / "tensorboard").glob("events.out.tfevents.*"))) == 1
 
 
 def variant(project, name: str, text: str) -> Path:
