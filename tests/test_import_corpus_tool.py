@@ -75,9 +75,13 @@ def _notebook(script: str) -> str:
     return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
 
 
-def _git(repo: Path, *args: str) -> None:
+def _git(repo: Path, *args: str, date: str | None = None) -> None:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    if date:
+        # Both dates: the tools read the committer date, which would otherwise be the wall clock (and two
+        # commits a second apart on a loaded machine would order the releases by chance).
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
 
 
@@ -87,8 +91,7 @@ def _commit(repo: Path, files: dict[str, str], tag: str, date: str) -> None:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
     _git(repo, "add", "-A")
-    env_date = f"{date}T12:00:00+00:00"
-    _git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "-m", tag, f"--date={env_date}")
+    _git(repo, "-c", "commit.gpgsign=false", "commit", "-q", "-m", tag, date=f"{date}T12:00:00+00:00")
     _git(repo, "-c", "tag.gpgsign=false", "tag", tag)
 
 
