@@ -525,16 +525,31 @@ def test_ctrl_c_is_one_line_and_130(project, tmp_path):
     assert proc.returncode == 130 and lines[1:] == ["ctrgen: interrupted"], err.decode()[-3000:]
 
 
-def test_a_run_ctrgen_train_wrote_moves_to_hugectrs_files_and_back_bit_for_bit(project, trained, tmp_path):
+def test_a_run_ctrgen_train_wrote_moves_to_hugectrs_files_is_assembled_validated_and_comes_back_bit_for_bit(
+        project, trained, tmp_path):
     """Issue 47: the weights of the module's `ctrgen train --ranks 2` run (its model.pt) exported to HugeCTR's dense and
-    sparse files (the spec read from its run.json) and imported back: every tensor equal bit for bit."""
+    sparse files (the spec read from its run.json, the files named as its ps.json names them), assembled into the
+    HugeCTR Triton repository (`ctrgen assemble --weights`) and validated, and imported back: every tensor equal bit
+    for bit."""
     import torch
 
+    from codegen.triton import validate_repository
+    from codegen.triton.lint.findings import ERROR
+
     hugectr = tmp_path / "hugectr"
-    done = run_ctrgen("weights", "export", str(trained["out"]), "--hugectr", str(hugectr), "--iter", "20",
-                      cwd=project["root"])
+    done = run_ctrgen("weights", "export", str(trained["out"]), "--hugectr", str(hugectr), cwd=project["root"])
     assert done.returncode == 0, done.stderr
-    assert any(p.name.endswith("_dense_20.model") for p in hugectr.iterdir())
+    files = sorted(p.name for p in hugectr.iterdir())
+    assert len(files) == 2 and files[0].startswith("0_sparse_") and files[1].startswith("_dense_"), files
+    repo = tmp_path / "repo"
+    done = run_ctrgen("assemble", str(trained["spec"]), "--workflow", str(project["data"] / "workflow"), "--weights",
+                      str(hugectr), "--out", str(repo), cwd=project["root"])
+    assert done.returncode == 0, done.stderr
+    findings = validate_repository(repo, root_map={"/model": repo})
+    assert [f for f in findings if f.severity == ERROR] == []
+    served = repo / trained["spec"].stem / "1"          # the model the spec names (its copy: regen2)
+    assert [(served / f).exists() for f in files] == [True, True]
+    assert (served / files[1]).read_bytes() == (hugectr / files[1]).read_bytes()
     back = tmp_path / "back"
     done = run_ctrgen("weights", "import", str(trained["spec"]), "--hugectr", str(hugectr), "--out", str(back),
                       cwd=project["root"])

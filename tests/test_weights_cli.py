@@ -188,36 +188,6 @@ def test_a_layer_whose_place_in_the_files_is_unknown_is_refused_naming_it(tmp_pa
     assert not (tmp_path / "out").exists()
 
 
-def test_an_export_is_assembled_into_the_hugectr_repository_and_validated(tmp_path):
-    """Seconds: NVTabular's import and assemble's proof that the saved workflow loads (a process of its own), as in
-    tests/test_triton_repo.py; assemble checks the workflow against the lock, so the spec keeps its lock's sizes.
-    specs/movielens.yaml: a run folder's weights exported under the names its ps.json gives, then ctrgen assemble
-    --weights and ctrgen validate take them."""
-    from codegen.demo.etl import import_nvtabular
-    from codegen.triton import validate_repository
-    from codegen.triton.lint.findings import ERROR
-    from tests.test_triton_torch_repo import locked_movielens_workflow
-
-    import_nvtabular()      # here, not in the in-process ctrgen below: its first import sets an environment variable
-    spec = open_model(REPO_SPECS / "movielens.yaml")
-    features, template = _template(spec)
-    run = tmp_path / "run"
-    run.mkdir()
-    torch.save(seeded(template, 3, [t.key for t in spec.layout.tables]), run / "model.pt")
-    (run / "features.json").write_text(json.dumps(features))
-    done = run_ctrgen("weights", "export", str(run), "--spec", str(REPO_SPECS / "movielens.yaml"), "--hugectr",
-                      str(tmp_path / "weights"))
-    assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in (tmp_path / "weights").iterdir()) == ["0_sparse_1900.model", "_dense_1900.model"]
-    r = run_ctrgen("assemble", "specs/movielens.yaml", "--workflow", str(locked_movielens_workflow()), "--weights",
-                   str(tmp_path / "weights"), "--out", str(tmp_path / "repo"))
-    assert r.returncode == 0, r.stderr
-    findings = validate_repository(tmp_path / "repo", root_map={"/model": tmp_path / "repo"})
-    assert [f for f in findings if f.severity == ERROR] == []
-    served = tmp_path / "repo" / "movielens" / "1"
-    assert (served / "_dense_1900.model").read_bytes() == (tmp_path / "weights" / "_dense_1900.model").read_bytes()
-
-
 @pytest.mark.parametrize(("damage", "needles"), [
     ("missing", ("BatchNorm statistics file (.ntp.json) not found",)),
     ("short", ("layers[0].mean", "'mean' of BatchNorm")),
