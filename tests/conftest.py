@@ -194,10 +194,12 @@ def pytest_terminal_summary(terminalreporter, config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: one worker more than the CPUs this process may use. Many tests wait on a server, a trainer process
-    or a Dask cluster, and a third worker fills that time on two cores (133 s against 146 s for the whole suite)."""
+    """`-n auto`: one worker per CPU this process may use. A third worker on two cores once filled the time tests
+    wait on servers and trainers (133 s against 146 s); with the suite's CPU at ~330 s the cores are busy 96% of the
+    run with two, and a third only adds its own imports and collection (two runs each, December 2026: 184 and 195 s
+    with two workers, 190 to 203 s with three; docs/testing.md)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cpus + 1
+    return cpus
 
 
 # ---- one scratch folder per session, shared by the xdist workers ----------------------------------------------------
