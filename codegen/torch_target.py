@@ -37,12 +37,14 @@ LAYER_TYPES = LOSSES | frozenset({
     "PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral", "MatrixMultiply",
     "SequenceMask", "MultiHeadAttention",
 })
-# Layer types HugeCTR builds whose arithmetic no translation can follow: why, for the builder's refusal.
+# Layer types HugeCTR builds but cannot train: why, for the builder's refusal (docs/torch.md cites the lines).
 NO_TRANSLATION = {
-    "GRU": "HugeCTR's GRULayer (src/layers/gru_layer.cu, 3.2 - 25.03) reads its input as cuDNN sequence-major data of "
-           "the DenseLayer's fixed batchsize (the samples of a batch mix), writes every time step into a "
-           "(batch, num_output) buffer and keeps the first, and its bprop never reads the output's gradient",
-    "Gather": "HugeCTR's GatherLayer (src/layers/gather_layer.cu; a Select of dimension 0 from 23.08) takes rows of "
-              "dimension 0, the batch: its output holds len(indices) samples whatever the batch size, which no "
-              "longer line up with the labels",
+    "GRU": "HugeCTR's GRULayer trains no defined function: its bprop (src/layers/gru_layer.cu, lines 293-356 at "
+           "v25.03.00, 340-408 at v3.2) reads the output's gradient from a gradient buffer no layer writes "
+           "(get_wgrad(1)), writes the input's gradient to another (get_wgrad(0)) so no layer below gets one, and "
+           "ends by freeing the cuDNN workspaces and destroying the RNN descriptors the next fprop uses",
+    "Gather": "HugeCTR builds no working Gather: up to 23.06 the model builder hands GatherLayer an output tensor it "
+              "never allocates (src/layers/gather_layer.cu reserves only the indices), so fprop writes through an "
+              "empty tensor; from 23.08 Gather is a SelectLayer of dimension 0, which throws \"Dim 0 is not allowed "
+              "to do select because it's batch dim.\"",
 }

@@ -407,7 +407,7 @@ MUTANTS = (
            "HugeCTR's backward buffers)", "codegen/render/torch_model.py",
            'for out in outs if t == "InnerProduct" else outs[:1]:', "for out in outs:", "group_fused",
            files=(PARITY,)),
-    Mutant("torch-no-translation-reason", "GRU and Gather are refused with HugeCTR's reason",
+    Mutant("torch-no-translation-reason", "GRU and Gather are refused saying why HugeCTR cannot train them",
            "codegen/model/torch_rules.py", 'why = f" ({NO_TRANSLATION[layer.type]})"', 'why = f""',
            "refused_with", files=(PARITY,)),
     Mutant("torch-interaction-padding", "the Interaction's last column is a zero of padding",
