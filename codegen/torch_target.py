@@ -37,14 +37,3 @@ LAYER_TYPES = LOSSES | frozenset({
     "PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral", "MatrixMultiply",
     "SequenceMask", "MultiHeadAttention",
 })
-# Layer types HugeCTR builds but cannot train: why, for the builder's refusal (docs/torch.md cites the lines).
-NO_TRANSLATION = {
-    "GRU": "HugeCTR's GRULayer trains no defined function: its bprop (src/layers/gru_layer.cu, lines 293-356 at "
-           "v25.03.00, 340-408 at v3.2) reads the output's gradient from a gradient buffer no layer writes "
-           "(get_wgrad(1)), writes the input's gradient to another (get_wgrad(0)) so no layer below gets one, and "
-           "ends by freeing the cuDNN workspaces and destroying the RNN descriptors the next fprop uses",
-    "Gather": "HugeCTR builds no working Gather: up to 23.06 the model builder hands GatherLayer an output tensor it "
-              "never allocates (src/layers/gather_layer.cu reserves only the indices), so fprop writes through an "
-              "empty tensor; from 23.08 Gather is a SelectLayer of dimension 0, which throws \"Dim 0 is not allowed "
-              "to do select because it's batch dim.\"",
-}

@@ -426,15 +426,16 @@ def test_a_spec_with_the_layer_builds_and_its_model_trains(tmp_path, name):
     assert all(p.grad is not None for p in model.parameters())
 
 
-@pytest.mark.parametrize("release", ["23.06", "25.03"])
+@pytest.mark.parametrize("release", ["3.2", "23.06", "25.03"])
 @pytest.mark.parametrize("middle, reason", [
     ({"type": "GRU", "bottom": "r", "top": "s", "num_output": 8, "batchsize": 16, "SeqLength": 2, "vector_size": 16},
      "reads the output's gradient from a gradient buffer no layer writes (get_wgrad(1))"),
     ({"type": "Gather", "bottom": "r", "top": "s", "indices": [0, 2]},
      "hands GatherLayer an output tensor it never allocates")])
 def test_gru_and_gather_are_refused_with_hugectr_s_reason(tmp_path, middle, reason, release):
-    """HugeCTR cannot train a model with GRU or Gather (torch_target.NO_TRANSLATION and docs/torch.md cite the lines
-    of gru_layer.cu and gather_layer.cu): the torch target refuses them at every release, naming the layer."""
+    """HugeCTR cannot run a model with GRU or Gather (graph/unrunnable.py UNRUNNABLE and docs/torch.md cite the lines of
+    gru_layer.cu and gather_layer.cu): the graph refuses them for every target at every release, naming the layer;
+    from 23.08 Gather with the text HugeCTR's SelectLayer throws."""
     from codegen.errors import UserError
     from codegen.lock import load_features
     from codegen.model.build import build_model
@@ -446,17 +447,22 @@ def test_gru_and_gather_are_refused_with_hugectr_s_reason(tmp_path, middle, reas
     with pytest.raises(UserError) as info:
         build_model(ctx, *load_features(ctx, check_stale=False))
     (problem,) = info.value.problems
-    assert problem.field == "model.layers[1]" and f"layer type {middle['type']!r}" in problem.message
-    assert reason in problem.message
+    assert problem.field == "model.layers[1]", problem
+    if middle["type"] == "Gather" and release == "25.03":
+        assert "HugeCTR rejects this: \"Dim 0 is not allowed to do select because it's batch dim.\"" in problem.message
+    else:
+        assert "ctrgen refuses this: " in problem.message and reason in problem.message, problem.message
 
 
 def test_every_layer_type_translates_or_is_refused_with_hugectr_s_reason():
     """All 38 Layer_t members of the releases ctrgen knows: 36 translate (each with the parity test docs/torch.md's
-    table names), GRU and Gather are refused with the reason NO_TRANSLATION gives; none is left unaccounted."""
+    table names), GRU and Gather are refused for every target with the reason UNRUNNABLE gives; none is left
+    unaccounted."""
+    from codegen.graph.unrunnable import UNRUNNABLE
     from codegen.hugectr import api as A
-    from codegen.torch_target import LAYER_TYPES, NO_TRANSLATION
+    from codegen.torch_target import LAYER_TYPES
 
     members = set(A.members_ever("Layer_t"))
     assert len(members) == 38
-    assert members - LAYER_TYPES == set(NO_TRANSLATION) == {"GRU", "Gather"}
+    assert members - LAYER_TYPES == set(UNRUNNABLE) == {"GRU", "Gather"}
     assert len(members & LAYER_TYPES) == 36 and not LAYER_TYPES - members

@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
     ("model: codegen.model.build_model and what it holds", {
         "codegen.model": "__init__ build home_paths launch spec_rules torch_rules types",
         "codegen.graph": "__init__ build continuous embedding_collection ir layers preset_table presets"
-                         " presets_multitask presets_ncf presets_seq reader_check shapes sparse",
+                         " presets_multitask presets_ncf presets_seq reader_check shapes sparse unrunnable",
         "codegen.etl": "plan",
         "codegen.triton.plan": "repository",
     }),

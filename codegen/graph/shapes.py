@@ -13,6 +13,7 @@ from fractions import Fraction
 from math import prod
 
 from ..errors import Located
+from .unrunnable import refusal
 from ..hugectr import versions as V
 
 
@@ -80,6 +81,8 @@ class Target:
 def infer(layer: str, p: dict, bottoms: list[Shape], n_tops: int, target: Target = Target()) -> list[Shape]:
     """Return the shapes of the layer's tops (one per top name); raise Located with HugeCTR's message when a
     check fails."""
+    if (why := refusal(layer, target.release)) is not None:
+        raise Located(why)
     if layer in _TARGET_RULES:
         outs = _TARGET_RULES[layer](p, bottoms, n_tops, target)
     else:
@@ -275,11 +278,6 @@ def _loss(p: dict, b: list[Shape], n: int) -> list[Shape]:
 def _multi_loss(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _need(len(b) == 2, "bottom of MultiCrossEntropyLoss must be two dim")
     return [Shape((1,), Fraction(0))]
-
-
-def _gather(p: dict, b: list[Shape], n: int) -> list[Shape]:
-    x = b[0]
-    return [Shape((len(p.get("indices") or []), *x.dims[1:]), x.rows)]
 
 
 def _matrix_multiply(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
@@ -487,11 +485,10 @@ _RULES = {
     "Add": _elementwise("Add"), "ElementwiseMultiply": _elementwise("ElementwiseMultiply"),
     "Sub": _sub, "DotProduct": _dot_product,
     "Interaction": _interaction, "FmOrder2": _fm_order2, "WeightMultiply": _weight_multiply,
-    "ReduceSum": _reduce, "ReduceMean": _reduce, "Gather": _gather,
+    "ReduceSum": _reduce, "ReduceMean": _reduce,
     "BinaryCrossEntropyLoss": _loss, "CrossEntropyLoss": _loss, "MultiCrossEntropyLoss": _multi_loss,
     "FusedReshapeConcat": _fused_reshape_concat, "FusedReshapeConcatGeneral": _fused_reshape_concat_general,
     "Select": _select,
-    "GRU": lambda p, b, n: [Shape((int(p.get("num_output", 1)),), b[0].rows)],
 }
 
 _TARGET_RULES = {"MultiHeadAttention": _mha, "SequenceMask": _sequence_mask, "Softmax": _softmax,

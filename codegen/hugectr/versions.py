@@ -121,6 +121,9 @@ BEHAVIOUR.update({
     "collection_one_slot_inputs": _s((23, 4)),  # add(Input) requires one slot per sparse input
     "collection_grouped_lookup": _s((23, 4)),   # embedding_lookup's list overload
     "collection_lookup_3d": _s((3, 8)),         # a lookup's top is (batch, 1, dims); 3.7 reserves (batch, dims)
+    # Layer_t.Gather is built as a Select of dimension 0 from 23.08 (add_dense_layer_helpers.cpp), which SelectLayer
+    # rejects; before, as a GatherLayer whose output no model builder allocates
+    "gather_is_select": _s((23, 8)),
 })
 
 

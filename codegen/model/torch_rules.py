@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..graph.ir import Layer, TrainingJob
 from ..hugectr import versions as V
-from ..torch_target import LAYER_TYPES, LOSSES, NO_TRANSLATION, OPTIMIZERS, SPARSE_OPTIMIZERS
+from ..torch_target import LAYER_TYPES, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 
 DROP = "drop 'torch' from targets"
 
@@ -47,9 +47,8 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
     out: list[tuple[tuple, str, str]] = []
     for layer in g.layers:
         if layer.type not in LAYER_TYPES:
-            why = f" ({NO_TRANSLATION[layer.type]})" if layer.type in NO_TRANSLATION else ""
             out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target has no translation "
-                        f"for layer type {layer.type!r}{why}", f"use the layer types of the presets, or {DROP}"))
+                        f"for layer type {layer.type!r}", f"use the layer types of the presets, or {DROP}"))
         elif layer.type == "Softmax" and len(layer.bottoms) == 2 and \
                 (masked := _masked_softmax(layer, job.hugectr_version)) is not None:
             out.append((layer.origin or ("model",), f"layer {layer.tops[0]!r}: the torch target cannot translate this "
