@@ -7,15 +7,17 @@ column nobody reads, a comparison on text, ...), each problem reported with its 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import Problem, UserError
-from ..spec.etl import CATEGORICAL_OPS
+from ..spec.etl import CATEGORICAL_OPS, EtlSpec
 from ..spec.load import LoadedSpec
 
 NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool")
 CONTINUOUS_OPS = ("FillMissing", "Clip", "LogOp", "Normalize")
+Err = Callable[..., None]   # err(loc under etl, message, fix=""): one problem, reported with its spec line
 
 
 @dataclass(frozen=True)
@@ -154,6 +156,23 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
     def err(loc: tuple, message: str, fix: str = "") -> None:
         problems.extend(loaded.error(("etl",) + loc, message, fix).problems)
 
+    raw, joined_cols, multi_hot, train_format, join_format = _check_inputs(etl, err)
+    used: dict[str, tuple] = {}
+    groups = _plan_groups(etl, err, {**raw, **joined_cols}, joined_cols, multi_hot, used)
+    crosses = _plan_crosses(etl, err, raw, multi_hot, groups, used)
+    hashing = [("cross", xi) for xi, x in enumerate(crosses) if x.num_buckets] + [
+        ("groups", gi) for gi, g in enumerate(groups) for op in g.ops if dict(op.args).get("num_buckets")]
+    _check_coverage(etl, err, raw, multi_hot, hashing, used)
+    norm_check = _norm_check(loaded, err)
+    if problems:
+        raise UserError(problems)
+    return _plan(etl, train_format, join_format, groups, crosses, norm_check, bool(hashing))
+
+
+def _check_inputs(etl: EtlSpec, err: Err) -> tuple[Mapping[str, str], Mapping[str, str], set[str], str | None,
+                                                  str | None]:
+    """The input and join-table columns checked against each other: (input columns, join-table columns, list
+    columns, the training files' format, the join table's format)."""
     inputs, join = etl.inputs, etl.join
     raw = dict(inputs.columns)
     joined_cols = {c: t for c, t in (join.columns.items() if join else ()) if c not in (join.on if join else ())}
@@ -161,7 +180,6 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         if c in raw:
             err(("join", "columns", c), f"column {c!r} is in both the input and the join table",
                 fix="rename it in one of them, or drop it from the join table's columns")
-    known = {**raw, **joined_cols}
 
     train_format = _format(inputs.train, inputs.format)
     if train_format is None:
@@ -193,8 +211,12 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
     for i, c in enumerate(etl.drop):
         if c not in raw:
             err(("drop", i), f"dropped column {c!r} is not an input column", fix="list it in inputs.columns")
+    return raw, joined_cols, multi_hot, train_format, join_format
 
-    used: dict[str, tuple] = {}
+
+def _plan_groups(etl: EtlSpec, err: Err, known: Mapping[str, str], joined_cols: Mapping[str, str], multi_hot: set[str],
+                 used: dict[str, tuple]) -> list[GroupPlan]:
+    """Each group's columns and role (categorical, continuous, label); ``used`` learns who reads each column."""
     groups: list[GroupPlan] = []
     for gi, g in enumerate(etl.groups):
         names = [op.name for op in g.ops]
@@ -234,7 +256,12 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         groups.append(GroupPlan(columns=tuple(g.columns), ops=tuple(OpStep(op.name, _op_args(op)) for op in g.ops),
                                 role=role, joined=any(c in joined_cols for c in g.columns),
                                 multi_hot=tuple(c for c in g.columns if c in multi_hot)))
+    return groups
 
+
+def _plan_crosses(etl: EtlSpec, err: Err, raw: Mapping[str, str], multi_hot: set[str], groups: list[GroupPlan],
+                  used: dict[str, tuple]) -> list[CrossPlan]:
+    """The crossed columns, each named as NVTabular names its output."""
     crosses = []
     outputs = {c for g in groups for c in g.columns}
     for xi, x in enumerate(etl.cross):
@@ -250,9 +277,13 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         crosses.append(plan)
         for c in x.columns:
             used.setdefault(c, ("cross", xi))
+    return crosses
 
-    hashing = [("cross", xi) for xi, x in enumerate(crosses) if x.num_buckets] + [
-        ("groups", gi) for gi, g in enumerate(groups) for op in g.ops if dict(op.args).get("num_buckets")]
+
+def _check_coverage(etl: EtlSpec, err: Err, raw: Mapping[str, str], multi_hot: set[str], hashing: list[tuple],
+                    used: dict[str, tuple]) -> None:
+    """Hashing without list columns, and every input column transformed, joined on or dropped."""
+    join = etl.join
     if hashing and multi_hot:
         # etl.py gives every row the same index so that hashes depend on values only; NVTabular's list
         # Categorify regroups lists by index and needs it unique.
@@ -265,6 +296,12 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
         if c not in used and c not in etl.drop:
             err(("inputs", "columns", c), f"input column {c!r} is neither transformed nor dropped",
                 fix=f"add it to a group, or to drop: [{c}]")
+
+
+def _norm_check(loaded: LoadedSpec, err: Err) -> str:
+    """The Check_t of the Norm files written: the model's reader's when it reads them."""
+    etl = loaded.spec.etl
+    assert etl is not None
     asked = etl.output.norm.check_type
     norm_check: str = asked or "Sum"
     if etl.output.format == "norm" and loaded.spec.data.format == "norm":   # the files the model's reader reads
@@ -273,9 +310,13 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
             err(("output", "norm", "check_type"), f"the Norm files would be written for Check_t.{asked}, but the "
                 f"model's reader reads them with data.check_type Check_t.{norm_check}",
                 fix=f"remove etl.output.norm.check_type (data.check_type decides for both), or set both to {asked}")
-    if problems:
-        raise UserError(problems)
+    return norm_check
 
+
+def _plan(etl: EtlSpec, train_format: str | None, join_format: str | None, groups: list[GroupPlan],
+          crosses: list[CrossPlan], norm_check: str, hashing: bool) -> EtlPlan:
+    """The checked section as the plan: output columns in slot order and their on-disk dtypes."""
+    inputs = etl.inputs
     cats = tuple(x.output for x in crosses) + tuple(c for g in groups if g.role == "categorical" for c in g.columns)
     conts = tuple(c for g in groups if g.role == "continuous" for c in g.columns)
     labels = tuple(c for g in groups if g.role == "label" for c in g.columns)
@@ -304,7 +345,7 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
                    train=tuple(inputs.train), valid=tuple(inputs.valid) if inputs.valid else None,
                    train_format=train_format or "parquet", join_format=join_format, groups=tuple(groups),
                    crosses=tuple(crosses), categorical=cats, continuous=conts, labels=labels, dtypes=dtypes,
-                   multi_hot_outputs=multi_out, hashing=bool(hashing))
+                   multi_hot_outputs=multi_out, hashing=hashing)
 
 
 def output_dir(spec_path: Path, plan: EtlPlan) -> Path:

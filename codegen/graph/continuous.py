@@ -11,10 +11,11 @@ table", one sparse model file per table, and with a Cached table "Num of local_p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from ..hugectr import versions as V
-from ..spec.model import HMemCacheSpec, Spec
+from ..spec.model import ContinuousTrainingSpec, HMemCacheSpec, LowLevelSpec, Spec
 from .ir import ContinuousTraining, DataPass
 
 
@@ -62,8 +63,31 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
         b.fail(("solver", "repeat_dataset"), f"continuous training needs epoch mode: {EPOCH_MODE}",
                fix="set solver.repeat_dataset: false and training.num_epochs")
 
-    # ---- parameter servers --------------------------------------------------------------------------------------
     kinds = [ct.ps] * (1 if cache == "mos" else n_embeddings) if isinstance(ct.ps, str) else list(ct.ps)
+    ps_types = _ps_types(b, cache, kinds, n_embeddings)
+    _check_sparse_models(b, ct, n_embeddings)
+    local_paths, hmem = _cache(b, ct, cache, kinds, nodes)
+    if ct.dense_model is not None and ct.train_from_scratch:
+        b.fail(_loc("dense_model"), "a dense model is loaded only when continuing from existing models",
+               fix="set train_from_scratch: false, or remove dense_model")
+    passes = _passes(b, ct)
+    low = _low_level(b, ct, n_embeddings)
+
+    t = spec.training
+    return ContinuousTraining(
+        cache=cache, ps_types=tuple(ps_types), sparse_models=tuple(ct.sparse_models),
+        train_from_scratch=ct.train_from_scratch, dense_model=ct.dense_model, local_paths=tuple(local_paths),
+        hmem_cache=hmem, passes=tuple(passes), save_prefix=ct.save_prefix, incremental_model=ct.incremental_model,
+        low_level=ct.low_level is not False, first_batch_flag=p.has_api("train_is_first_batch"),
+        num_epochs=t.num_epochs or 0, display=t.display, eval_interval=t.eval_interval,
+        max_eval_batches=spec.solver.max_eval_batches,
+        low_sparse_models=tuple(low.sparse_models or ()) if low else (),
+        low_eval_source=low.eval_source if low else None, low_save_prefix=low.save_prefix if low else None)
+
+
+def _ps_types(b: Builder, cache: str, kinds: Sequence[str], n_embeddings: int) -> list[str]:
+    """The parameter servers asked for, as the release's cache names them ([] after a problem)."""
+    p = b.profile
     ps_types: list[str] = []
     if cache == "mos":
         wrong = sorted({k for k in kinds if k not in MOS_KINDS})
@@ -90,7 +114,10 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
                    fix="give one kind per embedding, or a single kind for all")
         else:
             ps_types = [ETC_KINDS[k] for k in kinds]
+    return ps_types
 
+
+def _check_sparse_models(b: Builder, ct: ContinuousTrainingSpec, n_embeddings: int) -> None:
     if len(ct.sparse_models) != n_embeddings:
         b.fail(_loc("sparse_models"), f"{_n(len(ct.sparse_models), 'sparse model')} for "
                                       f"{_n(n_embeddings, 'embedding')} (HugeCTR: "
@@ -99,6 +126,10 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
     if len(set(ct.sparse_models)) != len(ct.sparse_models):
         b.fail(_loc("sparse_models"), "two embeddings share a sparse model folder", fix="give each its own folder")
 
+
+def _cache(b: Builder, ct: ContinuousTrainingSpec, cache: str, kinds: Sequence[str],
+           nodes: int) -> tuple[list[str], tuple | None]:
+    """CreateETC's local paths and host-memory cache settings, which only cached tables take."""
     cached = cache == "etc" and "cached" in kinds   # decided on what was asked, also when the count is wrong
     local_paths: list[str] = []
     hmem = None
@@ -123,12 +154,12 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
             h = ct.hmem_cache or HMemCacheSpec()
             hmem = (("num_blocks", h.num_blocks), ("target_hit_rate", float(h.target_hit_rate)),
                     ("max_num_evict", h.max_num_evict))
+    return local_paths, hmem
 
-    if ct.dense_model is not None and ct.train_from_scratch:
-        b.fail(_loc("dense_model"), "a dense model is loaded only when continuing from existing models",
-               fix="set train_from_scratch: false, or remove dense_model")
 
-    # ---- passes: one keyset per source (hugectr.md §1.8, §4.1) ------------------------------------------------
+def _passes(b: Builder, ct: ContinuousTrainingSpec) -> list[DataPass]:
+    """The data passes: one keyset per source (hugectr.md §1.8, §4.1)."""
+    spec = b.spec
     passes: list[DataPass] = []
     eval_source = spec.data.eval
     for i, ps in enumerate(ct.passes):
@@ -161,7 +192,11 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
                    "model_low_level.py trains on every pass; a pass without fit has no low-level form",
                    fix="remove fit: false" if i == 0 else "set low_level: false, or remove fit: false")
         passes.append(DataPass(source=tuple(source), keyset=tuple(ps.keyset), eval_source=eval_source, fit=ps.fit))
+    return passes
 
+
+def _low_level(b: Builder, ct: ContinuousTrainingSpec, n_embeddings: int) -> LowLevelSpec | None:
+    """model_low_level.py's own settings, if the spec gives them."""
     low = ct.low_level if not isinstance(ct.low_level, bool) else None
     if low is not None and low.sparse_models is not None:
         if len(low.sparse_models) != n_embeddings:
@@ -172,14 +207,4 @@ def build_continuous(b: Builder, n_embeddings: int, nodes: int) -> ContinuousTra
             b.fail(_loc("low_level", "sparse_models"), "a folder the other script also trains, or one listed twice "
                                                        "(the two scripts would overwrite each other's tables)",
                    fix="give model_low_level.py folders of its own, e.g. wdl_low_0_sparse_model")
-
-    t = spec.training
-    return ContinuousTraining(
-        cache=cache, ps_types=tuple(ps_types), sparse_models=tuple(ct.sparse_models),
-        train_from_scratch=ct.train_from_scratch, dense_model=ct.dense_model, local_paths=tuple(local_paths),
-        hmem_cache=hmem, passes=tuple(passes), save_prefix=ct.save_prefix, incremental_model=ct.incremental_model,
-        low_level=ct.low_level is not False, first_batch_flag=p.has_api("train_is_first_batch"),
-        num_epochs=t.num_epochs or 0, display=t.display, eval_interval=t.eval_interval,
-        max_eval_batches=spec.solver.max_eval_batches,
-        low_sparse_models=tuple(low.sparse_models or ()) if low else (),
-        low_eval_source=low.eval_source if low else None, low_save_prefix=low.save_prefix if low else None)
+    return low

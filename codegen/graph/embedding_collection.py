@@ -18,7 +18,6 @@ collection is left out and its tops feed layers nothing in the file produces. ct
 
 from __future__ import annotations
 
-
 from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..hugectr.arg_types import arg_problem
@@ -27,6 +26,7 @@ from .shapes import Shape
 
 PLANNER = "EmbeddingPlanner"
 TYPED_TABLE_ARGS = ("name", "table_id", "id_space", "max_vocabulary_size", "ev_size")
+LOC = ("embedding_collection",)
 
 
 def _missing(func: str, release: str, arg: str | None = None) -> str | None:
@@ -55,8 +55,34 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     if spec is None:
         return None
     release = builder.profile.name
-    loc = ("embedding_collection",)
     fails = len(builder.problems)
+    _check_model(builder, sparse, release)
+    if A.has(CONFIG, release):
+        api = CONFIG
+    elif A.has(PLANNER, release):
+        api = PLANNER
+    else:
+        builder.fail(LOC, f"the embedding collection API is not in HugeCTR {release}; it exists from "
+                          f"{A.first_release(PLANNER)} ({PLANNER}) and from {A.first_release(CONFIG)} ({CONFIG})",
+                     fix=f"target HugeCTR {A.first_release(PLANNER)} or later, or use embeddings: (SparseEmbedding)")
+        return None
+
+    ctor = _checked(builder, release, api, (*LOC, "args"), spec.args)
+    layout = dict(ctor).get("output_layout", "feature_major")
+    if layout != "feature_major":
+        builder.fail((*LOC, "args", "output_layout"), f"{layout!r}: the batch-major output tensor's name is not "
+                     "known to ctrgen, so the layers after it cannot be checked", fix="use feature_major")
+    tables = _tables(builder, spec, release)
+    lookups = _lookups(builder, spec, sparse, release)
+    shard = _shard(builder, spec, api, tables, release)
+    if len(builder.problems) > fails:
+        return None
+    table_arg = A.signature(f"{api}.embedding_lookup", release)[0].name
+    return EmbeddingCollection(api, ctor, tuple(tables), tuple(lookups), shard, table_arg)
+
+
+def _check_model(builder, sparse: list[SparseInput], release: str) -> None:
+    """What the rest of the spec must be for a model with an embedding collection."""
     from ..spec.graph import ExplicitGraph
 
     if not isinstance(builder.spec.model, ExplicitGraph):
@@ -77,63 +103,57 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     if builder.spec.embeddings:
         builder.fail(("embeddings",), "a model with an embedding_collection has no SparseEmbedding here",
                      fix="move these embeddings into embedding_collection, or remove it")
-    if A.has(CONFIG, release):
-        api = CONFIG
-    elif A.has(PLANNER, release):
-        api = PLANNER
-    else:
-        builder.fail(loc, f"the embedding collection API is not in HugeCTR {release}; it exists from "
-                          f"{A.first_release(PLANNER)} ({PLANNER}) and from {A.first_release(CONFIG)} ({CONFIG})",
-                     fix=f"target HugeCTR {A.first_release(PLANNER)} or later, or use embeddings: (SparseEmbedding)")
-        return None
 
-    def checked(func: str, where: tuple, args: dict) -> Args:
-        out = []
-        for name, value in args.items():
-            msg = _missing(func, release, name)
+
+def _checked(builder, release: str, func: str, where: tuple, args: dict) -> Args:
+    """``args`` of ``func`` checked against ``release`` (problems go to ``builder.fail``), in the signature's order."""
+    out = []
+    for name, value in args.items():
+        msg = _missing(func, release, name)
+        if msg:
+            builder.fail((*where, name), msg, fix="remove it or target a release that has it")
+            continue
+        why = arg_problem(func, release, name, value)
+        if why:
+            builder.fail((*where, name), f"{func} argument {name!r}: {why}", fix="give a value of that type")
+            continue
+        value = enum_values(value)
+        for member in _enums_in(value):
+            msg = _missing(f"{member.type}.{member.member}", release)
             if msg:
-                builder.fail((*where, name), msg, fix="remove it or target a release that has it")
-                continue
-            why = arg_problem(func, release, name, value)
-            if why:
-                builder.fail((*where, name), f"{func} argument {name!r}: {why}", fix="give a value of that type")
-                continue
-            value = enum_values(value)
-            for member in _enums_in(value):
-                msg = _missing(f"{member.type}.{member.member}", release)
-                if msg:
-                    builder.fail((*where, name), msg, fix="use a member the target release has")
-            out.append((name, value))
-        given = {k for k, _ in out}
-        if len(out) == len(args):   # a misspelled or retired argument is reported once, not as a missing one too
-            for p in A.signature(func, release):
-                if p.required and p.name not in given:
-                    builder.fail(where, f"{func} needs {p.name!r} in HugeCTR {release}", fix=f"set {p.name}")
-        order = [p.name for p in A.signature(func, release)]
-        return tuple(sorted(out, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
+                builder.fail((*where, name), msg, fix="use a member the target release has")
+        out.append((name, value))
+    given = {k for k, _ in out}
+    if len(out) == len(args):   # a misspelled or retired argument is reported once, not as a missing one too
+        for p in A.signature(func, release):
+            if p.required and p.name not in given:
+                builder.fail(where, f"{func} needs {p.name!r} in HugeCTR {release}", fix=f"set {p.name}")
+    order = [p.name for p in A.signature(func, release)]
+    return tuple(sorted(out, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
-    ctor = checked(api, (*loc, "args"), spec.args)
-    layout = dict(ctor).get("output_layout", "feature_major")
-    if layout != "feature_major":
-        builder.fail((*loc, "args", "output_layout"), f"{layout!r}: the batch-major output tensor's name is not "
-                     "known to ctrgen, so the layers after it cannot be checked", fix="use feature_major")
 
+def _tables(builder, spec, release: str) -> list[CollectionTable]:
+    """The tables, each checked as the release's table call."""
     table_func = "EmbeddingTablePlaceHolder" if A.has("EmbeddingTablePlaceHolder", release) else "EmbeddingTableConfig"
     tables = []
     for i, t in enumerate(spec.tables):
-        where = (*loc, "tables", i)
+        where = (*LOC, "tables", i)
         given = {k: getattr(t, k) for k in TYPED_TABLE_ARGS if getattr(t, k) is not None}
         both = sorted(set(given) & set(t.args))
         if both:
             builder.fail((*where, "args", both[0]), f"{both[0]!r} has its own field; give it there, not under args",
                          fix=f"move it to tables[{i}].{both[0]}")
-        tables.append(CollectionTable(table_func, checked(table_func, where, {**given, **t.args})))
+        tables.append(CollectionTable(table_func, _checked(builder, release, table_func, where, {**given, **t.args})))
+    return tables
 
+
+def _lookups(builder, spec, sparse: list[SparseInput], release: str) -> list[Lookup]:
+    """Each lookup with the shape of the tensor it writes."""
     by_input = {s.name: s for s in sparse}
     lookups = []
     tops: set[str] = set()
     for i, lk in enumerate(spec.lookups):
-        where = (*loc, "lookups", i)
+        where = (*LOC, "lookups", i)
         if lk.grouped and not V.holds("collection_grouped_lookup", release):
             builder.fail((*where, "table"), f"the grouped embedding_lookup (lists) is not in HugeCTR {release}; it "
                          "exists in HugeCTR 23.04 and later", fix="one lookup per table")
@@ -156,11 +176,16 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
             continue
         shape = Shape((1, widths[0])) if V.holds("collection_lookup_3d", release) else Shape((widths[0],))
         lookups.append(Lookup(lk.table, lk.bottom, lk.top, lk.combiner, shape))
+    return lookups
 
+
+def _shard(builder, spec, api: str, tables: list[CollectionTable],
+           release: str) -> Args:
+    """The shard (or create_embedding_collection) arguments, whose shard_matrix names the tables."""
     shard_func = f"{api}.{'shard' if api == CONFIG else 'create_embedding_collection'}"
     shard: tuple[tuple[str, object], ...] = ()
     if spec.shard or api == PLANNER:
-        shard = checked(shard_func, (*loc, "shard"), spec.shard)
+        shard = _checked(builder, release, shard_func, (*LOC, "shard"), spec.shard)
     names = [dict(t.args).get("name") for t in tables]
     if api == CONFIG and all(isinstance(n, str) for n in names):
         matrix = dict(shard).get("shard_matrix")  # type: ignore[call-overload]
@@ -168,9 +193,6 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
             unknown = sorted({x for row in matrix if isinstance(row, list) for x in row
                               if isinstance(x, str) and x not in names})
             if unknown:
-                builder.fail((*loc, "shard", "shard_matrix"), f"names tables {unknown} that tables does not have",
+                builder.fail((*LOC, "shard", "shard_matrix"), f"names tables {unknown} that tables does not have",
                              fix="use the tables' names")
-    if len(builder.problems) > fails:
-        return None
-    table_arg = A.signature(f"{api}.embedding_lookup", release)[0].name
-    return EmbeddingCollection(api, ctor, tuple(tables), tuple(lookups), shard, table_arg)
+    return shard
