@@ -21,6 +21,29 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=job.doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Defaults come from the spec. Example: python train_torch.py --train "
                                         "data/train --eval data/valid --max-iter 500 --device cuda")
+    _data_options(ap, job, script)
+    _loop_options(ap, job)
+    _device_options(ap, job)
+    _table_options(ap, job)
+    _run_options(ap)
+    args, unknown = ap.parse_known_args(argv)
+    if unknown:
+        ap.error(unknown_text(unknown, [o for a in ap._actions for o in a.option_strings if o.startswith("--")]))
+    if args.max_iter is None and args.epochs is None:    # neither given: the spec's training loop
+        args.max_iter, args.epochs = d["max_iter"], d["num_epochs"]
+    if args.batch_size is None:
+        args.batch_size = rank_batch(d["batch_size"], int(os.environ.get("WORLD_SIZE", "1")))
+    if args.batch_size <= 0 or args.eval_batch_size <= 0:
+        ap.error("batch sizes must be positive")
+    if max(args.batch_size, args.eval_batch_size) > 2**31 - 1:   # past a C long: torch's OverflowError, a traceback
+        ap.error(f"--batch-size / --eval-batch-size: at most {2**31 - 1}")
+    args.plan = pass_plan(ap, args, passes)
+    return args
+
+
+def _data_options(ap: argparse.ArgumentParser, job: Job, script: str) -> None:
+    """What is read and where the run folder is."""
+    d, passes = job.defaults, job.passes
     if passes is not None:
         ap.add_argument("--pass-train", nargs="+", action="append", metavar="TRAIN",
                         help="one pass's training data (folders, _file_list.txt or .parquet files); once per pass, in "
@@ -41,6 +64,11 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--output-dir", type=Path, default=Path(job.name + "_torch"), help="checkpoints and metrics")
     ap.add_argument("--force", action="store_true", help="start afresh in an --output-dir an earlier run wrote "
                                                          "(its files are removed; default: refused)")
+
+
+def _loop_options(ap: argparse.ArgumentParser, job: Job) -> None:
+    """The training loop: its length, batches, learning rate, intervals, early stop and seed."""
+    d = job.defaults
     ap.add_argument("--max-iter", type=int, help=f"training iterations, steps of every rank (spec: {d['max_iter']})")
     ap.add_argument("--epochs", type=int, help=f"train whole epochs instead (spec: {d['num_epochs']})")
     ap.add_argument("--batch-size", type=int, metavar="ROWS",
@@ -56,6 +84,11 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
                     help="stop once PATIENCE evaluations in a row have not improved eval METRIC (auc or loss), e.g. "
                          "auc:3; the best evaluation's weights are kept in OUTPUT_DIR/best (by AUC without this)")
     ap.add_argument("--seed", type=int, default=d["seed"], help="initialisation and shuffle seed")
+
+
+def _device_options(ap: argparse.ArgumentParser, job: Job) -> None:
+    """The device, its threads, CUDA graph, precision and compilation."""
+    d = job.defaults
     ap.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda")
     ap.add_argument("--threads", type=int, metavar="N",
                     help="intra-op CPU threads of each rank (default: OMP_NUM_THREADS when set, else the cores this "
@@ -70,6 +103,10 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                     help="torch.compile the dense layers (embedding lookups stay eager; compiling takes 1-30 s, "
                          "then the CUDA graph replays the compiled kernels); auto: on one GPU, runs of 1000+ steps")
+
+
+def _table_options(ap: argparse.ArgumentParser, job: Job) -> None:
+    """How the embedding tables are updated and sharded over the ranks."""
     ap.add_argument("--embedding-update", choices=("auto", "rows", "dense"), default="auto",
                     help="rows: the tables' optimizer updates only the rows a batch looks up (no dense gradient); "
                          "dense: the optimizer over the whole table (auto: rows where that is the spec's optimizer "
@@ -90,6 +127,10 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--replicate-rows", type=int, metavar="ROWS",
                     help="sharded tables: the slots of at most ROWS rows are held whole by every rank instead, with "
                          "any --table-split (default: --batch-size with --table-split auto, else 0: none)")
+
+
+def _run_options(ap: argparse.ArgumentParser) -> None:
+    """Where the training rows live, TensorBoard and the distributed backend."""
     ap.add_argument("--data-on", choices=("auto", "gpu", "device", "host", "stream"), default="auto",
                     help="where the training rows live: gpu memory, pinned host memory, or stream (row groups "
                          "read ahead from the files on a thread); auto: gpu when they fit in half the free GPU "
@@ -102,17 +143,11 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
     ap.add_argument("--dist-backend", choices=("auto", "nccl", "gloo"), default="auto",
                     help="torch.distributed backend under torchrun (auto: nccl on GPUs, gloo on the CPU; gloo lets "
                          "ranks share a GPU)")
-    args, unknown = ap.parse_known_args(argv)
-    if unknown:
-        ap.error(unknown_text(unknown, [o for a in ap._actions for o in a.option_strings if o.startswith("--")]))
-    if args.max_iter is None and args.epochs is None:    # neither given: the spec's training loop
-        args.max_iter, args.epochs = d["max_iter"], d["num_epochs"]
-    if args.batch_size is None:
-        args.batch_size = rank_batch(d["batch_size"], int(os.environ.get("WORLD_SIZE", "1")))
-    if args.batch_size <= 0 or args.eval_batch_size <= 0:
-        ap.error("batch sizes must be positive")
-    if max(args.batch_size, args.eval_batch_size) > 2**31 - 1:   # past a C long: torch's OverflowError, a traceback
-        ap.error(f"--batch-size / --eval-batch-size: at most {2**31 - 1}")
+
+
+def pass_plan(ap: argparse.ArgumentParser, args: argparse.Namespace, passes: list | None) -> list[tuple]:
+    """[(pass number or None, training data, evaluation data)]: the passes to train, in order; a first pass K > 1
+    resumes from pass_<K-1>.pt unless --resume says otherwise."""
     if passes is not None:
         for name in ("pass_train", "pass_eval"):
             given = getattr(args, name)
@@ -124,12 +159,10 @@ def parse_args(job: Job, script: str, argv=None) -> argparse.Namespace:
         chosen = args.passes or list(range(1, len(passes) + 1))
         if chosen != list(range(chosen[0], chosen[-1] + 1)) or chosen[0] < 1 or chosen[-1] > len(passes):
             ap.error(f"--passes: consecutive pass numbers from 1 to {len(passes)}, got {chosen}")
-        args.plan = [(k, train[k - 1], evals[k - 1]) for k in chosen]
         if args.resume is None and chosen[0] > 1:
             args.resume = args.output_dir / f"pass_{chosen[0] - 1}.pt"
-    else:
-        args.plan = [(None, args.train, args.eval)]
-    return args
+        return [(k, train[k - 1], evals[k - 1]) for k in chosen]
+    return [(None, args.train, args.eval)]
 
 
 def rank_batch(global_batch: int, ranks: int) -> int:
