@@ -1,11 +1,12 @@
 """Training data: features.json (the columns by role), the Parquet files of a split read and checked against it, and
 the two ways a split reaches the steps: Columns (whole, on the device or in pinned host memory) and Stream (row
-groups read ahead on a thread)."""
+groups read ahead on a thread), and which of them a rank's files take (load_data)."""
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import os
 import queue
 import threading
 from pathlib import Path
@@ -15,9 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from .checks import check_finite, read_json
+from .checks import agree, check_finite, check_split, read_json
 from .checks import data_files  # noqa: F401  (its home is checks, without torch: ctrgen train counts files with it)
 from .contract import FEATURES_FORMATS, layout_of
+from .distributed import world
 from .errors import DataError
 from .kernels import RowKernels
 
@@ -302,3 +304,52 @@ class Stream:
             if not self._put(parts, q, stop):
                 return None
         return [a[full:] for a in arrays]
+
+
+def data_placement(asked: str, nbytes: int, device: torch.device) -> str:
+    """gpu, host or stream for a split of `nbytes` once read (--data-on auto decides by the free memory)."""
+    if asked in ("gpu", "device"):
+        return "gpu" if device.type == "cuda" else "host"
+    if asked != "auto":
+        return asked
+    if device.type == "cuda" and nbytes < 0.5 * torch.cuda.mem_get_info(device)[0]:
+        return "gpu"
+    try:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        available = None
+    return "stream" if available is not None and nbytes > 0.5 * available else "host"
+
+
+def load_data(args, sources: list[str], eval_source: str, features: dict,
+              device: torch.device, losses=None) -> tuple[Columns | Stream, Columns]:
+    """This rank's training files and evaluation rows; a problem on any rank stops every rank."""
+    rank, size = world()
+    problem = ""
+    train: Columns | Stream | None = None
+    valid: Columns | None = None
+    try:
+        files = [f for source in sources for f in data_files(source)]
+        if len(files) < size:
+            raise DataError(f"{sources[0]}: {len(files)} training file(s) for {size} ranks; each rank reads whole "
+                            f"files (fix: write at least {size} files, e.g. NVTabular's out_files_per_proc, or start "
+                            "fewer ranks)")
+        mine = files[rank::size]
+        place = data_placement(args.data_on, count_rows(mine) * row_bytes(features), device)
+        eval_arrays = read_split(data_files(eval_source), features, max_rows=args.max_eval_batches * args.eval_batch_size)
+        eval_arrays = {"labels": eval_arrays["labels"][rank::size], "dense": eval_arrays["dense"][rank::size],
+                       "sparse": [ids[rank::size] for ids in eval_arrays["sparse"]]}
+        if place == "stream":
+            train = Stream(mine, features, device, args.batch_size, args.shuffle_window)
+        else:
+            train = Columns(read_split(mine, features), device, place == "gpu" or device.type == "cpu")
+        valid = Columns(eval_arrays, device, place != "host" or device.type == "cpu")
+        train.placement = place if device.type == "cuda" else "host" if place == "gpu" else place
+        check_split(args, train, valid, losses)
+    except DataError as exc:
+        problem = str(exc)
+    problem = agree(problem, device)
+    if problem:
+        raise DataError(problem)
+    assert train is not None and valid is not None
+    return train, valid

@@ -1,13 +1,17 @@
 """torch.distributed for the trainer: rank and world, collectives whose work the main thread keeps, the shuffle seed
-every rank agrees on, all_to_all and point-to-point for sharded tables, and the peak memory of a rank."""
+every rank agrees on, all_to_all and point-to-point for sharded tables, the peak memory of a rank, and ``setup``: this
+rank's device (and, under torchrun, the process group)."""
 
 from __future__ import annotations
 
 import collections
+import os
 
 import numpy as np
 import torch
 import torch.distributed as dist
+
+from .errors import DataError
 
 
 def world() -> tuple[int, int]:
@@ -207,3 +211,36 @@ def peak_memory(device: torch.device) -> int:
         return int(torch.cuda.max_memory_allocated(device))
     import resource
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def setup(args) -> torch.device:
+    """The device this rank trains on; under torchrun (WORLD_SIZE > 1) the process group is opened first."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        use_cuda = args.device != "cpu" and torch.cuda.is_available()
+        backend = args.dist_backend if args.dist_backend != "auto" else "nccl" if use_cuda else "gloo"
+        if backend == "nccl" and not use_cuda:
+            raise DataError("--dist-backend nccl needs CUDA GPUs (fix: --dist-backend gloo for the CPU)")
+        # Every exchange of the step has a fixed size and the dense gradients are averaged inside the step
+        # (GradientSync), so NCCL ranks capture the step as one rank does; gloo goes through host memory. Refused
+        # before the ranks meet, build a model or read data.
+        if backend == "gloo" and args.cuda_graph == "on":
+            raise DataError("--cuda-graph on: the gloo backend exchanges through host memory, which a CUDA graph "
+                            "cannot capture (fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)")
+        device = torch.device("cpu")
+        if use_cuda:
+            gpus = torch.cuda.device_count()
+            if local_ranks > gpus and backend == "nccl":   # NCCL refuses two ranks on one GPU
+                raise DataError(f"{local_ranks} ranks on this node but {gpus} GPU(s): NCCL needs a GPU per rank "
+                                f"(fix: torchrun --nproc_per_node {gpus}, or --dist-backend gloo to share GPUs)")
+            device = torch.device("cuda", local_rank % gpus)
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend=backend)
+        open_reduce_group()
+        return device
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          "cpu" if args.device == "auto" else args.device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device

@@ -1,5 +1,6 @@
 """Sharded tables at the model's level: the placement of a model's tables, whole tables (and their row state) for a
-checkpoint, the evaluation batches every rank runs together, and whether to shard at all."""
+checkpoint, the evaluation batches every rank runs together, whether to shard at all and how the tables are updated
+(the trainer's start-up: embedding_update, shard_tables), and what metrics.json says of them (table_facts)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from .distributed import collective, host_only, p2p
+from .distributed import collective, host_only, p2p, world
 from .errors import DataError
-from .job import Optimizer
+from .job import Job, Optimizer
 from .layers import SparseEmbedding
 from .row_optim import RowSparseOptimizer
-from .shards import ColumnShard, Placement, byte_size
+from .shards import ColumnShard, Placement, byte_size, describe_placement
 
 # How a SparseEmbedding is split and how its ids and rows travel: shards.py. The dense layers stay data parallel
 # (GradientSync, without the tables).
@@ -227,3 +228,62 @@ def resolve_sharding(asked: str, embedding_update: str, size: int, optimizer: Op
         raise DataError(f"--shard-tables on: {why_not} (fix: --shard-tables off"
                         + (", or --embedding-update auto)" if embedding_update == "dense" else ")"))
     return why_not is None and size > 1
+
+
+def embedding_update(args, job: Job, size: int) -> tuple[bool, bool, bool]:
+    """(continuous, sharded, row_updates): how the tables are updated and whether they are sharded over the ranks."""
+    rows_kind, continuous = job.optimizer.rows, job.passes is not None
+    if continuous and size > 1:
+        raise DataError(f"continuous training runs in one process, not {size} ranks (fix: start it without torchrun)")
+    sharded = resolve_sharding(args.shard_tables, args.embedding_update, size, job.optimizer, continuous)
+    if args.embedding_update == "rows" and (rows_kind is None or continuous or (size > 1 and not sharded)):
+        raise DataError("--embedding-update rows: " + (
+            f"the spec's optimizer {job.optimizer.hugectr} with its update_type updates every row of the tables"
+            if rows_kind is None else "continuous training already updates only the rows a pass looks up"
+            if continuous else f"row updates run on one rank, not {size}, unless the tables are sharded")
+            + " (fix: --embedding-update dense" + (", or --shard-tables auto)" if size > 1 and rows_kind is not None
+                                                   and not continuous else ")"))
+    row_updates = args.embedding_update != "dense" and rows_kind is not None and not continuous and \
+        (size == 1 or sharded)
+    return continuous, sharded, row_updates
+
+
+def shard_tables(args, model_class, features: dict, rows_kind, sharded: bool, log):
+    """Where each table lives when they are sharded (None when they are not)."""
+    rank, size = world()
+    placement = None
+    if args.replicate_rows is not None and args.replicate_rows < 0:
+        raise DataError(f"--replicate-rows {args.replicate_rows}: a number of rows, 0 or more (fix: --replicate-rows 0 "
+                        "replicates no slot)")
+    replicate = args.replicate_rows if args.replicate_rows is not None else \
+        args.batch_size if args.table_split == "auto" else 0
+    if sharded:     # placed from a model on the meta device (no memory), before the seed is set
+        with torch.device("meta"):
+            placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split,
+                                     replicate_rows=replicate)
+        how = {"auto": "split by columns where the ranks divide vec_size, else whole tables by bytes and lookups",
+               "columns": "split by columns", "tables": "whole tables by bytes and lookups"}[args.table_split]
+        log(f"tables sharded over {size} ranks ({how}" + (f"; slots of at most {replicate} rows replicated"
+                                                          if replicate else "") + "):")
+        for line in describe_placement(placement):
+            log("  " + line)
+    return placement
+
+
+def table_facts(metrics: dict, model, device: torch.device, placement, rows_from_data: dict, shared: list) -> None:
+    """What metrics.json says of the tables before training: rows from the data, gradients and sharding."""
+    size = world()[1]
+    if rows_from_data:
+        metrics["rows_from_data"] = rows_from_data
+    if shared:     # replicated tables updated whole: how each one's gradient is averaged over the ranks
+        metrics["table_gradients"] = {name: "all_gather of looked-up rows" if t.shared_grad else "all_reduce"
+                                      for name, t in model.named_modules() if isinstance(t, SparseEmbedding)}
+    if placement is not None:
+        local = torch.tensor([list(m.weight.shape) for _, m in sharded_tables(model)], device=device)
+        every = [torch.zeros_like(local) for _ in range(size)]
+        collective(dist.all_gather, every, local)
+        metrics["sharding"] = {"tables": placement.tables, "split": placement.split,
+                               "replicated": placement.replicated, "bytes_per_rank": placement.load,
+                               "lookups_per_sample_per_rank": placement.lookups,
+                               "in_shard_order": sorted(n for n, t in sharded_tables(model) if t.shard_order),
+                               "local_shape_per_rank": [e.tolist() for e in every]}

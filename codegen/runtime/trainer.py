@@ -1,5 +1,6 @@
-"""The training loop of a generated train_torch.py: devices and ranks, where the data lives, the step (CUDA graph,
-compile, precision), evaluation and checkpoints. ``main`` is what the generated file's main() calls."""
+"""The training loop of a generated train_torch.py: the run's start-up in named steps (how the tables are updated and
+sharded, the model, the optimizer, data parallelism), the step (CUDA graph, compile, precision), evaluation and
+checkpoints. ``main`` is what the generated file's main() calls."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ import torch.nn.functional as F
 
 from . import run_folder
 from .checkpoint import resume, rng_state, save
-from .checks import agree, check_args, check_split
+from .checks import check_args
 from .cli import parse_args
 from .compiled import compile_model
 from .contract import FEATURES_FILE
-from .data import Columns, Stream, count_rows, data_files, load_features, read_split, row_bytes
+from .data import Columns, Stream, data_files, load_data, load_features
 from .distributed import (GradientSync, all_reduce, close_process_group, collective, epoch_seed, host_only,
-                          open_reduce_group, peak_memory, settle, world)
+                          peak_memory, settle, setup, world)
 from .errors import DataError
 from .early_stop import BestTracker
 from .evaluation import evaluate_job
@@ -36,8 +37,8 @@ from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
 from .row_counts import data_sources, describe, size_from_data, unsized
 from .run_facts import data_facts
-from .shards import describe_placement
-from .sharding import model_state, optimizer_state, place_tables, resolve_sharding, share_gradients, sharded_tables
+from .sharding import (embedding_update, model_state, optimizer_state, shard_tables, share_gradients,
+                       table_facts)
 from .threads import choose_threads
 
 
@@ -105,87 +106,6 @@ class Step:
             self._step(self.index)
 
 
-def setup(args) -> torch.device:
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-        use_cuda = args.device != "cpu" and torch.cuda.is_available()
-        backend = args.dist_backend if args.dist_backend != "auto" else "nccl" if use_cuda else "gloo"
-        if backend == "nccl" and not use_cuda:
-            raise DataError("--dist-backend nccl needs CUDA GPUs (fix: --dist-backend gloo for the CPU)")
-        # Every exchange of the step has a fixed size and the dense gradients are averaged inside the step
-        # (GradientSync), so NCCL ranks capture the step as one rank does; gloo goes through host memory. Refused
-        # before the ranks meet, build a model or read data.
-        if backend == "gloo" and args.cuda_graph == "on":
-            raise DataError("--cuda-graph on: the gloo backend exchanges through host memory, which a CUDA graph "
-                            "cannot capture (fix: --dist-backend nccl with a GPU per rank, or --cuda-graph off)")
-        device = torch.device("cpu")
-        if use_cuda:
-            gpus = torch.cuda.device_count()
-            if local_ranks > gpus and backend == "nccl":   # NCCL refuses two ranks on one GPU
-                raise DataError(f"{local_ranks} ranks on this node but {gpus} GPU(s): NCCL needs a GPU per rank "
-                                f"(fix: torchrun --nproc_per_node {gpus}, or --dist-backend gloo to share GPUs)")
-            device = torch.device("cuda", local_rank % gpus)
-            torch.cuda.set_device(device)
-        dist.init_process_group(backend=backend)
-        open_reduce_group()
-        return device
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
-                          "cpu" if args.device == "auto" else args.device)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    return device
-
-
-def data_placement(asked: str, nbytes: int, device: torch.device) -> str:
-    """gpu, host or stream for a split of `nbytes` once read (--data-on auto decides by the free memory)."""
-    if asked in ("gpu", "device"):
-        return "gpu" if device.type == "cuda" else "host"
-    if asked != "auto":
-        return asked
-    if device.type == "cuda" and nbytes < 0.5 * torch.cuda.mem_get_info(device)[0]:
-        return "gpu"
-    try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        available = None
-    return "stream" if available is not None and nbytes > 0.5 * available else "host"
-
-
-def load_data(args, sources: list[str], eval_source: str, features: dict,
-              device: torch.device, losses=None) -> tuple[Columns | Stream, Columns]:
-    """This rank's training files and evaluation rows; a problem on any rank stops every rank."""
-    rank, size = world()
-    problem = ""
-    train: Columns | Stream | None = None
-    valid: Columns | None = None
-    try:
-        files = [f for source in sources for f in data_files(source)]
-        if len(files) < size:
-            raise DataError(f"{sources[0]}: {len(files)} training file(s) for {size} ranks; each rank reads whole "
-                            f"files (fix: write at least {size} files, e.g. NVTabular's out_files_per_proc, or start "
-                            "fewer ranks)")
-        mine = files[rank::size]
-        place = data_placement(args.data_on, count_rows(mine) * row_bytes(features), device)
-        eval_arrays = read_split(data_files(eval_source), features, max_rows=args.max_eval_batches * args.eval_batch_size)
-        eval_arrays = {"labels": eval_arrays["labels"][rank::size], "dense": eval_arrays["dense"][rank::size],
-                       "sparse": [ids[rank::size] for ids in eval_arrays["sparse"]]}
-        if place == "stream":
-            train = Stream(mine, features, device, args.batch_size, args.shuffle_window)
-        else:
-            train = Columns(read_split(mine, features), device, place == "gpu" or device.type == "cpu")
-        valid = Columns(eval_arrays, device, place != "host" or device.type == "cpu")
-        train.placement = place if device.type == "cuda" else "host" if place == "gpu" else place
-        check_split(args, train, valid, losses)
-    except DataError as exc:
-        problem = str(exc)
-    problem = agree(problem, device)
-    if problem:
-        raise DataError(problem)
-    assert train is not None and valid is not None
-    return train, valid
-
-
 def train(args, job: Job, model_class, clock: Clock) -> dict:
     """Train ``model_class`` (the generated Model) as ``args`` and ``job`` say; returns metrics.json's content."""
     check_args(args)        # every check before the run folder is made: a refused run writes nothing
@@ -209,106 +129,25 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         if unsized(features) else {}
     if rows_from_data:
         log(describe(rows_from_data))
-    rows_kind, continuous = job.optimizer.rows, job.passes is not None
-    if continuous and size > 1:
-        raise DataError(f"continuous training runs in one process, not {size} ranks (fix: start it without torchrun)")
-    sharded = resolve_sharding(args.shard_tables, args.embedding_update, size, job.optimizer, continuous)
-    if args.embedding_update == "rows" and (rows_kind is None or continuous or (size > 1 and not sharded)):
-        raise DataError("--embedding-update rows: " + (
-            f"the spec's optimizer {job.optimizer.hugectr} with its update_type updates every row of the tables"
-            if rows_kind is None else "continuous training already updates only the rows a pass looks up"
-            if continuous else f"row updates run on one rank, not {size}, unless the tables are sharded")
-            + " (fix: --embedding-update dense" + (", or --shard-tables auto)" if size > 1 and rows_kind is not None
-                                                   and not continuous else ")"))
-    row_updates = args.embedding_update != "dense" and rows_kind is not None and not continuous and \
-        (size == 1 or sharded)
-    placement = None
-    if args.replicate_rows is not None and args.replicate_rows < 0:
-        raise DataError(f"--replicate-rows {args.replicate_rows}: a number of rows, 0 or more (fix: --replicate-rows 0 "
-                        "replicates no slot)")
-    replicate = args.replicate_rows if args.replicate_rows is not None else \
-        args.batch_size if args.table_split == "auto" else 0
-    if sharded:     # placed from a model on the meta device (no memory), before the seed is set
-        with torch.device("meta"):
-            placement = place_tables(model_class(features), size, rank, rows_kind, args.table_split,
-                                     replicate_rows=replicate)
-        how = {"auto": "split by columns where the ranks divide vec_size, else whole tables by bytes and lookups",
-               "columns": "split by columns", "tables": "whole tables by bytes and lookups"}[args.table_split]
-        log(f"tables sharded over {size} ranks ({how}" + (f"; slots of at most {replicate} rows replicated"
-                                                          if replicate else "") + "):")
-        for line in describe_placement(placement):
-            log("  " + line)
+    continuous, sharded, row_updates = embedding_update(args, job, size)
+    placement = shard_tables(args, model_class, features, job.optimizer.rows, sharded, log)
 
     startup: dict[str, Any] = {"import_s": round(clock.imported - clock.started, 3)}
-    if clock.pycache:
-        log(f"torch's bytecode is kept in {clock.pycache} (this installation has none and PYTHONDONTWRITEBYTECODE is set; "
-            "CTRGEN_CACHE=0 turns this off)")
-    mark = time.perf_counter()
-    torch.manual_seed(args.seed)
-    with torch.device(device):   # initialised where it trains: a big table never exists on the host
-        model = model_class(features, placement).to(device)
-    in_shard_order = take_shard_orders(model) if placement is not None else []
-    for line in in_shard_order:
-        log("  " + line)
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    startup["build_s"] = round(time.perf_counter() - mark, 3)
+    model = build_model(args, model_class, features, placement, device, clock, startup, log)
     # The first data set is read right after the model (its placement sees the model's memory use), then the
     # optimizer is made (DenseOptimizer, not torch.optim: its first use imports torch._dynamo, seconds of start-up).
     mark = time.perf_counter()
     _, sources, eval_source = args.plan[0]
     first_data: tuple | None = load_data(args, sources, eval_source, features, device, job.losses)
     startup["data_load_s"] = round(time.perf_counter() - mark, 3)
-    mark = time.perf_counter()
-    lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
-    shared_host = size > 1 and host_only()       # (--cuda-graph on was refused there: setup)
-    graph_ok = args.cuda_graph == "on" or (args.cuda_graph == "auto" and not shared_host)
-    graph_ok = graph_ok and device.type == "cuda" and job.optimizer.graph_safe and precision != "fp16"
-    lr_value = torch.tensor(lr, device=device) if graph_ok else lr
-    optimizer = make_optimizer(job.optimizer, model, lr_value, row_updates=row_updates, continuous=continuous)
-    scaler = LossScaler(job.defaults["loss_scale"], device) if precision == "fp16" else None
-    if scaler is not None:
-        scaler.reduce = sharded       # a table's owner alone sees its rows' gradients: every rank skips together
-    startup["optimizer_s"] = round(time.perf_counter() - mark, 3)
-    net = model
-    long_run = args.max_iter is None or args.max_iter >= 1000
-    compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and long_run)
-    # Data parallel: every parameter with a gradient (sharded tables have none: their owners update their rows; a
-    # table with shared_grad averages its own in backward).
-    shared = share_gradients(model, features, size, args.batch_size) if size > 1 and placement is None else []
-    for line in shared:
-        log(line)
-    own_average = {id(t.weight) for t in model.modules() if isinstance(t, SparseEmbedding) and t.shared_grad}
-    grad_sync = GradientSync([p for p in model.parameters() if id(p) not in own_average]) if size > 1 else None
-    if compiled:
-        net = compile_model(model, device)
-    state = {"iteration": 0, "pass": 0}
-    if args.resume is not None:
-        state = resume(args.resume, model, optimizer, features, device, sharded)
-        log(f"resumed from {args.resume}: iteration {state['iteration']}"
-            + (f", after pass {state['pass']}" if state.get("pass") else ""))
-    run_folder.claim_for_run(args, rank, device)
-    recorder: Recorder | Silent = Silent()
-    if rank == 0:
-        recorder = Recorder(args.output_dir, tensorboard=args.tensorboard is not False and tensorboard_available(),
-                            resumed=state["iteration"] if args.resume is not None else None)
+    optimizer, scaler, lr, graph_ok = optimizer_for(args, job, model, device, precision, sharded, row_updates,
+                                                    continuous, startup)
+    net, compiled, shared, grad_sync = data_parallel(args, model, features, device, placement, log)
+    state, recorder = open_run(args, model, optimizer, features, device, sharded, log)
 
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded, "threads": threads}
-    if rows_from_data:
-        metrics["rows_from_data"] = rows_from_data
-    if shared:     # replicated tables updated whole: how each one's gradient is averaged over the ranks
-        metrics["table_gradients"] = {name: "all_gather of looked-up rows" if t.shared_grad else "all_reduce"
-                                      for name, t in model.named_modules() if isinstance(t, SparseEmbedding)}
-    if placement is not None:
-        local = torch.tensor([list(m.weight.shape) for _, m in sharded_tables(model)], device=device)
-        every = [torch.zeros_like(local) for _ in range(size)]
-        collective(dist.all_gather, every, local)
-        metrics["sharding"] = {"tables": placement.tables, "split": placement.split,
-                               "replicated": placement.replicated, "bytes_per_rank": placement.load,
-                               "lookups_per_sample_per_rank": placement.lookups,
-                               "in_shard_order": sorted(n for n, t in sharded_tables(model) if t.shard_order),
-                               "local_shape_per_rank": [e.tolist() for e in every]}
+    table_facts(metrics, model, device, placement, rows_from_data, shared)
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
     best = BestTracker.from_args(args, features)
     for data_pass, sources, eval_source in args.plan:
@@ -329,14 +168,7 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
             recorder.flush()
         train_seconds += seconds
         if data_pass is not None:
-            metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, **{
-                k: metrics[k] for k in ("auc", "eval_loss", *NAMES) if k in metrics}, **(
-                {"auc_per_label": dict(metrics["auc_per_label"])} if "auc_per_label" in metrics else {})})
-            if rank == 0:
-                save(args.output_dir / f"pass_{data_pass}.pt", {
-                    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it,
-                    "pass": data_pass, **rng_state(device), "features": features})
-                log(f"pass {data_pass}: saved {args.output_dir / f'pass_{data_pass}.pt'}", flush=True)
+            end_pass(args, metrics, data_pass, it, model, optimizer, device, features, log)
         if best.stopped:
             break
 
@@ -349,6 +181,102 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
                    data_on_device=data_on_device, train_seconds=round(train_seconds, 3),
                    optimizer=job.optimizer.hugectr, lr=lr, lr_schedule=job.schedule,
                    samples_per_second=round(done * args.batch_size * size / max(train_seconds, 1e-9), 1))
+    finish(args, metrics, model, features, device, recorder, log)
+    return metrics
+
+
+def build_model(args, model_class, features: dict, placement, device: torch.device, clock: Clock, startup: dict,
+                log):
+    """The model, initialised on the device it trains on from --seed; its build time goes to ``startup``."""
+    if clock.pycache:
+        log(f"torch's bytecode is kept in {clock.pycache} (this installation has none and PYTHONDONTWRITEBYTECODE is set; "
+            "CTRGEN_CACHE=0 turns this off)")
+    mark = time.perf_counter()
+    torch.manual_seed(args.seed)
+    with torch.device(device):   # initialised where it trains: a big table never exists on the host
+        model = model_class(features, placement).to(device)
+    in_shard_order = take_shard_orders(model) if placement is not None else []
+    for line in in_shard_order:
+        log("  " + line)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    startup["build_s"] = round(time.perf_counter() - mark, 3)
+    return model
+
+
+def optimizer_for(args, job: Job, model, device: torch.device, precision: str, sharded: bool, row_updates: bool,
+                  continuous: bool, startup: dict) -> tuple[Any, LossScaler | None, float, bool]:
+    """(optimizer, fp16's loss scaler, the learning rate, whether the step may be a CUDA graph)."""
+    size = world()[1]
+    mark = time.perf_counter()
+    lr = args.lr * size                       # as the seed notebook scales it: one rank's lr times the ranks
+    shared_host = size > 1 and host_only()       # (--cuda-graph on was refused there: setup)
+    graph_ok = args.cuda_graph == "on" or (args.cuda_graph == "auto" and not shared_host)
+    graph_ok = graph_ok and device.type == "cuda" and job.optimizer.graph_safe and precision != "fp16"
+    lr_value = torch.tensor(lr, device=device) if graph_ok else lr
+    optimizer = make_optimizer(job.optimizer, model, lr_value, row_updates=row_updates, continuous=continuous)
+    scaler = LossScaler(job.defaults["loss_scale"], device) if precision == "fp16" else None
+    if scaler is not None:
+        scaler.reduce = sharded       # a table's owner alone sees its rows' gradients: every rank skips together
+    startup["optimizer_s"] = round(time.perf_counter() - mark, 3)
+    return optimizer, scaler, lr, graph_ok
+
+
+def data_parallel(args, model, features: dict, device: torch.device, placement,
+                  log) -> tuple[Any, bool, list[str], GradientSync | None]:
+    """(the module the step calls, whether it is compiled, how replicated tables average their gradients, the dense
+    gradients' sync)."""
+    size = world()[1]
+    net = model
+    long_run = args.max_iter is None or args.max_iter >= 1000
+    compiled = args.compile == "on" or (args.compile == "auto" and device.type == "cuda" and long_run)
+    # Data parallel: every parameter with a gradient (sharded tables have none: their owners update their rows; a
+    # table with shared_grad averages its own in backward).
+    shared = share_gradients(model, features, size, args.batch_size) if size > 1 and placement is None else []
+    for line in shared:
+        log(line)
+    own_average = {id(t.weight) for t in model.modules() if isinstance(t, SparseEmbedding) and t.shared_grad}
+    grad_sync = GradientSync([p for p in model.parameters() if id(p) not in own_average]) if size > 1 else None
+    if compiled:
+        net = compile_model(model, device)
+    return net, compiled, shared, grad_sync
+
+
+def open_run(args, model, optimizer, features: dict, device: torch.device, sharded: bool,
+             log) -> tuple[dict, Recorder | Silent]:
+    """(where training starts: --resume's iteration and pass, or 0; where rank 0 records every point), once the run
+    folder is this run's."""
+    rank = world()[0]
+    state = {"iteration": 0, "pass": 0}
+    if args.resume is not None:
+        state = resume(args.resume, model, optimizer, features, device, sharded)
+        log(f"resumed from {args.resume}: iteration {state['iteration']}"
+            + (f", after pass {state['pass']}" if state.get("pass") else ""))
+    run_folder.claim_for_run(args, rank, device)
+    recorder: Recorder | Silent = Silent()
+    if rank == 0:
+        recorder = Recorder(args.output_dir, tensorboard=args.tensorboard is not False and tensorboard_available(),
+                            resumed=state["iteration"] if args.resume is not None else None)
+    return state, recorder
+
+
+def end_pass(args, metrics: dict, data_pass: int, it: int, model, optimizer, device: torch.device, features: dict,
+             log) -> None:
+    """After a continuous-training pass: its metrics and (rank 0) its pass_<n>.pt."""
+    metrics.setdefault("passes", []).append({"pass": data_pass, "iteration": it, **{
+        k: metrics[k] for k in ("auc", "eval_loss", *NAMES) if k in metrics}, **(
+        {"auc_per_label": dict(metrics["auc_per_label"])} if "auc_per_label" in metrics else {})})
+    if world()[0] == 0:
+        save(args.output_dir / f"pass_{data_pass}.pt", {
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "iteration": it,
+            "pass": data_pass, **rng_state(device), "features": features})
+        log(f"pass {data_pass}: saved {args.output_dir / f'pass_{data_pass}.pt'}", flush=True)
+
+
+def finish(args, metrics: dict, model, features: dict, device: torch.device, recorder: Recorder | Silent,
+           log) -> None:
+    """Every rank's peak memory, then rank 0 writes model.pt, features.json and metrics.json; the ranks part."""
+    rank, size = world()
     peaks = [torch.tensor([peak_memory(device)], dtype=torch.int64, device=device)]
     if size > 1:
         peaks = [torch.zeros_like(peaks[0]) for _ in range(size)]
@@ -362,12 +290,11 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
         (args.output_dir / FEATURES_FILE).write_text(json.dumps(features, indent=2) + "\n", encoding="utf-8")
         (args.output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n",
                                                       encoding="utf-8")
-        log(f"done: {it} iterations, {metrics['samples_per_second']:,.0f} samples/s, eval AUC {metrics['auc']}; "
-            f"wrote {args.output_dir / 'model.pt'}")
+        log(f"done: {metrics['iterations']} iterations, {metrics['samples_per_second']:,.0f} samples/s, eval AUC "
+            f"{metrics['auc']}; wrote {args.output_dir / 'model.pt'}")
     if dist.is_initialized():
         dist.barrier()          # holds no tensor of ours (see RECENT_WORK)
         close_process_group()
-    return metrics
 
 
 def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: Columns | Stream, valid_cols: Columns,
@@ -385,11 +312,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
     recorder = recorder or Silent()
     log = bar.log if rank == 0 else (lambda *a, **k: None)
     step = Step(net, optimizer, train_cols, args.batch_size, graph, precision, scaler, grad_sync, job.losses)
-    local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
-    steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
-    if steps_per_epoch == 0:
-        raise DataError(f"{sources[0]}: a rank holds {train_cols.n} training rows, fewer than one batch of "
-                        f"{args.batch_size} (fix: lower --batch-size)")
+    steps_per_epoch = epoch_steps(args, train_cols, device, sources)
     metrics.setdefault("data", data_facts(train_cols, valid_cols, steps_per_epoch, features, device))
     first = it
     total = it + (args.max_iter if args.max_iter is not None else args.epochs * steps_per_epoch)
@@ -428,13 +351,7 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
             it += 1
             progress.update(it)
             if startup is not None and "first_step_s" not in startup:
-                sync()
-                startup["first_step_s"] = round(time.perf_counter() - start, 3)
-                startup["time_to_first_step_s"] = round(time.perf_counter() - clock.started, 3)
-                log(f"first step {startup['time_to_first_step_s']:.2f} s after start (import "
-                    f"{startup['import_s']:.2f} s, model build {startup['build_s']:.2f} s, data load "
-                    f"{startup['data_load_s']:.2f} s, optimizer {startup['optimizer_s']:.2f} s, first step "
-                    f"{startup['first_step_s']:.2f} s)", flush=True)
+                first_step(startup, start, clock, sync, log)
             if graph and step.graph is None and it - first == 3:
                 mark = time.perf_counter()
                 step.capture()
@@ -445,42 +362,87 @@ def train_pass(args, job: Job, clock: Clock, net, model, optimizer, train_cols: 
                 sync()
                 train_seconds += time.perf_counter() - start
                 if it % args.display == 0 or it == total:
-                    loss = all_reduce(step.loss_sum.clone()) / size / max(it - shown_at, 1)
-                    rate = (it - shown_at) * args.batch_size * size / max(train_seconds - shown_time, 1e-9)
-                    log(f"iter {it}: loss {loss.item():.4f}, lr {lr_now:g}, {rate:,.0f} samples/s", flush=True)
-                    progress.loss = loss.item()
-                    progress.update(it, force=True)
-                    for tag, value in (("train/loss", loss.item()), ("train/lr", lr_now),
-                                       ("train/samples_per_second", rate)):
-                        recorder.scalar(tag, it, float(value))
-                    metrics["train_loss"] = round(loss.item(), 6)
-                    metrics.setdefault("train_losses", []).append(round(loss.item(), 6))
-                    metrics.setdefault("interval_samples_per_second", []).append(round(rate, 1))
-                    step.loss_sum.zero_()
+                    show_loss(args, step, it, it - shown_at, train_seconds - shown_time, lr_now, progress, recorder,
+                              metrics, log)
                     shown_at, shown_time = it, train_seconds
-                if it % args.eval_interval == 0 or it == total:
-                    result = evaluate_job(model, valid_cols, args.eval_batch_size, job.losses, precision,
-                                          progress=progress.evaluating(eval_batches))
-                    bar.clear()
-                    log(f"iter {it}: {result.text()}", flush=True)
-                    result.record(recorder, metrics, it)
-                    recorder.flush()
-                    progress.update(it, force=True)
-                    if best is not None and best.observe(result, it, model):
-                        log(best.text(), flush=True)
-                        total = it          # the loops end after this iteration's snapshot
+                if (it % args.eval_interval == 0 or it == total) and \
+                        evaluate_now(args, job, model, valid_cols, precision, it, progress, eval_batches, bar,
+                                     recorder, metrics, best, log):
+                    total = it          # --early-stop: the loops end after this iteration's snapshot
                 if args.snapshot and it % args.snapshot == 0:
-                    recorder.flush()        # every point up to a checkpoint is on disk before it (kill -9, --resume)
-                    snapshot = {"model": model_state(model), "optimizer": optimizer_state(model, optimizer)}
-                    if rank == 0:
-                        save(args.output_dir / f"checkpoint_{it}.pt", {**snapshot, "iteration": it,
-                                                                     **rng_state(device), "features": features})
+                    checkpoint(args, model, optimizer, it, device, features, recorder)
                 sync()
                 start = time.perf_counter()
         skip = 0
         sync()
         train_seconds += time.perf_counter() - start
     return it, train_seconds
+
+
+def epoch_steps(args, train_cols: Columns | Stream, device: torch.device, sources: list[str]) -> int:
+    """Steps an epoch: every rank runs as many as the rank with the fewest rows (surplus batches are dropped)."""
+    local_steps = torch.tensor([train_cols.n // args.batch_size], device=device)
+    steps_per_epoch = int(all_reduce(local_steps, dist.ReduceOp.MIN).item())
+    if steps_per_epoch == 0:
+        raise DataError(f"{sources[0]}: a rank holds {train_cols.n} training rows, fewer than one batch of "
+                        f"{args.batch_size} (fix: lower --batch-size)")
+    return steps_per_epoch
+
+
+def first_step(startup: dict, start: float, clock: Clock, sync, log) -> None:
+    """After the run's first step: how long start-up took, in ``startup`` and one line."""
+    sync()
+    startup["first_step_s"] = round(time.perf_counter() - start, 3)
+    startup["time_to_first_step_s"] = round(time.perf_counter() - clock.started, 3)
+    log(f"first step {startup['time_to_first_step_s']:.2f} s after start (import "
+        f"{startup['import_s']:.2f} s, model build {startup['build_s']:.2f} s, data load "
+        f"{startup['data_load_s']:.2f} s, optimizer {startup['optimizer_s']:.2f} s, first step "
+        f"{startup['first_step_s']:.2f} s)", flush=True)
+
+
+def show_loss(args, step: Step, it: int, steps: int, seconds: float, lr_now, progress: TrainBar,
+              recorder: Recorder | Silent, metrics: dict, log) -> None:
+    """At a display iteration: the mean loss and samples/s of the ``steps`` steps (``seconds``) since the last one."""
+    size = world()[1]
+    loss = all_reduce(step.loss_sum.clone()) / size / max(steps, 1)
+    rate = steps * args.batch_size * size / max(seconds, 1e-9)
+    log(f"iter {it}: loss {loss.item():.4f}, lr {lr_now:g}, {rate:,.0f} samples/s", flush=True)
+    progress.loss = loss.item()
+    progress.update(it, force=True)
+    for tag, value in (("train/loss", loss.item()), ("train/lr", lr_now),
+                       ("train/samples_per_second", rate)):
+        recorder.scalar(tag, it, float(value))
+    metrics["train_loss"] = round(loss.item(), 6)
+    metrics.setdefault("train_losses", []).append(round(loss.item(), 6))
+    metrics.setdefault("interval_samples_per_second", []).append(round(rate, 1))
+    step.loss_sum.zero_()
+
+
+def evaluate_now(args, job: Job, model, valid_cols: Columns, precision: str, it: int, progress: TrainBar,
+                 eval_batches: int, bar: Bar, recorder: Recorder | Silent, metrics: dict, best: BestTracker | None,
+                 log) -> bool:
+    """An evaluation at iteration ``it``, logged and recorded; True when --early-stop ends the run here."""
+    result = evaluate_job(model, valid_cols, args.eval_batch_size, job.losses, precision,
+                          progress=progress.evaluating(eval_batches))
+    bar.clear()
+    log(f"iter {it}: {result.text()}", flush=True)
+    result.record(recorder, metrics, it)
+    recorder.flush()
+    progress.update(it, force=True)
+    if best is not None and best.observe(result, it, model):
+        log(best.text(), flush=True)
+        return True
+    return False
+
+
+def checkpoint(args, model, optimizer, it: int, device: torch.device, features: dict,
+               recorder: Recorder | Silent) -> None:
+    """checkpoint_<it>.pt: whole tables and optimizer state (every rank sends its shards), written by rank 0."""
+    recorder.flush()        # every point up to a checkpoint is on disk before it (kill -9, --resume)
+    snapshot = {"model": model_state(model), "optimizer": optimizer_state(model, optimizer)}
+    if world()[0] == 0:
+        save(args.output_dir / f"checkpoint_{it}.pt", {**snapshot, "iteration": it,
+                                                     **rng_state(device), "features": features})
 
 
 def main(job: Job, model_class, argv=None, *, script: str, clock: Clock) -> int:
