@@ -60,8 +60,8 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
     ("on the outputs: pipeline, writing, import (checked through the model), port, lint, deploy, serve, keysets", {
         "codegen": "pipeline output port",
         "codegen.importer": "__init__ arguments argv builtins calls compare containers embedding_collection evaluator"
-                            " expressions files graph_fields graph_json graph_layers graph_read known_modules modules"
-                            " poison presets release_facts result scopes sections signatures source stdlib to_spec"
+                            " expressions files graph_fields graph_json graph_layers graph_read handlers known_modules modules"
+                            " poison presets release_facts result scopes sections signatures source state stdlib to_spec"
                             " values write",
         "codegen.etl": "norm_output",  # HugeCTR Norm files from the ETL's Parquet output
         "codegen.keysets": "__init__ norm parquet raw sources write",
