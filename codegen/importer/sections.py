@@ -293,8 +293,32 @@ def input(st: ImportState, call: Call, spec: dict) -> Features:
         if label_dim != 1:
             inp["label_dim"] = label_dim
     inp["dense_name"] = dense_name
+    sparse, slots_per_input = _sparse_inputs(params)
+    slot_total = sum(n for _, n, _ in slots_per_input)
+    # Column names: C1..Cn over all slots in order, I1..In for dense, the labels as written.
+    cols = [f"C{i + 1}" for i in range(slot_total)]
+    pos = 0
+    if len(sparse) > 1:
+        for entry, (_, n, _) in zip(sparse, slots_per_input):
+            entry["columns"] = cols[pos:pos + n]
+            pos += n
+    inp["sparse"] = sparse
+    spec["input"] = inp
+    if len(labels) > 1:
+        spec["features"] = {"label": labels}
+    categorical = _categorical(st, slots_per_input, cols, _cardinalities(st, slots_per_input, slot_total, line))
+    continuous = tuple(Column(f"I{i + 1}", "float32") for i in range(int(dense_dim)))
+    label_cols = tuple(Column(n, "float32") for n in labels)
+    if st.i64 and spec.get("data", {}).get("format", "parquet") != "parquet":
+        # Norm and Raw files record no key width: the spec says it (the lock's dtype describes Parquet only).
+        spec.setdefault("solver", {})["i64_input_key"] = True
+    return Features(categorical=categorical, continuous=continuous, labels=label_cols,
+                    source_kind="imported", provenance=f"imported from {st.source_label}")
+
+
+def _sparse_inputs(params: list[Call]) -> tuple[list[dict], list[tuple]]:
+    """The DataReaderSparseParams -> the spec's ``input.sparse`` entries, and (name, slot_num, nnz_per_slot) each."""
     sparse = []
-    slot_total = 0
     slots_per_input = []
     for p in params:
         pk = kwargs_of(p)
@@ -307,19 +331,12 @@ def input(st: ImportState, call: Call, spec: dict) -> Features:
         entry: dict = {"name": name, "nnz_per_slot": nnz, "is_fixed_length": bool(fixed)}
         sparse.append(entry)
         slots_per_input.append((name, slot_num, nnz))
-        slot_total += slot_num
-    # Column names: C1..Cn over all slots in order, I1..In for dense, the labels as written.
-    cols = [f"C{i + 1}" for i in range(slot_total)]
-    pos = 0
-    if len(sparse) > 1:
-        for entry, (_, n, _) in zip(sparse, slots_per_input):
-            entry["columns"] = cols[pos:pos + n]
-            pos += n
-    inp["sparse"] = sparse
-    spec["input"] = inp
-    if len(labels) > 1:
-        spec["features"] = {"label": labels}
-    cards = _cardinalities(st, slots_per_input, slot_total, line)
+    return sparse, slots_per_input
+
+
+def _categorical(st: ImportState, slots_per_input: list[tuple], cols: list[str],
+                 cards: list[int] | None) -> tuple[Column, ...]:
+    """The lock's categorical columns, one per slot: its key width, cardinality and hotness."""
     dtype = "int64" if st.i64 else "int32"
     categorical = []
     pos = 0
@@ -330,13 +347,7 @@ def input(st: ImportState, call: Call, spec: dict) -> Features:
             categorical.append(Column(cols[pos], dtype, cardinality=card if card else None,
                                       multi_hot=width > 1, max_len=width if width > 1 else None))
             pos += 1
-    continuous = tuple(Column(f"I{i + 1}", "float32") for i in range(int(dense_dim)))
-    label_cols = tuple(Column(n, "float32") for n in labels)
-    if st.i64 and spec.get("data", {}).get("format", "parquet") != "parquet":
-        # Norm and Raw files record no key width: the spec says it (the lock's dtype describes Parquet only).
-        spec.setdefault("solver", {})["i64_input_key"] = True
-    return Features(categorical=tuple(categorical), continuous=continuous, labels=label_cols,
-                    source_kind="imported", provenance=f"imported from {st.source_label}")
+    return tuple(categorical)
 
 
 def _cardinalities(st: ImportState, inputs, total: int, line: int) -> list[int] | None:
