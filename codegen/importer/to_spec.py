@@ -5,6 +5,9 @@ DataReaderParams -> ``data``, CreateOptimizer -> ``optimizer``, Input / DataRead
 lock's columns (named C1..Cn, I1..In and the label names as written), SparseEmbedding -> ``embeddings``, DenseLayer ->
 ``model.layers`` (or a preset when the layers are exactly one), compile / summary / graph_to_json / fit ->
 ``training`` and ``script``. What has no field is refused with its line, never dropped.
+
+:func:`run` checks the script (one model, HugeCTR 3.2's API, no loop), passes each statement to its handler
+(:mod:`.handlers`) over one :class:`.state.ImportState`, then assembles the spec in steps.
 """
 
 from __future__ import annotations
