@@ -387,6 +387,12 @@ MUTANTS = (
     Mutant("nvt-oov", "an unseen category maps to NVTabular's out-of-vocabulary id 2", "codegen/runtime/nvt_values.py",
            "PAD, NULL, OOV = 0, 1, 2", "PAD, NULL, OOV = 0, 1, 3", "categorify or demo_workflows",
            files=(NVT_ARRAYS,)),
+    # -- the importer's mapping: a call its handler declines goes on to the pattern handlers (issue 42) --
+    Mutant("import-handler-declines", "a Model method its name's handler declines (no embedding cache) is a further "
+           "Model method", "codegen/importer/handlers.py",
+           "    if handler is not None and handler(st, call):\n        return\n",
+           "    if handler is not None:\n        handler(st, call)\n        return\n",
+           "calls_after_fit or loading_before_fit", files=("tests/test_import.py",)),
     # -- the importer's evaluator: Python's value or a refusal (issue 24) --
     Mutant("eval-floordiv", "// is floor division", "codegen/importer/builtins.py",
            "ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,", "ast.FloorDiv: operator.truediv, ast.Mod: operator.mod,",

@@ -13,7 +13,7 @@ from ..errors import Located, Problem, UserError, sort_problems
 from .calls import extract
 from .modules import Modules
 from .source import Unit, kind_of, notebook_units, read_text
-from .to_spec import Imported, Mapper, unknown_arguments
+from .to_spec import ImportState, Imported, run, unknown_arguments
 from .result import _NAME, MAX_NAME, ImportResult, _fail, _finish, default_name, name_note  # noqa: F401
 
 
@@ -79,9 +79,9 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         raise _fail(path, "--args given, but the script reads no command line (no argparse parse_args, no sys.argv)",
                     None, "leave out --args", unit if kind != "script" else None)
     label = path.name if kind == "script" else f"{path.name} {unit.name}"
-    mapper = Mapper(script, hugectr_version, name or default_name(path), label)
+    state = ImportState(script, hugectr_version, name or default_name(path), label)
     try:
-        imported: Imported = mapper.run()
+        imported: Imported = run(state)
     except Located as exc:
         fix = exc.fix
         if script.required_args and argv is None:
@@ -92,7 +92,7 @@ def import_source(path: Path, hugectr_version: str | None = None, name: str | No
         first = _fail(path, exc.message, exc.line, fix, where, exc.col)
         # All problems at once, sorted: every call with no spec field the mapper met before it stopped, and every
         # argument the reader cannot know, not only the first.
-        others = [u for u in mapper.unmapped if u is not exc]
+        others = [u for u in state.unmapped if u is not exc]
         if "cannot be known without running the script" in exc.message:
             others += unknown_arguments(script)
         if not others:
