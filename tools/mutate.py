@@ -462,6 +462,9 @@ MUTANTS = (
     Mutant("init-mlp-uniform", "an MLP's Default is U(-sqrt(1/in), sqrt(1/in))", INIT,
            'return "uniform", math.sqrt(1.0 / fan_in)', 'return "uniform", math.sqrt(1.0 / fan_out)', "mlp",
            files=(INIT_TESTS,)),
+    Mutant("train-norm-data", "ctrgen train hands a Norm reader's file lists to the Parquet trainer",
+           "codegen/train/launch.py", '    if spec.data.format != "parquet":', "    if False:",
+           "norm_reader", files=("tests/test_train_columns_as_parquet.py",)),
 )
 
 
