@@ -311,7 +311,8 @@ def test_external_repositories_are_imported_beside_their_folder_for_the_release_
 def test_trains_trains_each_unit_that_imports_and_lists_every_exception(tool, tmp_path: Path):
     """`trains`: the Norm-reader MLP imports with the torch target and trains 2 steps on its columns as Parquet (through
     `ctrgen train --train/--eval`'s plan, in this process); a two-dimensional label is the torch target's refusal, its
-    one line recorded and listed in the report. About 4 s: two imports, torch imported once, one 2-step training."""
+    one line recorded and listed in the report. 3-5 s: two imports, torch imported (its first import in a
+    process), one 2-step training."""
     repo = tmp_path / "hugectr"
     repo.mkdir()
     _git(repo, "init", "-q")

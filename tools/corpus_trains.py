@@ -30,15 +30,17 @@ TRAINS = "trains.json"
 STEPS = 2
 ROWS = 64
 MAX_IDS = 1000                      # ids drawn per slot: below min(rows of the slot, MAX_IDS)
-MEMORY_LIMIT = 4 << 30              # bytes of embedding tables (weights and two optimizer states) run here
+MEMORY_LIMIT = 6 << 30              # bytes of embedding tables (weights, gradient, optimizer states) run here
+STATES = {"SGD": 0, "MomentumSGD": 1, "Nesterov": 1, "AdaGrad": 1}   # per-row state copies; others: 2 (Adam's)
 TRAINER_FLAGS = ("--batch-size", str(ROWS // 2), "--eval-batch-size", str(ROWS // 2), "--max-eval-batches", "1",
                  "--eval-interval", str(STEPS), "--display", "1", "--snapshot", "0", "--no-tensorboard",
                  "--threads", "1", "--compile", "off")
 
 
 def slot_rows(features: dict) -> dict[str, int]:
-    """Column -> the rows its ids lie below: the cardinality, else (rows from the data) an equal share of the
-    smallest max_vocabulary_size of the tables HugeCTR sizes for its input."""
+    """Column -> the rows its ids lie below: the cardinality (a slot of size 0: that of the slot whose rows it
+    shares), else (rows from the data) an equal share of the smallest max_vocabulary_size of the tables HugeCTR sizes
+    for its input."""
     out = {}
     for s in features["sparse"]:
         cols = s["columns"]
@@ -46,16 +48,23 @@ def slot_rows(features: dict) -> dict[str, int]:
         share = max(1, min(tables) // len(cols)) if tables else MAX_IDS
         for c in cols:
             out[c["name"]] = c["cardinality"] if c.get("cardinality") is not None else share
+        for c in cols:
+            if c.get("shares"):      # a slot of size 0: ids of the slot whose rows it shares
+                out[c["name"]] = out[c["shares"]]
     return out
 
 
+def copies(rendered) -> int:
+    """Copies of a table the trainer holds: the weights, a dense gradient and the optimizer's state tensors."""
+    return 2 + STATES.get(rendered.job.optimizer.type, 2)
+
+
 def table_bytes(rendered, rows: dict[str, int], features: dict) -> int:
-    """Bytes of the embedding tables the trainer allocates: each input's rows (cardinalities; sized-from-data slots
-    at their synthetic rows) times each embedding's vector size, four bytes, three copies (weights and two optimizer
-    states, Adam's)."""
-    cols = {s["input"]: [rows[c["name"]] if c.get("cardinality") is not None else min(rows[c["name"]], MAX_IDS)
-                         for c in s["columns"]] for s in features["sparse"]}
-    return sum(sum(cols.get(e.bottom, [0])) * e.vec_size * 4 * 3 for e in rendered.job.graph.embeddings)
+    """Bytes of the embedding tables the trainer allocates: each input's rows (cardinalities, 0 for a slot of size
+    0; sized-from-data slots at their synthetic rows) times each embedding's vector size, four bytes, ``copies``."""
+    cols = {s["input"]: [0 if c.get("shares") else rows[c["name"]] if c.get("cardinality") is not None
+                         else min(rows[c["name"]], MAX_IDS) for c in s["columns"]] for s in features["sparse"]}
+    return sum(sum(cols.get(e.bottom, [0])) * e.vec_size * 4 * copies(rendered) for e in rendered.job.graph.embeddings)
 
 
 def write_data(root: Path, features: dict, rows: dict[str, int], seed: int = 0) -> dict[str, Path]:
@@ -128,8 +137,9 @@ def train_unit(text: str, release: str, argv: list[str] | None, name: str = "uni
             size = table_bytes(rendered, rows, features)
             if size > MEMORY_LIMIT:
                 return {"status": "too large here", "stage": "data", "torch_added": added,
-                        "message": f"its embedding tables take {size / (1 << 30):.0f} GiB with two optimizer "
-                                   f"states (cardinalities {sum(rows.values()):,} rows)"}
+                        "message": f"its embedding tables take {size / (1 << 30):.0f} GiB with their gradient and "
+                                   f"{copies(rendered) - 2} optimizer state(s) ({sum(rows.values()):,} rows), more "
+                                   f"than the {MEMORY_LIMIT >> 30} GiB measured here"}
             stage = "data"
             data = write_data(root / "data", features, rows)
             folder = root / "generated" / rendered.name
@@ -209,9 +219,10 @@ def trains(args, load_index, unit_text, releases_of, argv_of, release_key, progr
 # ---- report -------------------------------------------------------------------------------------------------------
 
 # Why a cause is an exception, where the product's one line does not say it all (matched on the message).
-WHY = (("no cardinality in the workflow schema", "the script's slot_size_array gives the slot no size (0 for DIN's "
-        "and BST's behaviour sequences, which share the id space of the next slot; none for an embedding "
-        "collection's dynamic hash tables): the torch target needs a row count per slot and refuses"),
+WHY = (("no cardinality in the workflow schema", "the slot has no size: an embedding collection's dynamic hash "
+        "table (--use_dynamic_hash_table) holds any key, and the torch target needs a row count per slot"),
+       ("are slots of size 0", "BST's behaviour sequences: an input of slots of size 0 only, whose rows HugeCTR's "
+        "workspace-sized hash table holds; the torch target does not size shared rows from the data"),
        ("embedding_collection renders model.py only", "the torch target has no translation of the embedding "
         "collection API"),
        ("reader_check renders model.py only", "a script that only checks its data reader has no model to train"),
