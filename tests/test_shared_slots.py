@@ -1,8 +1,8 @@
 """Slots of size 0 in a Parquet reader's slot_size_array (DIN's behaviour sequences): HugeCTR offsets each slot's ids
 by the exclusive prefix sum of slot_size_array (add_input.cpp, v23.06.01), so a slot of size 0 has the offset of the
 next slot and its ids are that slot's keys. The torch target gives it cardinality 0 and "shares" in features.json:
-one table, the same rows; its ids are checked against the shared slot's rows; a run of them ending its input (no size
-counts their rows) is refused at generation."""
+one table, the same rows; its ids are checked against the shared slot's rows; a run of them ending its input shares the
+rows of its last slot, counted from the data (largest id of the run + 1)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from conftest import refused_in_one_line, run_ctrgen
+from conftest import run_ctrgen
 from test_rows_from_data import SCRIPT
 
 SHARED = SCRIPT.replace("check_type=hugectr.Check_t.Non)", "check_type=hugectr.Check_t.Non, slot_size_array=SIZES)")
@@ -67,12 +67,26 @@ def test_its_ids_are_checked_against_the_shared_slot(tmp_path: Path):
         table_arrays(bad, features, tmp_path / "f.parquet")
 
 
-def test_slots_of_size_0_ending_their_input_are_refused(tmp_path: Path):
+def test_slots_of_size_0_ending_their_input_share_rows_counted_from_the_data(tmp_path: Path):
+    """BST's behaviour sequences: no size counts the run's rows (HugeCTR hashes their keys into its workspace-sized
+    table), so its last slot's rows come from the data, the largest id of every slot of the run + 1."""
+    import pyarrow.parquet as pq
+
+    from codegen.pipeline import open_spec, render_spec
+    from codegen.runtime.contract import FEATURES_FILE
+    from codegen.runtime.row_counts import size_from_data
+
     spec, proc = _import(tmp_path, "[7, 0, 0]")
-    assert "targets: no torch (columns ['C2', 'C3'] of input 'data1' are slots of size 0" in proc.stdout + proc.stderr
-    assert "targets: [hugectr, torch]" not in spec.read_text()
-    text = spec.read_text().replace("triton: {enabled: false}", "targets: [hugectr, torch]\ntriton: {enabled: false}")
-    spec.write_text(text)
-    refused_in_one_line(run_ctrgen("generate", str(spec), cwd=tmp_path),
-                        "columns ['C2', 'C3'] of input 'data1' are slots of size 0",
-                        "no later slot of the input has a size")
+    assert proc.returncode == 0, proc.stderr
+    assert "targets: [hugectr, torch]" in spec.read_text()
+    features = json.loads(render_spec(open_spec(spec)).files[Path(FEATURES_FILE)])
+    assert features["ctrgen_torch_features"] == 2
+    (sparse,) = features["sparse"]
+    assert [(c["name"], c["cardinality"], c.get("shares"), c.get("rows_from"), c.get("shared_by"))
+            for c in sparse["columns"]] == [("C1", 7, None, None, None), ("C2", 0, "C3", None, None),
+                                            ("C3", None, None, "data", ["C2"])]
+    file = tmp_path / "part.parquet"
+    pq.write_table(pa.table({"C1": [1, 6], "C2": [9, 0], "C3": [4, 2]}), file)
+    report = size_from_data(features, [file])
+    assert [c["cardinality"] for c in sparse["columns"]] == [7, 0, 10]          # C2's largest id 9 counts
+    assert report["C3"]["rows"] == 10 and report["C3"]["largest_id"] == 9 and report["C3"]["shared_by"] == ["C2"]

@@ -221,8 +221,6 @@ def trains(args, load_index, unit_text, releases_of, argv_of, release_key, progr
 # Why a cause is an exception, where the product's one line does not say it all (matched on the message).
 WHY = (("no cardinality in the workflow schema", "the slot has no size: an embedding collection's dynamic hash "
         "table (--use_dynamic_hash_table) holds any key, and the torch target needs a row count per slot"),
-       ("are slots of size 0", "BST's behaviour sequences: an input of slots of size 0 only, whose rows HugeCTR's "
-        "workspace-sized hash table holds; the torch target does not size shared rows from the data"),
        ("embedding_collection renders model.py only", "the torch target has no translation of the embedding "
         "collection API"),
        ("reader_check renders model.py only", "a script that only checks its data reader has no model to train"),

@@ -41,17 +41,19 @@ def _loss(layer: Layer) -> tuple[str, str] | None:
     return None
 
 
-def shared_slots(job: TrainingJob) -> dict[str, str | None]:
-    """Column -> the column whose rows it shares, for each slot of size 0 in the slot_size_array the reader passes
-    (HugeCTR offsets its ids by the sizes before it, so they are keys of the next slot of a size in its input; None
-    where no later slot of its input has a size)."""
+def shared_slots(job: TrainingJob) -> dict[str, str]:
+    """Column -> the column whose rows it shares, for each slot of size 0 in the slot_size_array the reader passes:
+    HugeCTR offsets its ids by the sizes before it (add_input.cpp), so they are keys of the next slot of a size in its
+    input. A run of them ending its input shares the rows of its last slot, which no size counts: that slot's rows
+    come from the data (HugeCTR hashes the run's keys into its workspace-sized table) and it maps to itself."""
     if not any(k == "slot_size_array" for k, _ in job.reader):
         return {}
-    out: dict[str, str | None] = {}
+    out: dict[str, str] = {}
     for s in job.graph.sparse:
         for i, (name, card) in enumerate(zip(s.columns, s.cardinalities)):
             if card == 0:
-                out[name] = next((n for n, c in zip(s.columns[i + 1:], s.cardinalities[i + 1:]) if c), None)
+                out[name] = next((n for n, c in zip(s.columns[i + 1:], s.cardinalities[i + 1:]) if c),
+                                 s.columns[-1])
     return out
 
 
@@ -73,15 +75,6 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
                         f"{layer.type} ({loss[0]})", f"{loss[1]}, or {DROP}"))
     if not out and not any(layer.type in LOSSES for layer in g.layers):
         out.append((("model",), "the graph ends without a loss layer", f"end it with {LOSS_NAMES}, or {DROP}"))
-    shared = shared_slots(job)
-    for s in g.sparse:
-        alone = [n for n in s.columns if n in shared and shared[n] is None]
-        if alone:
-            out.append((("features", "categorical"), f"columns {alone} of input {s.name!r} are slots of size 0 in the "
-                        "slot_size_array the reader passes (they have no cardinality), and no later slot of the input "
-                        "has a size: they share rows that no size counts (HugeCTR hashes their keys into a table "
-                        "sized by its workspace), which the torch target does not size from the data",
-                        f"give the columns their cardinalities in the features lock, or {DROP}"))
     kind = job.optimizer.type
     if kind not in OPTIMIZERS:
         out.append((("optimizer", "type"), f"the torch target has no {kind} optimizer",
