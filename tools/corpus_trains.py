@@ -241,16 +241,20 @@ def report_section(index: dict, results: dict, trained: dict, releases_of, relea
     for u in single:
         counts[trained[u["hash"]]["status"]] = counts.get(trained[u["hash"]]["status"], 0) + 1
     n, ok = len(single), counts.get("trained", 0)
-    out = [f"## Trains in PyTorch\n\n`python tools/import_corpus.py trains` takes each distinct unit that imports, "
-           "at the newest release it reproduces at, as a user moving to PyTorch would: the spec `ctrgen import` "
+    out = [f"## Trains in PyTorch\n\n`python tools/import_corpus.py trains` takes each distinct unit that imports "
+           "(reproduces in one release or more), at the newest release it reproduces at, as a user moving to PyTorch "
+           "would: the spec `ctrgen import` "
            "writes (with `targets: [hugectr, torch]`, added where the import did not: then `ctrgen generate`'s "
            "refusal is the unit's line), the spec's columns as Parquet (64 synthetic rows; ids below each slot's "
-           "rows: its cardinality, or a share of the `max_vocabulary_size` HugeCTR's `workspace_size_per_gpu_in_mb` "
-           "implies), and trains 2 steps on the CPU with the generated `train_torch.py` as `ctrgen train SPEC "
+           "rows: its cardinality, that of the slot whose rows a slot of size 0 shares, or a share of the "
+           "`max_vocabulary_size` HugeCTR's `workspace_size_per_gpu_in_mb` implies), and trains 2 steps of "
+           f"{ROWS // 2} rows on the CPU with the generated `train_torch.py` as `ctrgen train SPEC "
            "--train DIR --eval DIR --device cpu --max-iter 2` plans it (a Norm or Raw reader's spec takes the same "
            "columns as Parquet through `--train` / `--eval`; continuous training through the trainer's "
-           "`--pass-train` / `--pass-eval`). The per-release column counts the release's reproduced units whose "
-           "unit trained (each unit is trained once).\n\n"
+           "`--pass-train` / `--pass-eval`). *too large here*: embedding tables that need more than "
+           f"{MEMORY_LIMIT >> 30} GiB with their gradient and the optimizer's states, not run on the measuring "
+           "machine. The per-release column counts the release's reproduced units whose unit trained (each unit is "
+           "trained once).\n\n"
            f"Of {n} units that import, **{ok} train** ({100.0 * ok / n:.1f}%)" +
            "".join(f", {counts[k]} {k}" for k in ("refused", "too large here", "crashed") if counts.get(k)) +
            ".\n\n### Exceptions (distinct units)\n\n| units | outcome | cause | why |\n|---:|---|---|---|\n"]
