@@ -51,8 +51,9 @@ def test_args_are_applied_as_argparse_would(tmp_path: Path):
     lit.write_text(LITERAL, encoding="utf-8")
     _, diffs = _roundtrip(tmp_path, lit, "23.06", "dcn_args")
     assert diffs == []
+    # (written with the torch target, which the import adds to a Norm reader's spec as to a Parquet one)
     assert (tmp_path / "specs" / "dcn_args.yaml").read_text(encoding="utf-8").split("\n", 3)[3] == \
-        result.spec_text.split("\n", 3)[3]
+        result.torch_text.split("\n", 3)[3]
     generated = (tmp_path / "generated" / "dcn_args" / "model.py").read_text(encoding="utf-8")
     assert compare_texts(SCRIPT, generated, "dcn_args.py", "23.06", split(ARGS)) == []
     assert compare_texts(SCRIPT, generated, "dcn_args.py", "23.06", ["--batchsize", "64"]) != []

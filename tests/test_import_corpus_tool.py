@@ -306,3 +306,51 @@ def test_external_repositories_are_imported_beside_their_folder_for_the_release_
         "the release rejects it"
     assert tool.refusal_class({"status": "refused", "message": "ctrgen refuses this: rows would mix"}) == \
         "a named gap of ctrgen"
+
+
+def test_trains_trains_each_unit_that_imports_and_lists_every_exception(tool, tmp_path: Path):
+    """`trains`: the Norm-reader MLP imports with the torch target and trains 2 steps on its columns as Parquet (through
+    `ctrgen train --train/--eval`'s plan, in this process); a two-dimensional label is the torch target's refusal, its
+    one line recorded and listed in the report. 3-5 s: two imports, torch imported (its first import in a
+    process), one 2-step training."""
+    repo = tmp_path / "hugectr"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    two = MLP.replace("UNITS", "16").replace("label_dim=1", "label_dim=2").replace("num_output=1)", "num_output=2)")
+    _commit(repo, {"samples/mlp/mlp.py": MLP.replace("UNITS", "16"), "samples/two/two.py": two,
+                   "test/runtime.py": RUNTIME}, "v23.06.00", "2023-06-01")
+    cache = tmp_path / "cache"
+    base = ["--cache", str(cache)]
+    tool.main([*base, "collect", "--hugectr", str(repo), "--release", "23.06"])
+    tool.main([*base, "run"])
+    tool.main([*base, "trains"])
+    index = json.loads((cache / "index.json").read_text(encoding="utf-8"))
+    trained = json.loads((cache / "trains.json").read_text(encoding="utf-8"))
+    by_path = {m["path"]: trained.get(u["hash"]) for u in index["units"] for m in u["members"]}
+    assert by_path["test/runtime.py"] is None                   # it does not import: not a unit to train
+    assert by_path["samples/mlp/mlp.py"] == {"status": "trained", "stage": "train", "torch_added": False,
+                                             "release": "23.06"}
+    refused = by_path["samples/two/two.py"]
+    assert refused["status"] == "refused" and refused["torch_added"]
+    assert refused["message"].startswith("input.label_dim: the torch target reads one Parquet label column per label")
+    doc = tmp_path / "import_corpus.md"
+    tool.main([*base, "report", "-o", str(doc)])
+    text = doc.read_text(encoding="utf-8")
+    assert "| 23.06 | HugeCTR v23.06.00 | 3 | 2 | 1 | 0 | 0 | 66.7 | 0 | 1 |" in text
+    assert "Of 2 units that import, **1 train** (50.0%), 1 refused." in text
+    assert "| 1 | refused | input.label_dim: the torch target reads one Parquet label column per label" in text
+    assert f"  - `{next(u['hash'] for u in index['units'] if u['members'][0]['path'] == 'samples/two/two.py')}` " \
+           "`HugeCTR:samples/two/two.py` (23.06)\n" in text
+
+
+def test_trains_gives_each_slot_ids_below_the_rows_hugectr_sizes(tool):
+    """Cardinalities bound their slot's ids; slots sized from the data share the smallest table's max_vocabulary_size
+    (so that the trainer's capacity check passes for all of them together)."""
+    from tools.corpus_trains import slot_rows        # the tool put the repository on sys.path
+
+    cards = [{"name": "C1", "cardinality": 7}, {"name": "C2", "cardinality": 5}]
+    from_data = [{"name": "C3", "cardinality": None}, {"name": "C4", "cardinality": None}]
+    features = {"sparse": [{"input": "a", "columns": cards},
+                           {"input": "b", "columns": from_data,
+                            "hugectr_tables": [{"max_vocabulary_size": 9}, {"max_vocabulary_size": 30}]}]}
+    assert slot_rows(features) == {"C1": 7, "C2": 5, "C3": 4, "C4": 4}

@@ -8,6 +8,7 @@ repositories.
     python tools/import_corpus.py collect --hugectr DIR [--backend DIR] [--merlin DIR] [--cache DIR]
     python tools/import_corpus.py inventory [--cache DIR] [-o FILE]
     python tools/import_corpus.py run [--cache DIR] [--release R ...] [--failures FILE]
+    python tools/import_corpus.py trains [--cache DIR] [--unit HASH ...]     (tools/corpus_trains.py)
     python tools/import_corpus.py report [--cache DIR] [-o docs/import_corpus.md]
 
 DIR may be a bare clone or a work tree; everything is read with ``git`` at the release tags, never from the
@@ -737,6 +738,12 @@ def run(args: argparse.Namespace) -> None:
         print(f"failures by cause written to {args.failures}", file=sys.stderr)
 
 
+def trains(args: argparse.Namespace) -> None:
+    from tools.corpus_trains import trains as run_trains
+
+    run_trains(args, load_index, unit_text, releases_of, argv_of, release_key, progress)
+
+
 # ---- report -------------------------------------------------------------------------------------------------------
 
 ORDER = {"reproduced": 0, "refused": 1, "differing": 2, "crashed": 3}
@@ -852,6 +859,10 @@ def report(args: argparse.Namespace) -> None:
     cache = Path(args.cache)
     index = load_index(cache)
     results = json.loads((cache / RESULTS).read_text(encoding="utf-8"))
+    from tools import corpus_trains
+
+    trains_path = cache / corpus_trains.TRAINS
+    trained = json.loads(trains_path.read_text(encoding="utf-8")) if trains_path.exists() else None
     t = tally(index, results)
     out = io.StringIO()
     w = out.write
@@ -872,18 +883,22 @@ def report(args: argparse.Namespace) -> None:
       "check HugeCTR itself makes), *a run-time value* (what the script computes only when it runs) or *a named "
       "gap of ctrgen* (its message says what ctrgen does not model). Scripts of other repositories: "
       "[import_external.md](import_external.md) (`tools/import_external.py`).\n\n")
+    col = trained is not None
     w("## Per release\n\n| release | tags read | units | reproduced | refused | differing | crashed | % | "
-      "not single-model |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+      "not single-model |" + " trains in PyTorch |" * col + "\n|---|---|---:|---:|---:|---:|---:|---:|---:|" +
+      "---:|" * col + "\n")
     for r in index["releases"]:
         c = t["per_rel"][r]
         tags = ", ".join(f"{k} {v}" for k, v in sorted(index["tags"][r].items()))
         excl = sum(1 for u in index["units"] if u["kind"] != "single" and r in releases_of(u))
         w(f"| {r} | {tags} | {sum(c.values())} | {c['reproduced']} | {c['refused']} | {c['differing']} | "
-          f"{c['crashed']} | {pct(c)} | {excl} |\n")
+          f"{c['crashed']} | {pct(c)} | {excl} |" +
+          (f" {corpus_trains.per_release(index, results, trained, r, releases_of)} |" if col else "") + "\n")
     o = t["overall"]
     excl = sum(1 for u in index["units"] if u["kind"] != "single")
+    n_trained = sum(1 for v in (trained or {}).values() if v["status"] == "trained")
     w(f"| **distinct** | | **{sum(o.values())}** | **{o['reproduced']}** | **{o['refused']}** | "
-      f"**{o['differing']}** | **{o['crashed']}** | **{pct(o)}** | {excl} |\n\n")
+      f"**{o['differing']}** | **{o['crashed']}** | **{pct(o)}** | {excl} |" + f" **{n_trained}** |" * col + "\n\n")
     w("*units*: the distinct single-model units of that release (a script and the notebook cell that writes the "
       "same code count once). "
       "A unit published in several releases is imported once per release; in the *distinct* row it counts as "
@@ -897,6 +912,8 @@ def report(args: argparse.Namespace) -> None:
     excluded = collections.Counter(u["kind"] for u in index["units"] if u["kind"] != "single")
     w("Not single-model (distinct units, excluded): " +
       "; ".join(f"{k}: {n}" for k, n in sorted(excluded.items())) + ".\n\n")
+    if trained is not None:
+        w(corpus_trains.report_section(index, results, trained, releases_of, release_key, label_of, cause))
     times = sorted(r["cpu"] for r in results.values() if "cpu" in r)
     if times:
         # Bucketed, so that the committed report does not change with the machine's load.
@@ -923,6 +940,7 @@ def report(args: argparse.Namespace) -> None:
       "# NVIDIA-Merlin/Merlin\n"
       "python tools/import_corpus.py collect --hugectr hugectr --backend hugectr_backend --merlin Merlin\n"
       "python tools/import_corpus.py run                 # imports + regenerates every unit (cache: .work/corpus)\n"
+      "python tools/import_corpus.py trains              # trains each unit that imports 2 steps in PyTorch\n"
       "python tools/import_corpus.py report              # writes this file\n"
       "python tools/import_corpus.py inventory -o FILE   # which hugectr names the units use\n```\n\n"
       "Releases read: " + ", ".join(index["releases"]) + ". For each the tag ctrgen's API table reads is read: the newest tag of the release "
@@ -952,12 +970,16 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--unit", action="append", help="only units whose hash starts with this (repeatable)")
     r.add_argument("-j", "--jobs", type=int, default=1, help="processes (default 1)")
     r.add_argument("--failures", help="also write the failures by cause to this file")
+    tr = sub.add_parser("trains", help="train each unit that imports 2 steps with its generated train_torch.py "
+                        "(tools/corpus_trains.py)")
+    tr.add_argument("--unit", action="append", help="only units whose hash starts with this (repeatable); other "
+                    "results are kept")
     rp = sub.add_parser("report", help="write the markdown report")
     rp.add_argument("-o", "--output", default=str(ROOT / "docs" / "import_corpus.md"))
     args = p.parse_args(argv)
     if getattr(args, "output", None) == "-":
         args.output = "/dev/stdout"
-    {"collect": collect, "inventory": inventory, "run": run, "report": report}[args.cmd](args)
+    {"collect": collect, "inventory": inventory, "run": run, "report": report, "trains": trains}[args.cmd](args)
     return 0
 
 

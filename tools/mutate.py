@@ -471,6 +471,15 @@ MUTANTS = (
     Mutant("init-mlp-uniform", "an MLP's Default is U(-sqrt(1/in), sqrt(1/in))", INIT,
            'return "uniform", math.sqrt(1.0 / fan_in)', 'return "uniform", math.sqrt(1.0 / fan_out)', "mlp",
            files=(INIT_TESTS,)),
+    Mutant("shared-slot-bound", "a slot of size 0 takes the ids of the slot whose rows it shares",
+           "codegen/runtime/data.py", 'bound = rows[c["shares"]] if c.get("shares") else c["cardinality"]',
+           'bound = c["cardinality"]', "shared_slot", files=("tests/test_shared_slots.py",)),
+    Mutant("shared-run-scan", "a run of slots of size 0 ending its input counts only its last slot's ids",
+           "codegen/runtime/row_counts.py", "largest[a] = max(largest[a], largest.pop(n))", "largest.pop(n)",
+           "ending_their_input", files=("tests/test_shared_slots.py",)),
+    Mutant("train-norm-data", "ctrgen train hands a Norm reader's file lists to the Parquet trainer",
+           "codegen/train/launch.py", '    if spec.data.format != "parquet":', "    if False:",
+           "norm_reader", files=("tests/test_train_columns_as_parquet.py",)),
 )
 
 

@@ -76,6 +76,14 @@ class Builder(SparseParts, DenseLayers):
         reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
         return s.embedding_collection is None and not reader and all(not e.slot_size_array for e in s.embeddings)
 
+    def zero_sized_slots(self) -> bool:
+        """The reader passes the lock's cardinalities as slot_size_array (a column without one as 0) and no table has
+        its own: a column without a cardinality is a slot of size 0, whose ids HugeCTR offsets into the key range of
+        the next slot (add_input.cpp: the exclusive prefix sum of slot_size_array), e.g. DIN's behaviour sequences."""
+        s, d = self.spec, self.spec.data
+        reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
+        return bool(reader) and s.embedding_collection is None and all(not e.slot_size_array for e in s.embeddings)
+
     def columns(self) -> tuple[tuple[Column, ...], tuple[Column, ...], tuple[Column, ...]]:
         f = self.spec.features
         cats = self._select(f.categorical, self.features.categorical, "categorical")
@@ -84,7 +92,8 @@ class Builder(SparseParts, DenseLayers):
         # Cardinalities feed slot_size_array, the PyTorch tables and serving; a script imported from a Norm/Raw
         # reader with hash embeddings has none and needs none. The PyTorch trainer sizes tables that HugeCTR sizes
         # by workspace_size_per_gpu_in_mb from its data at start-up (runtime/row_counts.py).
-        needs_cards = self.spec.triton.enabled or ("torch" in self.spec.targets and not self.rows_from_data())
+        needs_cards = self.spec.triton.enabled or ("torch" in self.spec.targets and not self.rows_from_data()
+                                                   and not self.zero_sized_slots())
         for i, c in enumerate(cats):
             if c.cardinality is None and needs_cards:
                 self.fail(("features", "categorical", i), f"column {c.name!r} has no cardinality in the workflow schema",

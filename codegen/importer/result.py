@@ -81,7 +81,8 @@ def _finish(path: Path, imported: Imported, label: str, notes: list[str],
     header = (f"Imported by ctrgen from {label} (HugeCTR {spec['hugectr_version']}).\n"
               f"Regenerate the script with: ctrgen generate {spec['name']}.yaml")
     torch_text = ""
-    if model.data.format == "parquet" and model.embedding_collection is None and model.reader_check is None and \
+    # A Norm or Raw reader's columns train as Parquet (ctrgen train --train PATH --eval PATH).
+    if model.embedding_collection is None and model.reader_check is None and \
             "torch" not in model.targets:
         torch_text = write_spec(model.model_copy(update={"targets": [*model.targets, "torch"]}), header)
     return ImportResult(name=spec["name"], spec_text=write_spec(model, header), features=imported.features, unit=label,

@@ -104,5 +104,8 @@ def _add_torch(result: ImportResult, tspec: Path, tlock: Path) -> None:
         result.assumptions.append(f"targets: no torch ({problems[0]})")
     else:
         result.spec_text = result.torch_text
+        fmt = open_spec(tspec).spec.data.format
         result.assumptions.append("targets: torch added (ctrgen train runs generated/<name>/train_torch.py on the "
-                                  "Parquet data)")
+                                  "Parquet data" + ("" if fmt == "parquet" else f"; the reader reads HugeCTR {fmt} "
+                                  "files, so pass the same columns as Parquet: ctrgen train SPEC --train PATH --eval "
+                                  "PATH") + ")")

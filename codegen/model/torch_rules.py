@@ -41,6 +41,22 @@ def _loss(layer: Layer) -> tuple[str, str] | None:
     return None
 
 
+def shared_slots(job: TrainingJob) -> dict[str, str]:
+    """Column -> the column whose rows it shares, for each slot of size 0 in the slot_size_array the reader passes:
+    HugeCTR offsets its ids by the sizes before it (add_input.cpp), so they are keys of the next slot of a size in its
+    input. A run of them ending its input shares the rows of its last slot, which no size counts: that slot's rows
+    come from the data (HugeCTR hashes the run's keys into its workspace-sized table) and it maps to itself."""
+    if not any(k == "slot_size_array" for k, _ in job.reader):
+        return {}
+    out: dict[str, str] = {}
+    for s in job.graph.sparse:
+        for i, (name, card) in enumerate(zip(s.columns, s.cardinalities)):
+            if card == 0:
+                out[name] = next((n for n, c in zip(s.columns[i + 1:], s.cardinalities[i + 1:]) if c),
+                                 s.columns[-1])
+    return out
+
+
 def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
     """(spec location, message, fix) of everything in ``job`` the torch target cannot translate."""
     g = job.graph

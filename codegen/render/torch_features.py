@@ -12,14 +12,20 @@ import json
 
 from ..features import Features
 from ..graph.ir import TrainingJob
+from ..model.torch_rules import shared_slots
 from ..runtime.contract import FEATURES_FORMAT, ROWS_FROM_DATA, ROWS_FROM_DATA_FORMAT
 
 
-def _column(name: str, card: int, nnz: int, multi: bool, features: Features) -> dict:
+def _column(name: str, card: int, nnz: int, multi: bool, features: Features, shared: dict[str, str]) -> dict:
     col = features.column(name)
     out: dict = {"name": name, "dtype": col.dtype if col is not None else "int64"}
-    if col is not None and col.cardinality is None:
+    if shared.get(name, name) != name:
+        out.update(cardinality=0, shares=shared[name])
+    elif col is not None and col.cardinality is None:
+        # rows from the data; with the slots of size 0 before it that share its rows, scanned with it
         out.update(cardinality=None, rows_from=ROWS_FROM_DATA)
+        if by := [n for n, to in shared.items() if to == name and n != name]:
+            out["shared_by"] = by
     else:
         out["cardinality"] = int(card)
     out.update(multi_hot=bool(multi), nnz=int(nnz) if multi else 1)
@@ -28,8 +34,9 @@ def _column(name: str, card: int, nnz: int, multi: bool, features: Features) -> 
 
 def _sparse_layout(job: TrainingJob, features: Features) -> list[dict]:
     out = []
+    shares = shared_slots(job)
     for s in job.graph.sparse:
-        cols = [_column(name, card, nnz, multi, features) for name, card, nnz, multi in
+        cols = [_column(name, card, nnz, multi, features, shares) for name, card, nnz, multi in
                 zip(s.columns, s.cardinalities, s.nnz_per_slot, s.multi_hot or (False,) * s.slot_num)]
         entry = {"input": s.name, "nnz": max(c["nnz"] for c in cols), "columns": cols}
         if any(c.get("rows_from") == ROWS_FROM_DATA for c in cols):

@@ -98,6 +98,7 @@ def table_arrays(table: pa.Table, features: dict, file: Path) -> list[np.ndarray
     arrays = [numbers(features["labels"], "label"), numbers(features["continuous"], "continuous")]
     for s in features["sparse"]:
         ids = np.full((n, len(s["columns"]), s["nnz"]), -1, dtype=np.int64)
+        rows = {c["name"]: c["cardinality"] for c in s["columns"]}
         for j, c in enumerate(s["columns"]):
             column = table.column(c["name"]).combine_chunks()
             if column.null_count:
@@ -115,12 +116,16 @@ def table_arrays(table: pa.Table, features: dict, file: Path) -> list[np.ndarray
             else:
                 values = to_numpy(column).astype(np.int64)
                 ids[:, j, 0] = values
-            bad = (values < 0) | (values >= c["cardinality"])
+            # A slot of size 0 (slot_size_array) holds ids of the slot whose rows it shares (HugeCTR's offsets).
+            bound = rows[c["shares"]] if c.get("shares") else c["cardinality"]
+            bad = (values < 0) | (values >= bound)
             if bad.any():
                 first = int(values[np.argmax(bad)])
-                raise DataError(f"{file}: column {c['name']!r}: id {first} is outside [0, {c['cardinality']}) "
-                                "(the cardinality in features.json) (fix: regenerate with the workflow that "
-                                "wrote this data: 'ctrgen lock', then 'ctrgen generate')")
+                where = (f"the cardinality of column {c['shares']!r}, whose rows this slot of size 0 shares"
+                         if c.get("shares") else "the cardinality in features.json")
+                raise DataError(f"{file}: column {c['name']!r}: id {first} is outside [0, {bound}) ({where}) (fix: "
+                                "regenerate with the workflow that wrote this data: 'ctrgen lock', then 'ctrgen "
+                                "generate')")
         arrays.append(ids)
     return arrays
 

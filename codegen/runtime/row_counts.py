@@ -73,9 +73,16 @@ def size_from_data(features: dict, files: list[Path]) -> dict:
     names = unsized(features)
     if not names:
         return {}
-    largest = dict.fromkeys(names, -1)
+    # A slot of size 0 shares the rows of the slot it names (features.json "shared_by"): one id range, scanned as one.
+    groups = {c["name"]: list(c.get("shared_by", [])) for s in features["sparse"] for c in s["columns"]
+              if c["name"] in names}
+    scanned = names + [n for a in names for n in groups[a]]
+    largest = dict.fromkeys(scanned, -1)
     for file in files:
-        _largest(file, names, largest)
+        _largest(file, scanned, largest)
+    for a in names:
+        for n in groups[a]:
+            largest[a] = max(largest[a], largest.pop(n))
     rows = {c["name"]: int(c["cardinality"]) if c["name"] not in largest else max(largest[c["name"]] + 1, 1)
             for s in features["sparse"] for c in s["columns"]}
     for s in features["sparse"]:
@@ -86,10 +93,13 @@ def size_from_data(features: dict, files: list[Path]) -> dict:
         for c in s["columns"]:
             if c["name"] in largest:
                 c["cardinality"] = rows[c["name"]]
-                report[c["name"]] = {
+                entry: dict = {
                     "rows": rows[c["name"]], "largest_id": largest[c["name"]] if largest[c["name"]] >= 0 else None,
                     "from": "largest id + 1 in the training and evaluation data",
                     "hugectr_max_vocabulary_size": {t["name"]: int(t["max_vocabulary_size"]) for t in tables}}
+                if groups[c["name"]]:
+                    entry["shared_by"] = groups[c["name"]]
+                report[c["name"]] = entry
     return report
 
 

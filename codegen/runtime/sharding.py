@@ -42,6 +42,9 @@ def place_tables(model: nn.Module, size: int, rank: int, row_update: str | None,
     tables, owners, kinds, replicated = [], {}, {}, {}
     for name, module in model.named_modules():
         if isinstance(module, SparseEmbedding):
+            if 0 in module.cardinalities:       # its ids index the rows of a later slot, placed apart from it
+                raise DataError(f"table {name!r}: a slot of size 0 shares the rows of a later slot, which placing "
+                                "the table slot by slot across ranks would split (fix: --shard-tables off)")
             vec = module.vec_size
             columns = split != "tables" and vec % size == 0 and vec // size >= MIN_COLUMNS
             kinds[name] = "columns" if columns else "tables"

@@ -37,8 +37,13 @@ Then: ctrgen report runs/movielens, tensorboard --logdir runs/movielens/tensorbo
               "metrics and model are removed; default: refused)")
 @click.option("--regenerate", is_flag=True, help="regenerate generated/<name>/ when `ctrgen check` finds it stale "
               "(default: refuse with the command to run)")
+@click.option("--train", "train_data", multiple=True, metavar="PATH", help="Parquet training data of the spec's "
+              "columns (a folder, its _file_list.txt or .parquet files; repeatable) instead of the data the spec "
+              "names: e.g. a spec whose HugeCTR reader reads Norm or Raw files; with --eval")
+@click.option("--eval", "eval_data", metavar="PATH", help="Parquet evaluation data of the spec's columns, with --train")
 def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: str | None, ranks: int | None,
-                  max_iter: int | None, resume: bool, out: Path | None, force: bool, regenerate: bool) -> None:
+                  max_iter: int | None, resume: bool, out: Path | None, force: bool, regenerate: bool,
+                  train_data: tuple[str, ...] = (), eval_data: str | None = None) -> None:
     """Run generated/<name>/train_torch.py for SPEC on the data it names (etl.output.dir's train/ and valid/, else
     data:) with the spec's solver and training settings. The command is printed first; the run folder gets the
     checkpoints, model.pt, metrics.json, metrics.jsonl, tensorboard/ (with the tensorboard package) and run.json
@@ -56,6 +61,9 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     if ranks is not None and device != "cpu":
         raise UserError.one(spec, "--ranks is for CPU processes", field="--ranks",
                             fix="add --device cpu, or use --gpus N for GPUs")
+    if bool(train_data) != (eval_data is not None):
+        raise UserError.one(spec, "--train and --eval go together", field="--train" if eval_data else "--eval",
+                            fix="pass both: --train PATH --eval PATH")
     if out is not None:
         check_run_folder(out)
     ctx = open_spec(spec)
@@ -82,7 +90,8 @@ def train_command(spec: Path, extra: tuple[str, ...], gpus: int | None, device: 
     run = out if out is not None else ctx.root / "runs" / rendered.name
     check_no_earlier_run(run, resume=resume, force=force)
     launch = plan_launch(ctx, folder, run, ranks=gpus or ranks or 1, device=device, max_iter=max_iter,
-                         resume=resume, extra=("--force", *extra) if force else extra, continuous=rendered.job.continuous is not None)
+                         resume=resume, extra=("--force", *extra) if force else extra, continuous=rendered.job.continuous is not None,
+                         given=(list(train_data), eval_data) if eval_data is not None else None)
     if write is not None:           # after every check of the command line, the spec and its data: a refusal writes nothing
         apply_write(write)
         click.echo(note, err=True)

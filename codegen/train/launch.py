@@ -30,14 +30,22 @@ class Launch:
     data: dict[str, list[str]] = field(default_factory=dict)
 
 
-def spec_data(ctx: SpecContext) -> tuple[dict[str, list[str]], str]:
-    """The data the spec names, by trainer flag, and the spec field it comes from: ``etl.output.dir``'s train/ and
-    valid/ when the spec has an etl: section (what ``ctrgen etl`` writes), else ``data.train`` / ``data.eval`` (a
-    ``~/...`` path under this machine's home folder, where the trainer runs)."""
+def spec_data(ctx: SpecContext, given: tuple[list[str], str] | None = None) -> tuple[dict[str, list[str]], str]:
+    """The data the spec names, by trainer flag, and the spec field it comes from: ``given`` (``ctrgen train --train
+    PATH --eval PATH``: Parquet of the spec's columns) when passed, else ``etl.output.dir``'s train/ and valid/ when
+    the spec has an etl: section (what ``ctrgen etl`` writes), else ``data.train`` / ``data.eval`` (a ``~/...`` path
+    under this machine's home folder, where the trainer runs). A spec whose reader reads HugeCTR's Norm or Raw files
+    names data the trainer cannot read: refused without ``given``."""
     spec = ctx.spec
+    if given is not None:
+        return {"--train": list(given[0]), "--eval": [given[1]]}, "--train"
     if spec.etl is not None:
         root = output_dir(ctx.loaded.path, spec.etl)
         return {"--train": [str(root / "train")], "--eval": [str(root / "valid")]}, "etl.output.dir"
+    if spec.data.format != "parquet":
+        raise ctx.loaded.error(("data", "format"), f"the PyTorch trainer reads Parquet, not the HugeCTR "
+                               f"{spec.data.format.capitalize()} files data.train names",
+                               fix="pass the same columns as Parquet: ctrgen train SPEC --train PATH --eval PATH")
     return {"--train": [local_path(p) for p in spec.data.train], "--eval": [local_path(spec.data.eval)]}, "data"
 
 
@@ -46,6 +54,9 @@ def check_data(ctx: SpecContext, data: dict[str, list[str]], source: str) -> Non
     for flag, paths in data.items():
         for path in paths:
             if not Path(path).exists():
+                if source == "--train":
+                    raise UserError.one(path, f"{flag.lstrip('-')} data not found", field=flag,
+                                        fix="pass Parquet data: a folder, its _file_list.txt or .parquet files")
                 fix = (f"run 'ctrgen etl {ctx.display}' first" if source == "etl.output.dir"
                        else "point the spec at the prepared data")
                 where = ("etl", "output", "dir") if source == "etl.output.dir" else \
@@ -65,6 +76,9 @@ def check_files_per_rank(ctx: SpecContext, train: list[str], source: str, ranks:
     except DataError:
         return
     if len(files) < ranks:
+        if source == "--train":
+            raise UserError.one(train[0], f"{len(files)} training file(s) for {ranks} ranks; each rank reads whole "
+                                "files", field="--train", fix=f"write at least {ranks} files, or start fewer ranks")
         where = ("etl", "output", "dir") if source == "etl.output.dir" else ("data", "train")
         raise ctx.loaded.error(where, f"{len(files)} training file(s) for {ranks} ranks; each rank reads whole files",
                                fix=f"write at least {ranks} files, e.g. NVTabular's out_files_per_proc, or start "
@@ -95,11 +109,15 @@ def launcher(ranks: int) -> list[str]:
 
 
 def plan_launch(ctx: SpecContext, folder: Path, out: Path, *, ranks: int, device: str | None, max_iter: int | None,
-                resume: bool, extra: tuple[str, ...], continuous: bool) -> Launch:
+                resume: bool, extra: tuple[str, ...], continuous: bool,
+                given: tuple[list[str], str] | None = None) -> Launch:
     argv = [*launcher(ranks), str(folder / TRAINER)]
     data: dict[str, list[str]] = {}
+    if continuous and given is not None:
+        raise UserError.one(given[1], "continuous training reads the passes its spec lists", field="--train",
+                            fix="list the data under continuous_training, or train without --train / --eval")
     if not continuous:          # continuous training reads the passes its spec lists (they are the trainer's defaults)
-        data, source = spec_data(ctx)
+        data, source = spec_data(ctx, given)
         check_data(ctx, data, source)
         if ranks > 1:
             check_files_per_rank(ctx, data["--train"], source, ranks)
