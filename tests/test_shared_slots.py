@@ -39,6 +39,28 @@ def test_a_slot_of_size_0_shares_the_rows_of_the_next_slot(tmp_path: Path):
     assert "slot_size_array=[0, 7, 5]" in files[Path("model.py")].replace("\n", "").replace("  ", "")
 
 
+def test_a_column_without_a_cardinality_shares_rows_only_in_an_imported_scripts_features(tmp_path: Path):
+    """Only an imported script's features have slots of size 0 (its reader's slot_size_array says so); the same
+    columns from any other source (a dataset schema: a lock or a workflow refuses them earlier) stay a refusal naming
+    the column (most often one the workflow did not Categorify), not a slot silently sharing the next one's rows."""
+    import dataclasses
+
+    from codegen.errors import UserError
+    from codegen.lock import load_features
+    from codegen.model.build import build_model
+    from codegen.spec.context import open_spec
+
+    spec, proc = _import(tmp_path, "[0, 7, 5]")
+    assert proc.returncode == 0, proc.stderr
+    ctx = open_spec(spec)
+    features, lock_text = load_features(ctx, check_stale=False)
+    assert features.source_kind == "imported"
+    build_model(ctx, features, lock_text)                  # imported: C1 shares C2's rows
+    with pytest.raises(UserError) as info:
+        build_model(ctx, dataclasses.replace(features, source_kind="schema.json"), lock_text)
+    assert "column 'C1' has no cardinality in the workflow schema" in info.value.format()
+
+
 def test_the_table_offsets_are_hugectr_s_prefix_sums():
     import torch
 

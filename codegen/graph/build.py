@@ -77,12 +77,14 @@ class Builder(SparseParts, DenseLayers):
         return s.embedding_collection is None and not reader and all(not e.slot_size_array for e in s.embeddings)
 
     def zero_sized_slots(self) -> bool:
-        """The reader passes the lock's cardinalities as slot_size_array (a column without one as 0) and no table has
-        its own: a column without a cardinality is a slot of size 0, whose ids HugeCTR offsets into the key range of
-        the next slot (add_input.cpp: the exclusive prefix sum of slot_size_array), e.g. DIN's behaviour sequences."""
+        """An imported script's reader passes slot_size_array (the Parquet default, no table with its own): a column
+        its lock gives no cardinality is a slot of size 0 there, whose ids HugeCTR offsets into the key range of the
+        next slot (add_input.cpp: the exclusive prefix sum of slot_size_array), e.g. DIN's behaviour sequences. A
+        workflow's column without one stays refused (most often a column the workflow did not Categorify)."""
         s, d = self.spec, self.spec.data
         reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
-        return bool(reader) and s.embedding_collection is None and all(not e.slot_size_array for e in s.embeddings)
+        return self.features.source_kind == "imported" and bool(reader) and s.embedding_collection is None and \
+            all(not e.slot_size_array for e in s.embeddings)
 
     def columns(self) -> tuple[tuple[Column, ...], tuple[Column, ...], tuple[Column, ...]]:
         f = self.spec.features
