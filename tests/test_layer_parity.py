@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import hugectr_reference as ref
-from codegen.graph.ir import Enum, Layer
+from codegen.graph.ir import Enum, Layer, dense_values
 from codegen.graph.shapes import Shape, Target, infer
 from codegen.render.torch_model import _layer, _Model, _Names
 from codegen.hugectr import versions as V
@@ -41,10 +41,13 @@ class Translated:
                  release: tuple[int, int] = (23, 6)):
         self.bottoms = tuple(f"in{i}" for i in range(len(in_shapes)))
         self.tops = tuple(f"out{i}" for i in range(n_tops))
-        outs = infer(type_, params, list(in_shapes), n_tops, Target(release))
-        layer = Layer(type_, self.bottoms, self.tops, tuple(params.items()), tuple(outs), tuple(in_shapes))
         major, minor = release
-        self.m, self.n = _Model(V.profile(f"{major}.{minor:02d}" if major > 4 else f"{major}.{minor}")), _Names()
+        name = f"{major}.{minor:02d}" if major > 4 else f"{major}.{minor}"
+        values = dense_values(params, name)     # as the builder resolves them (HugeCTR's defaults included)
+        outs = infer(type_, values, list(in_shapes), n_tops, Target(name))
+        layer = Layer(type_, self.bottoms, self.tops, tuple(params.items()), tuple(outs), tuple(in_shapes),
+                      values=values)
+        self.m, self.n = _Model(V.profile(name)), _Names()
         _layer(self.m, self.n, layer)
         self.module = nn.Module()
         self.names = {"self": self.module, "torch": torch, "nn": nn, "F": F,

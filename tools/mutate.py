@@ -164,6 +164,10 @@ MUTANTS = (
     Mutant("torch-schedule-defaults", "train_torch.py's schedule takes HugeCTR's defaults from the API table",
            "codegen/render/torch_model.py", 'A.default("CreateSolver", name, job.hugectr_version) if given is None',
            "0 if given is None", "hugectrs_default", files=("tests/test_lr_schedule_rules.py",)),
+    Mutant("dense-defaults-from-the-table", "a layer's arguments in effect take HugeCTR's defaults from the API table "
+           "(one default read otherwise: eps 0)", "codegen/graph/ir.py",
+           'A.defaults("DenseLayer", release).items()', '{**A.defaults("DenseLayer", release), "eps": 0.0}.items()',
+           "default", files=("tests/test_defaults_once.py",)),
     Mutant("task-lr-default", "task.py's lr default is HugeCTR's, from the API table", "codegen/render/task.py",
            'A.default("CreateSolver", "lr", release)', "0.01", "hugectrs_default",
            files=("tests/test_lr_schedule_rules.py",)),

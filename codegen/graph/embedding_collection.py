@@ -68,8 +68,9 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
         return None
 
     ctor = _checked(builder, release, api, (*LOC, "args"), spec.args)
-    layout = dict(ctor).get("output_layout", "feature_major")
-    if layout != "feature_major":
+    # (a planner of 23.04 and later has no output_layout: its output is feature-major)
+    layout = A.given_or_default(ctor, api, "output_layout", release) if A.has(api, release, "output_layout") else None
+    if layout not in (None, "feature_major"):
         builder.fail((*LOC, "args", "output_layout"), f"{layout!r}: the batch-major output tensor's name is not "
                      "known to ctrgen, so the layers after it cannot be checked", fix="use feature_major")
     tables = _tables(builder, spec, release)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..hugectr import api as A
-from ..hugectr.versions import ENUM_TYPE_NAMES, Profile
+from ..hugectr.versions import ENUM_TYPE_NAMES, LABEL_WEIGHT, Profile
 from .shapes import Shape
 
 
@@ -108,12 +108,21 @@ class Layer:
     # Part of a GroupDenseLayer model.py adds as one call, which HugeCTR expands into these layers:
     # (group type, bottom_name_list, top_name_list, num_outputs, last_act_type member).
     group: tuple | None = None
+    # Every DenseLayer argument in effect: ``params`` over the release's defaults (dense_values); what the renderers
+    # and the shape rules read, so that no default is written twice.
+    values: dict = field(default_factory=dict, compare=False, repr=False)
 
     def param(self, name: str, default: object = None) -> object:
         for k, v in self.params:
             if k == name:
                 return v
         return default
+
+
+def dense_values(params: Args | dict, release: str) -> dict:
+    """A DenseLayer call's arguments in effect in ``release``: the given ones over HugeCTR's defaults from the API
+    table (enum defaults as :class:`Enum`). Arguments the release lacks are absent, never guessed."""
+    return {**{k: enum_values(v) for k, v in A.defaults("DenseLayer", release).items()}, **dict(params)}
 
 
 # ---- the embedding collection API (codegen.graph.embedding_collection builds it) ----
@@ -277,6 +286,13 @@ class TrainingJob:
     @property
     def hugectr_version(self) -> str:
         return self.profile.name
+
+    def label_weight(self, label: str) -> float:
+        """The weight of ``label``'s loss: Model.compile's loss_weights where its loss_names names it, else HugeCTR's
+        (LABEL_WEIGHT)."""
+        compiled: dict[str, Any] = dict(self.compile_args)
+        weights = dict(zip(compiled.get("loss_names") or [], compiled.get("loss_weights") or []))
+        return float(weights.get(label, LABEL_WEIGHT))
 
     @property
     def last_snapshot(self) -> int | None:

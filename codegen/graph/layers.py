@@ -5,12 +5,13 @@ graph_analysis() inserts for tensors used twice. A part of :class:`codegen.graph
 from __future__ import annotations
 
 from ..errors import Located, Problem
+from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..hugectr.arg_types import dense_layer_problem, dense_layer_type
 from ..spec.load import LoadedSpec
 from ..spec.graph import ExplicitGraph
 from ..spec.model import Spec
-from .ir import CallValue, Embedding, Enum, Layer, enum_values
+from .ir import CallValue, Embedding, Enum, Layer, dense_values, enum_values
 from .preset_table import expand_preset
 from .presets import RawLayer
 from .shapes import LOSS_LAYERS, Shape, Target, fmt_shape, infer
@@ -82,7 +83,8 @@ class DenseLayers:
             self.fail(origin, '"GroupFusedInnerProduct can only be used when use_mixed_precision is set true"',
                       fix="set solver.use_mixed_precision: true")
             return []
-        last = extra.get("last_act_type", "Relu")
+        last = extra["last_act_type"] if "last_act_type" in extra else \
+            str(A.default("GroupDenseLayer", "last_act_type", self.profile.name)).partition(".")[2]   # member name
         group = (type_, bottoms, tops, tuple(int(x) for x in outs), last)
         names = [list(bottoms)] + [[t, f"{t}_mask", f"{t}_dRelu", f"{t}_db"] for t in tops[:-1]] + [[tops[-1]]]
         layers = []
@@ -185,9 +187,9 @@ class DenseLayers:
                 poisoned.update(raw.tops)
                 continue
             ins = [shapes[b] for b in raw.bottoms]
+            values = dense_values(params, p.name)
             try:
-                outs = infer(raw.type, dict(params), ins, len(raw.tops),
-                             Target(p.release, bool(s.solver.use_mixed_precision)))
+                outs = infer(raw.type, values, ins, len(raw.tops), Target(p.name, bool(s.solver.use_mixed_precision)))
             except Located as exc:
                 inputs_desc = ", ".join(f"{b} {fmt_shape(shapes[b])}" for b in raw.bottoms)
                 self.fail(where, f"layer {name!r} ({raw.type} of {inputs_desc}): {exc.message}")
@@ -195,7 +197,8 @@ class DenseLayers:
                 continue
             shapes.update(zip(raw.tops, outs))
             layers.append(Layer(type=raw.type, bottoms=raw.bottoms, tops=raw.tops, params=params,
-                                out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin, group=raw.group))
+                                out_shapes=tuple(outs), in_shapes=tuple(ins), origin=raw.origin, group=raw.group,
+                                values=values))
         if self.spec.reader_check is not None:
             return layers   # a data-reader test: no loss, never compiled
         if layers and layers[-1].type not in LOSS_LAYERS and not self.problems:
@@ -242,13 +245,14 @@ class DenseLayers:
                     n = uses[b]
                     tops = tuple(f"{b}_slice{k}" for k in range(n))
                     out_shape = Shape((*shape.dims[:-1], width), shape.rows)
-                    out.append(Layer(type="Slice", bottoms=(b,), tops=tops, params=(("ranges", [(0, width)] * n),),
-                                     out_shapes=(out_shape,) * n, in_shapes=(shape,), auto=True))
+                    params = (("ranges", [(0, width)] * n),)
+                    out.append(Layer(type="Slice", bottoms=(b,), tops=tops, params=params, out_shapes=(out_shape,) * n,
+                                     in_shapes=(shape,), auto=True, values=dense_values(params, p.name)))
                     emitted.add(b)
                 k = next_index.get(b, 0)
                 next_index[b] = k + 1
                 new_bottoms.append(f"{b}_slice{k}")
             out.append(Layer(type=layer.type, bottoms=tuple(new_bottoms), tops=layer.tops, params=layer.params,
                              out_shapes=layer.out_shapes,
-                             in_shapes=layer.in_shapes, origin=layer.origin, group=layer.group))
+                             in_shapes=layer.in_shapes, origin=layer.origin, group=layer.group, values=layer.values))
         return out

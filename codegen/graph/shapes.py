@@ -73,14 +73,15 @@ def _arity(bottoms: list[Shape], n: int | tuple[int, ...], layer: str) -> None:
 
 @dataclass(frozen=True)
 class Target:
-    """What a rule may depend on besides the layer: the release and the solver's precision."""
-    release: tuple[int, int] = (23, 6)
+    """What a rule may depend on besides the layer: the release (its name) and the solver's precision."""
+    release: str = "23.06"
     mixed_precision: bool = False
 
 
 def infer(layer: str, p: dict, bottoms: list[Shape], n_tops: int, target: Target = Target()) -> list[Shape]:
     """Return the shapes of the layer's tops (one per top name); raise Located with HugeCTR's message when a
-    check fails."""
+    check fails. ``p`` holds every argument in effect, HugeCTR's defaults included (graph.ir.dense_values): the
+    rules read it and write no default of their own."""
     if (why := refusal(layer, target.release)) is not None:
         raise Located(why)
     if layer in _TARGET_RULES:
@@ -107,15 +108,14 @@ def _same(p: dict, b: list[Shape], n: int) -> list[Shape]:
 def _reshape(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "Reshape")
     (x,) = b
-    if p.get("selected"):
-        slots = list(p.get("selected_slots") or [])
+    if p["selected"]:
+        slots = list(p["selected_slots"])
         _need(len(x.dims) == 2 and 0 < len(slots) <= x.dims[0] and all(0 <= s < x.dims[0] for s in slots),
               "selected is invalid", f"input {_fmt(x)}, selected_slots {slots}")
         return [Shape((len(slots) * x.dims[1],), x.rows)]
-    if p.get("shape") and not int(p.get("leading_dim") or 0):
-        return [_reshape_v2(list(p["shape"]), x)]
-    lead = int(p.get("leading_dim", 1))
-    step = int(p.get("time_step", 0))
+    lead, step = int(p["leading_dim"]), int(p["time_step"])
+    if "shape" in p and lead <= 0:   # 23.08 and later: no leading_dim (0, its default there) builds ReshapeLayerV2
+        return [_reshape_v2(list(p["shape"]), x)]   # from shape (add_dense_layer_helpers.cpp, 23.08.00 - 25.03.00)
     per_sample = x.elements()
     if step > 0:
         _need(lead * step <= per_sample, "leading_dim and time_step cannot be bigger than n_in_elems",
@@ -154,7 +154,7 @@ def _concat(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _need(len(ndims) == 1, "Only 2D tensors can be concatenated",
           "inputs mix ranks: " + ", ".join(_fmt(s) for s in b))
     _same_rows(b, "All the input tensors must have the same height")
-    axis = int(p.get("axis", 1))
+    axis = int(p["axis"])
     if b[0].ndim == 2:
         _need(axis == 1, "Only 2D tensors can be concatenated", f"axis {axis} on 2D inputs")
         return [Shape((sum(s.width for s in b),), b[0].rows)]
@@ -171,7 +171,7 @@ def _concat(p: dict, b: list[Shape], n: int) -> list[Shape]:
 def _slice(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "Slice")
     (x,) = b
-    ranges = [tuple(r) for r in (p.get("ranges") or [])]
+    ranges = [tuple(r) for r in p["ranges"]]
     _need(len(ranges) > 0, "Empty slice ranges is not allowed")
     _need(len(ranges) == n, "Slice needs one top per range", f"{len(ranges)} ranges, {n} tops")
     prev_start, prev_end = -1, -1
@@ -192,23 +192,21 @@ def _fc(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _need(len(b) >= 1, "InnerProductLayer needs 2D or 3D input tensor")
     x = b[0]
     _need(x.ndim in (2, 3), "InnerProductLayer needs 2D or 3D input tensor", f"input {_fmt(x)}")
-    return [Shape((*x.dims[:-1], int(p.get("num_output", 1))), x.rows) for _ in range(max(n, 1))]
+    return [Shape((*x.dims[:-1], int(p["num_output"])), x.rows) for _ in range(max(n, 1))]
 
 
 def _mlp(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _need(n == 1, "MLP layer can only have one output.")
-    outs = list(p.get("num_outputs") or [])
-    acts = p.get("activations") or []
-    biases = p.get("biases") or []
+    outs, acts, biases = list(p["num_outputs"]), p["activations"], p["biases"]
     _need(not acts or len(acts) == len(outs), "The number of activations should be equal to the number of layers.")
     _need(not biases or len(biases) == len(outs), "The number of biases should be equal to the number of layers.")
     # Recorded as the num_output argument, not num_outputs[-1] (hugectr.md §3); the layer outputs num_outputs[-1].
-    return [Shape((int(p.get("num_output", 1)),), b[0].rows, int(outs[-1]) if outs else None)]
+    return [Shape((int(p["num_output"]),), b[0].rows, int(outs[-1]) if outs else None)]
 
 
 def _multicross(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "MultiCross")
-    _need(int(p.get("num_layers", 0)) >= 1, "num_layers < 1", "MultiCross needs num_layers >= 1")
+    _need(int(p["num_layers"]) >= 1, "num_layers < 1", "MultiCross needs num_layers >= 1")
     _need(b[0].ndim == 2, "input or output tensor doesn't has two dimensions", f"input {_fmt(b[0])}")
     return [b[0]]
 
@@ -240,7 +238,7 @@ def _fm_order2(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "FmOrder2")
     x = b[0]
     _need(x.ndim == 2, "only 2D tensors can be used as input for FmOrder2Layer", f"got {_fmt(x)}")
-    out = int(p.get("out_dim", 0))
+    out = int(p["out_dim"])
     _need(out > 0 and x.width % out == 0, "(in_dims[1] % out_dims[1]) != 0", f"input width {x.width}, out_dim {out}")
     return [Shape((out,), x.rows)]
 
@@ -249,7 +247,7 @@ def _weight_multiply(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "WeightMultiply")
     x = b[0]
     _need(x.ndim == 2, "Only 2D tensors can be multiplied", f"got {_fmt(x)}")
-    dims = list(p.get("weight_dims") or [])
+    dims = list(p["weight_dims"])
     _need(len(dims) == 2, "Only 2D weights is allowed for weight_multiply layer", f"weight_dims {dims}")
     _need(dims[0] == x.width, "weight_dims[0] must be equal to in_dims[1]", f"weight_dims {dims}, input {_fmt(x)}")
     return [Shape((dims[0] * dims[1],), x.rows)]
@@ -258,7 +256,7 @@ def _weight_multiply(p: dict, b: list[Shape], n: int) -> list[Shape]:
 def _reduce(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _arity(b, 1, "ReduceSum")
     x = b[0]
-    axis = int(p.get("axis", 1))
+    axis = int(p["axis"])
     # ReduceSumLayer / ReduceMeanLayer (src/layers/reduce_sum_layer.cu, reduce_mean_layer.cu): 0 <= axis < dims.
     _need(0 <= axis < x.ndim, "The axis is overflow", f"axis {axis} on {_fmt(x)}")
     _own(axis >= 1, "a reduction over axis 0 sums the whole batch into one row; ctrgen does not model it")
@@ -350,8 +348,7 @@ def _scale(p: dict, b: list[Shape], n: int) -> list[Shape]:
     # runtime check here (only a debug assert axis < 2), so ctrgen checks what the kernel assumes.
     _arity(b, 1, "Scale")
     x = b[0]
-    axis = int(p.get("axis", 1))
-    factor = p.get("factor", 1.0)
+    axis, factor = int(p["axis"]), p["factor"]
     _own(x.ndim == 2, f"Scale needs a 2D input (ScaleLayer reads dimensions 0 and 1 only), got {_fmt(x)}")
     _own(axis in (0, 1), f"Scale axis must be 0 (repeat along the width) or 1 (along the rows), got {axis}")
     _own(float(factor) == int(factor) and int(factor) >= 1,
@@ -413,7 +410,7 @@ def _mha(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
               f"{_fmt(q)}, {_fmt(k)}")
         _tops(n, 1, "MultiHeadAttention", "4D inputs")
         heads, m = q.dims[0], q.dims[1]
-        if p.get("transpose_b", False):
+        if p["transpose_b"]:
             return [Shape((heads, m, k.dims[-2]), q.rows)]
         return [Shape((m, heads * k.dims[-1]), q.rows)]
     _need(len(b) >= 3, "MultiHeadAttentionLayer needs 3 input tensors: query, key and value", f"got {len(b)}")
@@ -424,7 +421,7 @@ def _mha(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
           ", ".join(_fmt(s) for s in b))
     _need(q.dims[0] == k.dims[0] == v.dims[0], "3D input tensors must have the same seq_len",
           ", ".join(_fmt(s) for s in b))
-    heads = int(p.get("num_attention_heads", 1))
+    heads = int(p["num_attention_heads"])
     _own(heads >= 1 and q.width % heads == 0,
          f"num_attention_heads={heads} must divide the hidden_dim {q.width} (HugeCTR divides without checking)")
     _tops(n, 2, "MultiHeadAttention", "3D query/key/value: attention scores and the 4D value")
@@ -447,7 +444,7 @@ def _mha_23_09(p: dict, b: list[Shape], n: int) -> list[Shape]:
     _need(q.width == k.width == v.width, " Query, Key, Value should have the same hidden dimension",
           ", ".join(_fmt(s) for s in b[:3]))
     _need(k.dims == v.dims, "Key, Value should have the same shape", f"{_fmt(k)}, {_fmt(v)}")
-    heads = int(p.get("num_attention_heads", 1))
+    heads = int(p["num_attention_heads"])
     _own(heads >= 1 and q.width % heads == 0,
          f"num_attention_heads={heads} must divide the hidden_dim {q.width} (HugeCTR divides without checking)")
     _tops(n, 1, "MultiHeadAttention", "HugeCTR 23.09 and later: the attended query, heads merged")
@@ -462,14 +459,13 @@ def _sequence_mask(p: dict, b: list[Shape], n: int, t: Target) -> list[Shape]:
     _own(b[0].ndim == 2, f"SequenceMask reads a 2D tensor of lengths (the layer asserts it), got {_fmt(b[0])}")
     _tops(n, 1, "SequenceMask", "the mask")
     if V.holds("sequence_mask_from_to", t.release):
-        length = int(p.get("max_sequence_len_to", 1))
-        return [Shape((1, int(p.get("max_sequence_len_from", 1)), length), b[0].rows)]
-    return [Shape((1, 1, int(p.get("max_sequence_len", 1))), b[0].rows)]
+        return [Shape((1, int(p["max_sequence_len_from"]), int(p["max_sequence_len_to"])), b[0].rows)]
+    return [Shape((1, 1, int(p["max_sequence_len"])), b[0].rows)]
 
 
 def _select(p: dict, b: list[Shape], n: int) -> list[Shape]:
     # SelectLayer (src/layers/select_layer.cu, 23.08.00 - 25.03.00): entries `index` of dimension `dim` (0: the batch)
-    x, dim, index = b[0], int(p.get("dim", 0)), [int(i) for i in p.get("index") or []]
+    x, dim, index = b[0], int(p["dim"]), [int(i) for i in p["index"]]
     _need(bool(index), "Select Layer does not support empty index")
     _need(0 < dim < x.ndim, "Dim is beyond range in Select Layer" if dim else "Dim 0 is not allowed to do select "
           "because it's batch dim.", f"dim {dim} on {_fmt(x)}")

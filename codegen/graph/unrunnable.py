@@ -17,7 +17,7 @@ UNRUNNABLE = {
 }
 
 
-def refusal(layer: str, release: tuple[int, int]) -> str | None:
+def refusal(layer: str, release: str) -> str | None:
     """Why a layer of type ``layer`` cannot be in a model of ``release`` (HugeCTR's own text where it has one)."""
     if layer == "Gather" and V.holds("gather_is_select", release):
         return ('HugeCTR rejects this: "Dim 0 is not allowed to do select because it\'s batch dim." (from 23.08 '

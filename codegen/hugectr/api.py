@@ -20,7 +20,7 @@ from functools import lru_cache
 import os
 from typing import Any, NamedTuple
 
-__all__ = ["RELEASES", "ApiError", "NO_DEFAULT", "Param", "Unparsed", "cpp_type", "default", "describe",
+__all__ = ["RELEASES", "ApiError", "NO_DEFAULT", "Param", "Unparsed", "cpp_type", "default", "defaults", "describe",
            "enum_members", "enums", "first_release", "functions", "functions_ever", "has", "members_ever", "missing", "params_ever",
            "release_key", "require", "signature", "spans"]
 
@@ -252,6 +252,13 @@ def default(func: str, arg: str, release: str) -> Any:
                 raise ApiError(f"{func}({arg}=...) has no plain default in HugeCTR {release}")
             return p.default
     raise ApiError(f"{func} has no argument {arg!r} in HugeCTR {release}")
+
+
+def defaults(func: str, release: str) -> dict[str, Any]:
+    """Every argument of ``func`` in ``release`` that has a plain default -> that default, in order (required ones
+    and C++ expressions left out)."""
+    return {p.name: p.default for p in signature(func, release)
+            if p.default is not NO_DEFAULT and not isinstance(p.default, Unparsed)}
 
 
 def given_or_default(given: Any, func: str, arg: str, release: str) -> Any:

@@ -165,6 +165,9 @@ EMBEDDINGS: dict[str, Span] = _enum("Embedding_t")
 OPTIMIZERS: dict[str, Span] = _enum("Optimizer_t")
 
 # Optimizer state copies per embedding weight (k in hugectr.md §2.8).
+# A label's loss weight where Model.compile(loss_names, loss_weights) does not name it: Input's constructors set 1.0
+# in the C++ body (HugeCTR/src/pybind/model.cpp, Input::Input, 3.5 - 25.03), so the API table has no default for it.
+LABEL_WEIGHT = 1.0
 OPTIMIZER_STATES = {"Adam": 2, "AdaGrad": 1, "MomentumSGD": 1, "Nesterov": 1, "SGD": 0, "Ftrl": 2, "RMSProp": 1}
 
 # ---- Keyword arguments by function (from the API table) ---------------------------------------------------------

@@ -33,7 +33,7 @@ def _loss(layer: Layer) -> tuple[str, str] | None:
     if p.get("use_regularizer"):
         return ("its regularizer adds lambda times the L1 or L2 norm of the weights to the loss and their gradients, "
                 "which train_torch.py does not", "remove use_regularizer")
-    weights = list(p.get("target_weight_vec") or [])  # type: ignore[call-overload]
+    weights = list(layer.values["target_weight_vec"])   # HugeCTR's default included (graph.ir.dense_values)
     if layer.type == "MultiCrossEntropyLoss" and len(weights) != layer.in_shapes[0].width:
         return (f"its target_weight_vec holds {len(weights)} weights for {layer.in_shapes[0].width} input columns: "
                 "HugeCTR throws 'target_weight.size() != input_tensor.get_dims()[0]'",

@@ -18,6 +18,8 @@ from .env import render
 from .literals import Code, py, py_str
 from .script import Bindings, build_context
 
+# task.py's "not given" for --max_iter (not HugeCTR's default: see task_defaults' max_iter)
+TASK_NOT_GIVEN = 0
 
 
 def _uniform(values: list) -> tuple[bool, object]:
@@ -115,7 +117,7 @@ def task_defaults(job: TrainingJob, eval_batches: int | None = None) -> TaskDefa
         dropout_rate=(float(b.dropout) if b.dropouts and b.dropout_uniform else None),
         # In epoch mode fit has no max_iter: 0 is task.py's "not given" (not HugeCTR's 2000), so --num_epochs=0
         # without --max_iter is refused rather than run for a number of iterations nobody chose.
-        max_iter=int(fit.get("max_iter", 0)),
+        max_iter=int(fit.get("max_iter", TASK_NOT_GIVEN)),
         num_epochs=int(A.given_or_default(fit, "Model.fit", "num_epochs", release)),
         max_eval_batches=int(solver["max_eval_batches"]),
         eval_batches=int(eval_batches or solver["max_eval_batches"]),

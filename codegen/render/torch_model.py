@@ -132,15 +132,14 @@ def _width(shape) -> int:
     return shape.width   # (an MLP's built width where HugeCTR records num_output: shapes.Shape.built_width)
 
 
-def _mlp_modules(layer: Layer, release: str) -> list[tuple[int, int, bool] | None]:
+def _mlp_modules(layer: Layer) -> list[tuple[int, int, bool] | None]:
     """HugeCTR's MLP (src/layers/mlp_layer.cu, 4.2 - 25.03) as the modules of an nn.Sequential: per width a linear
     layer (in, out, bias; bias per `biases`, else `use_bias`) and its activation (None: a ReLU; per `activations`,
-    else `act_type`, Relu by default), the last layer's included."""
-    p = dict(layer.params)
+    else `act_type`), the last layer's included."""
+    p = layer.values
     widths = [int(w) for w in p["num_outputs"]]
-    act = p.get("act_type")
-    acts = [a.member for a in p.get("activations") or []] or [act.member if act is not None else "Relu"] * len(widths)
-    biases = [bool(b) for b in p.get("biases") or []] or [bool(given_or_default(p, "DenseLayer", "use_bias", release))] * len(widths)
+    acts = [a.member for a in p["activations"]] or [p["act_type"].member] * len(widths)
+    biases = [bool(b) for b in p["biases"]] or [bool(p["use_bias"])] * len(widths)
     modules: list[tuple[int, int, bool] | None] = []
     width = _width(layer.in_shapes[0])
     for out, a, bias in zip(widths, acts, biases):
@@ -149,21 +148,21 @@ def _mlp_modules(layer: Layer, release: str) -> list[tuple[int, int, bool] | Non
     return modules
 
 
-def mlp_linears(layer: Layer, release: str) -> list[tuple[int, int, int, bool]]:
+def mlp_linears(layer: Layer) -> list[tuple[int, int, int, bool]]:
     """The MLP's linear layers as (index in its nn.Sequential, in, out, bias), in order (codegen.weights)."""
-    return [(i, *m) for i, m in enumerate(_mlp_modules(layer, release)) if m is not None]
+    return [(i, *m) for i, m in enumerate(_mlp_modules(layer)) if m is not None]
 
 
-def _mlp(layer: Layer, release: str) -> str:
+def _mlp(layer: Layer) -> str:
     parts = ["nn.ReLU()" if m is None else f"nn.Linear({m[0]}, {m[1]}" + ("" if m[2] else ", bias=False") + ")"
-             for m in _mlp_modules(layer, release)]
+             for m in _mlp_modules(layer)]
     return f"nn.Sequential({', '.join(parts)})"
 
 
-def _select(p: dict, source: str, release: str) -> str:
+def _select(p: dict, source: str) -> str:
     """HugeCTR's Select (src/layers/select_layer.cu, 23.08 - 25.03): the entries `index` of dimension `dim` (0 is the
     batch, as in the torch tensor), in the order given."""
-    dim = int(given_or_default(p, "DenseLayer", "dim", release))
+    dim = int(p["dim"])
     return f"{source}[{', '.join([':'] * dim + [py([int(i) for i in p['index']])])}]"
 
 
@@ -174,7 +173,7 @@ def _initialized(m: _Model, p: dict, kind: str, expr: str, weight: str = "weight
     are both Default is left as torch builds it: HugeCTR's Default gamma and beta are torch's ones and zeros."""
     args = [expr, py_str(kind)]
     for key, name in (("weight", weight), ("bias", bias)):
-        value = p.get(name) if name is not None else None
+        value = p[name] if name is not None else None
         if value is not None and value.member != "Default":
             args.append(f"{key}={py_str(value.member)}")
     if kind in ("BatchNorm", "LayerNorm") and len(args) == 2:
@@ -184,7 +183,7 @@ def _initialized(m: _Model, p: dict, kind: str, expr: str, weight: str = "weight
 
 
 def _layer(m: _Model, n: _Names, layer: Layer) -> None:
-    t, p = layer.type, dict(layer.params)
+    t, p = layer.type, layer.values   # every argument in effect, HugeCTR's defaults included (graph.ir.dense_values)
     ins = [n.var(b) for b in layer.bottoms]
     outs = [n.var(x) for x in layer.tops]
     top = layer.tops[0]
@@ -197,57 +196,56 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         return f"self.{attr}"
 
     if t == "Reshape":
-        if p.get("selected"):
-            slots = [int(s) for s in p.get("selected_slots") or []]
+        if p["selected"]:
+            slots = [int(s) for s in p["selected_slots"]]
             m.forward.append(f"{outs[0]} = {ins[0]}[:, {py(slots)}, :].reshape(-1, {shape}){comment}")
         else:
             m.forward.append(f"{outs[0]} = {ins[0]}.reshape(-1, {shape}){comment}")
     elif t == "Concat":
-        axis = int(given_or_default(p, "DenseLayer", "axis", m.profile.name))
+        axis = int(p["axis"])
         m.forward.append(f"{outs[0]} = torch.cat([{', '.join(ins)}], dim={axis}){comment}")
     elif t == "Slice":
         for out, (start, end) in zip(outs, p["ranges"]):
             m.forward.append(f"{out} = {ins[0]}[..., {int(start)}:{int(end)}]")
     elif t in ("InnerProduct", "FusedInnerProduct"):
         fc = module(_initialized(m, p, "InnerProduct",
-                                 f"nn.Linear({_width(layer.in_shapes[0])}, {int(p.get('num_output', 1))})"))
+                                 f"nn.Linear({_width(layer.in_shapes[0])}, {int(p['num_output'])})"))
         expr = f"{fc}({ins[0]})"
-        act = p.get("act_type")
-        if t == "FusedInnerProduct" and (act is None or act.member == "Relu"):
+        if t == "FusedInnerProduct" and p["act_type"].member == "Relu":
             expr = f"F.relu({expr})"
         # A FusedInnerProduct's tops after the first (Head, Body: _mask, _dRelu, _db) are HugeCTR's backward buffers.
         for out in outs if t == "InnerProduct" else outs[:1]:
             m.forward.append(f"{out} = {expr}{comment}")
     elif t == "MLP":
-        mlp = module(_initialized(m, p, "MLP", _mlp(layer, m.profile.name)))
+        mlp = module(_initialized(m, p, "MLP", _mlp(layer)))
         m.forward.append(f"{outs[0]} = {mlp}({ins[0]})  # (B, {_width(layer.out_shapes[0])})")
     elif t == "Select":
-        m.forward.append(f"{outs[0]} = {_select(p, ins[0], m.profile.name)}{comment}")
+        m.forward.append(f"{outs[0]} = {_select(p, ins[0])}{comment}")
     elif t in ("ReLU", "ReLUHalf"):
         m.forward.append(f"{outs[0]} = F.relu({ins[0]})")
     elif t == "Sigmoid":
         m.forward.append(f"{outs[0]} = torch.sigmoid({ins[0]})")
     elif t == "ELU":
-        m.forward.append(f"{outs[0]} = F.elu({ins[0]}, alpha={py(float(p.get('elu_alpha', 1.0)))})")
+        m.forward.append(f"{outs[0]} = F.elu({ins[0]}, alpha={py(float(p['elu_alpha']))})")
     elif t == "Softmax" and len(ins) == 2:     # HugeCTR builds a MaskedSoftmaxLayer (scores, mask)
         m.helpers.add("masked_softmax")
-        m.forward.append(f"{outs[0]} = masked_softmax({ins[0]}, {ins[1]}, factor={py(float(p.get('factor', 1.0)))}, "
+        m.forward.append(f"{outs[0]} = masked_softmax({ins[0]}, {ins[1]}, factor={py(float(p['factor']))}, "
                          f"per_row={py(m.profile.has('masked_softmax_rows'))}){comment}")
     elif t == "Softmax":
         m.forward.append(f"{outs[0]} = F.softmax({ins[0]}, dim=-1)")
     elif t == "Cast":
         m.forward.append(f"{outs[0]} = {ins[0]}  # Cast: float32 throughout")
     elif t == "Dropout":
-        drop = module(f"nn.Dropout(p={py(float(given_or_default(p, 'DenseLayer', 'dropout_rate', m.profile.name)))})")
+        drop = module(f"nn.Dropout(p={py(float(p['dropout_rate']))})")
         m.forward.append(f"{outs[0]} = {drop}({ins[0]})")
     elif t == "BatchNorm":
         bn = module(_initialized(m, p, "BatchNorm", f"nn.BatchNorm1d({_width(layer.in_shapes[0])}, "
-                                 f"eps={py(float(p.get('eps', 1e-5)))}, momentum={py(float(p.get('factor', 1.0)))})",
+                                 f"eps={py(float(p['eps']))}, momentum={py(float(p['factor']))})",
                                  "gamma_init_type", "beta_init_type"))
         m.forward.append(f"{outs[0]} = {bn}({ins[0]})")
     elif t == "LayerNorm":
         ln = module(_initialized(m, p, "LayerNorm",
-                                 f"nn.LayerNorm({_width(layer.in_shapes[0])}, eps={py(float(p.get('eps', 1e-5)))})",
+                                 f"nn.LayerNorm({_width(layer.in_shapes[0])}, eps={py(float(p['eps']))})",
                                  "gamma_init_type", "beta_init_type"))
         m.forward.append(f"{outs[0]} = {ln}({ins[0]})")
     elif t in ("Add", "Sub", "ElementwiseMultiply"):
@@ -255,7 +253,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         m.forward.append(f"{outs[0]} = {op.join(ins)}{comment}")
     elif t == "MultiCross":
         m.helpers.add("MultiCross")
-        proj = p.get("projection_dim")
+        proj = p.get("projection_dim")   # (an argument from HugeCTR 4.3; 0 is none)
         extra = f", projection_dim={int(proj)}" if proj else ""
         mc = module(_initialized(m, p, "MultiCross",
                                  f"MultiCross({_width(layer.in_shapes[0])}, num_layers={int(p['num_layers'])}{extra})"))
@@ -275,7 +273,7 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
         m.forward.append(f"{outs[0]} = {wm}({ins[0]}){comment}")
     elif t in ("ReduceSum", "ReduceMean"):
         fn = "sum" if t == "ReduceSum" else "mean"
-        m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(given_or_default(p, 'DenseLayer', 'axis', m.profile.name))}, keepdim=True){comment}")
+        m.forward.append(f"{outs[0]} = {ins[0]}.{fn}(dim={int(p['axis'])}, keepdim=True){comment}")
     elif t in ("PReLU_Dice", "Scale", "DotProduct", "FusedReshapeConcat", "FusedReshapeConcatGeneral",
                "MatrixMultiply", "SequenceMask", "MultiHeadAttention"):   # DIN, BST: runtime.attention
         _attention_layer(m, layer, ins, outs, comment)
@@ -289,15 +287,15 @@ def _layer(m: _Model, n: _Names, layer: Layer) -> None:
 def _attention_layer(m: _Model, layer: Layer, ins: list[str], outs: list[str], comment: str) -> None:
     """The forward line of a layer of HugeCTR's attention models: a runtime.attention helper (none has
     parameters) or torch.matmul."""
-    t, p = layer.type, dict(layer.params)
+    t, p = layer.type, layer.values
     args = ", ".join(ins)
     if t == "MatrixMultiply":       # 3D or 4D, batched over the leading dimensions (shapes.py refuses 2D)
         m.forward.append(f"{outs[0]} = torch.matmul({ins[0]}, {ins[1]}){comment}")
         return
     if t == "PReLU_Dice":
-        call = f"prelu_dice({ins[0]}, alpha={py(float(p.get('elu_alpha', 0.0)))}, eps={py(float(p.get('eps', 0.0)))})"
+        call = f"prelu_dice({ins[0]}, alpha={py(float(p['elu_alpha']))}, eps={py(float(p['eps']))})"
     elif t == "Scale":
-        call = f"scale({ins[0]}, axis={int(given_or_default(p, 'DenseLayer', 'axis', m.profile.name))}, factor={int(float(p.get('factor', 1.0)))})"
+        call = f"scale({ins[0]}, axis={int(p['axis'])}, factor={int(float(p['factor']))})"
     elif t == "DotProduct":
         call = f"dot_product({args})"
     elif t == "FusedReshapeConcat":
@@ -305,18 +303,18 @@ def _attention_layer(m: _Model, layer: Layer, ins: list[str], outs: list[str], c
     elif t == "FusedReshapeConcatGeneral":
         call = f"fused_reshape_concat_general({args})"
     elif t == "SequenceMask" and m.profile.has("sequence_mask_from_to"):
-        call = (f"sequence_mask_from_to({ins[0]}, {ins[1]}, max_from={int(p.get('max_sequence_len_from', 1))}, "
-                f"max_to={int(p.get('max_sequence_len_to', 1))})")
+        call = (f"sequence_mask_from_to({ins[0]}, {ins[1]}, max_from={int(p['max_sequence_len_from'])}, "
+                f"max_to={int(p['max_sequence_len_to'])})")
     elif t == "SequenceMask":       # (a second input is not read before 23.08)
-        call = f"sequence_mask({ins[0]}, max_len={int(p.get('max_sequence_len', 1))})"
+        call = f"sequence_mask({ins[0]}, max_len={int(p['max_sequence_len'])})"
     elif m.profile.has("mha_23_09"):
         mask = f", mask={ins[3]}" if len(ins) > 3 else ""
         call = (f"multi_head_attention({ins[0]}, {ins[1]}, {ins[2]}, "
-                f"heads={int(p.get('num_attention_heads', 1))}{mask})")
+                f"heads={int(p['num_attention_heads'])}{mask})")
     elif len(layer.in_shapes[0].dims) == 2:     # 3D query, key, value (batch dimension included)
-        call = f"attention_scores({ins[0]}, {ins[1]}, {ins[2]}, heads={int(p.get('num_attention_heads', 1))})"
+        call = f"attention_scores({ins[0]}, {ins[1]}, {ins[2]}, heads={int(p['num_attention_heads'])})"
     else:
-        call = f"attention_4d({ins[0]}, {ins[1]}, transpose_b={py(bool(p.get('transpose_b', False)))})"
+        call = f"attention_4d({ins[0]}, {ins[1]}, transpose_b={py(bool(p['transpose_b']))})"
     m.helpers.add(call[:call.index("(")])
     m.forward.append(f"{', '.join(outs)} = {call}{comment}")
 
@@ -409,19 +407,17 @@ def loss_terms(job: TrainingJob, m: _Model) -> list[dict] | None:
         return None
     starts = {name: sum(g.label_dims[:i]) for i, name in enumerate(g.label_names)}
     dims = dict(zip(g.label_names, g.label_dims))
-    compiled = dict(job.compile_args)
-    weights = dict(zip(compiled.get("loss_names") or [], compiled.get("loss_weights") or []))
     terms, column = [], 0
     for layer in m.losses:
-        p, label = dict(layer.params), layer.bottoms[1]
+        p, label = layer.values, layer.bottoms[1]
         width = _width(layer.in_shapes[0])
         names = [label] if dims[label] == 1 or layer.type == "CrossEntropyLoss" else \
             [f"{label}[{j}]" for j in range(dims[label])]
         term = {"kind": layer.type, "outputs": (column, column + width),
                 "labels": (starts[label], starts[label] + dims[label]), "names": tuple(names),
-                "weight": float(weights.get(label, 1.0))}
+                "weight": job.label_weight(label)}
         if layer.type == "MultiCrossEntropyLoss":
-            term["target_weights"] = tuple(float(w) for w in p.get("target_weight_vec") or [])
+            term["target_weights"] = tuple(float(w) for w in p["target_weight_vec"])
         terms.append(term)
         column += width
     return terms

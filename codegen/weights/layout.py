@@ -110,16 +110,16 @@ def _refuse(spec: str, layer: str, why: str) -> UserError:
                          fix="ctrgen weights moves the weights of the layers docs/hugectr.md §5 lists")
 
 
-def _dense_pieces(spec: str, layer: Layer, attr: str, release: str) -> list[Piece]:
+def _dense_pieces(spec: str, layer: Layer, attr: str) -> list[Piece]:
     t, top = layer.type, layer.tops[0]
-    p: dict[str, Any] = dict(layer.params)
+    p: dict[str, Any] = layer.values    # HugeCTR's defaults included (graph.ir.dense_values)
     width = layer.in_shapes[0].width if layer.in_shapes else 0
     if t in ("InnerProduct", "FusedInnerProduct"):
-        out = int(p.get("num_output", 1))
+        out = int(p["num_output"])
         return [Piece(top, f"{attr}.weight", (width, out), transpose=True), Piece(top, f"{attr}.bias", (out,))]
     if t == "MLP":
         pieces = []
-        for index, w_in, w_out, bias in mlp_linears(layer, release):
+        for index, w_in, w_out, bias in mlp_linears(layer):
             pieces.append(Piece(top, f"{attr}.{index}.weight", (w_in, w_out), transpose=True))
             pieces.append(Piece(top, f"{attr}.{index}.bias" if bias else "", (w_out,)))
         return pieces
@@ -156,7 +156,7 @@ def layout_of(model: Model) -> Layout:
     for layer in g.layers:
         if layer.auto:
             continue
-        pieces = _dense_pieces(spec, layer, attrs.get(layer.tops[0], ""), job.hugectr_version)
+        pieces = _dense_pieces(spec, layer, attrs.get(layer.tops[0], ""))
         dense += pieces
         if layer.type == "BatchNorm":
             stats.append(Stats(layer.tops[0], f"{attrs[layer.tops[0]]}.", layer.in_shapes[0].width))

@@ -1,0 +1,107 @@
+"""Each HugeCTR default is written once (issue 42): in the release's API table (codegen/hugectr/api_table.json, read
+through codegen.hugectr.api). The model builder resolves a layer's arguments against it (graph.ir.dense_values);
+the shape rules, the renderers and the model's rules read those values and keep no literal default of their own."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from codegen.graph.ir import Enum, dense_values
+from codegen.graph.shapes import Shape, Target, infer
+from codegen.hugectr import api as A
+
+REPO = Path(__file__).resolve().parents[1]
+# The folders that read a built model: the builder's graph and rules, the renderers, the weights' and Triton's plans.
+READERS = ("codegen/graph", "codegen/render", "codegen/model", "codegen/weights", "codegen/triton/plan")
+# Every parameter of any HugeCTR function that has a plain default in some release.
+API_PARAMS = frozenset(p.name for f in A.functions_ever() for r in A.RELEASES if A.has(f, r)
+                       for p in A.signature(f, r) if p.default is not A.NO_DEFAULT and not isinstance(p.default, A.Unparsed))
+
+
+def _literal(node: ast.AST) -> bool:
+    try:
+        return ast.literal_eval(node) is not None
+    except ValueError:
+        return False
+
+
+def default_literals(source: str) -> list[str]:
+    """``x.get("<API parameter>", <literal>)`` and ``x.get("<API parameter>") or <literal>``: a default of its own."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        get, value = None, None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and len(node.args) == 2:
+            get, value = node, node.args[1]
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            first = node.values[0]
+            if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "get" \
+                    and len(first.args) == 1:
+                get, value = first, node.values[-1]
+        if get is not None and isinstance(get.args[0], ast.Constant) and get.args[0].value in API_PARAMS \
+                and _literal(value):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_reader_of_the_model_writes_a_hugectr_default():
+    """A renderer or shape rule that wrote ``p.get("eps", 1e-5)`` would hold a second copy of a HugeCTR default
+    (and disagree with the table when a release changes it: leading_dim is 1 up to 23.06 and 0 from 23.08)."""
+    found = [f"{path.relative_to(REPO)}:{hit}" for folder in READERS for path in sorted((REPO / folder).rglob("*.py"))
+             for hit in default_literals(path.read_text(encoding="utf-8"))]
+    assert found == [], "read the value the builder resolved (layer.values) or codegen.hugectr.api:\n" + "\n".join(found)
+
+
+def test_the_default_finder_sees_both_forms():
+    assert default_literals('p.get("eps", 1e-5)\nq.get("ranges") or []\n') == \
+        ["1: p.get('eps', 1e-05)", "2: q.get('ranges') or []"]
+    assert default_literals('p.get("eps")\np.get("eps", A.default("DenseLayer", "eps", r))\n'
+                            'p.get("not_an_api_parameter", 1)\np.get("axis", None)\n') == []
+
+
+def test_dense_values_are_the_table_s_defaults_under_the_given_arguments():
+    v = dense_values((("eps", 0.25),), "23.06")
+    assert v["eps"] == 0.25 and v["factor"] == A.default("DenseLayer", "factor", "23.06") == 1.0
+    assert v["act_type"] == Enum("Activation_t", "Relu")
+    assert dense_values((), "23.06")["leading_dim"] == 1 and dense_values((), "23.08")["leading_dim"] == 0
+    assert "max_sequence_len_from" not in dense_values((), "23.06")    # an argument the release lacks: absent
+    assert "dense_layer_switches" not in dense_values((), "23.06")     # a C++ expression, no plain default
+
+
+def test_a_reshape_without_leading_dim_or_shape_is_hugectr_s_refusal_from_23_08():
+    """From 23.08 leading_dim defaults to 0, which builds ReshapeLayerV2 from ``shape`` (add_dense_layer_helpers.cpp,
+    23.08.00): an empty shape has no placeholder, and HugeCTR refuses it. Up to 23.06 leading_dim defaults to 1."""
+    x = [Shape((4, 3))]
+    assert infer("Reshape", dense_values((), "23.06"), x, 1, Target("23.06")) == [Shape((1,), 12)]
+    with pytest.raises(Exception, match="The placeholder in reshape layer should equal to 1"):
+        infer("Reshape", dense_values((), "23.08"), x, 1, Target("23.08"))
+
+
+def _lines(type_: str, params: dict, shapes: list[Shape], release: str = "23.06") -> list[str]:
+    """The __init__ and forward lines the PyTorch renderer writes for one layer, its arguments resolved as the builder does."""
+    from codegen.graph.ir import Layer
+    from codegen.hugectr import versions as V
+    from codegen.render.torch_model import _layer, _Model, _Names
+
+    values = dense_values(params, release)
+    outs = infer(type_, values, shapes, 1, Target(release))
+    m = _Model(V.profile(release))
+    _layer(m, _Names(), Layer(type_, ("x",), ("y",), tuple(params.items()), tuple(outs), tuple(shapes), values=values))
+    return m.init + m.forward
+
+
+def test_prelu_dice_left_without_arguments_takes_hugectr_s_defaults():
+    """HugeCTR builds PReLU_Dice from the DenseLayer's elu_alpha and eps (add_dense_layer.cpp, 23.06.01), whose
+    defaults are 1.0 and 1e-5; train_torch.py wrote 0.0 and 0.0 of its own where a spec left them out."""
+    assert _lines("PReLU_Dice", {}, [Shape((4,))]) == ["y = prelu_dice(x, alpha=1.0, eps=1e-05)  # (B, 4)"]
+    assert _lines("PReLU_Dice", {"elu_alpha": 0.2, "eps": 1e-8}, [Shape((4,))]) == \
+        ["y = prelu_dice(x, alpha=0.2, eps=1e-08)  # (B, 4)"]
+
+
+def test_a_norm_and_elu_left_without_arguments_take_hugectr_s_defaults():
+    """LayerNorm's eps and ELU's elu_alpha where a spec leaves them out: the table's 1e-5 and 1.0 (all releases)."""
+    assert _lines("LayerNorm", {}, [Shape((4,))])[0] == "self.y = nn.LayerNorm(4, eps=1e-05)"
+    assert _lines("ELU", {}, [Shape((4,))]) == ["y = F.elu(x, alpha=1.0)"]
