@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..hugectr.graph_reader import GraphError as Bad
 from ..hugectr.graph_reader import show as _show
@@ -21,8 +22,9 @@ HPARAM_BLOCKS = {  # optimizer type -> (JSON block, fields) (hugectr.md §2.5)
     "SGD": ("sgd_hparam", ("atomic_update",)),
     "Ftrl": ("ftrl_hparam", ("beta", "lambda1", "lambda2")),
 }
-OPTIMIZER_DEFAULTS = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "initial_accu_value": 0.0,
-                      "momentum_factor": 0.0, "atomic_update": True, "beta": 0.0, "lambda1": 0.0, "lambda2": 0.0}
+# CreateOptimizer's defaults, read before the release is chosen: the newest release's (every release that has one of
+# these fields gives it the same default).
+OPTIMIZER_DEFAULTS = A.defaults("CreateOptimizer", A.RELEASES[-1])
 INITS = ("Uniform", "XavierNorm", "XavierUniform", "Zero")
 # DenseLayer arguments written into the spec even when they equal HugeCTR's default (the samples write them).
 ALWAYS_WRITTEN = {"num_output", "leading_dim", "num_layers", "out_dim", "weight_dims", "ranges", "selected_slots",

@@ -161,12 +161,12 @@ def _graph_to_json(st: ImportState, call: Call) -> bool:
 def _fit(st: ImportState, call: Call) -> bool:
     if st.ct is None:
         _after(st, st.after, "fit", call, st.compiled, st.then)
-        st.fit = fit(call)
+        st.fit = fit(call, st.release)
         return True
     # continuous training: one fit per pass, all with the same arguments
     if not st.compiled:
         raise Refusal("model.fit before model.compile()", call.line)
-    this = fit(call)
+    this = fit(call, st.release)
     if st.fit is not None and this != st.fit:
         raise Refusal("the passes of a continuous-training script fit with different arguments; the "
                       "spec has one fit for all passes", call.line)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..features import Column, Features
 from ..graph.ir import Enum
+from ..hugectr import api
 from .arguments import (FIT_TYPED, OPTIMIZER_TYPED, READER_FORMATS, SOLVER_TYPED, Refusal, _enum_member, _required,
                         kwargs_of, spec_value)
 from .calls import Call, Obj, value_repr
@@ -248,7 +249,7 @@ def group_layer(call: Call) -> dict:
     return out
 
 
-def fit(call: Call) -> dict:
+def fit(call: Call, release: str) -> dict:
     kw = kwargs_of(call)
     out: dict = {}
     extra: dict = {}
@@ -258,7 +259,7 @@ def fit(call: Call) -> dict:
         else:
             extra[k] = spec_value(v, call, k)
     if "max_iter" not in out and "num_epochs" not in out:
-        out["max_iter"] = 2000  # Model.fit's default (hugectr.md §1.9)
+        out["max_iter"] = api.default("Model.fit", "max_iter", release)  # hugectr.md §1.9
     if extra:
         out["args"] = extra
     return out
@@ -370,10 +371,11 @@ def _cardinalities(st: ImportState, inputs, total: int, line: int) -> list[int] 
     return cards
 
 
-def _writes_no_weights(training: dict, then: list[dict]) -> bool:
+def _writes_no_weights(training: dict, then: list[dict], release: str) -> bool:
     """Whether the imported fit writes no snapshot and nothing saves the weights after it (then the generated script
     must not save them either: ``training.save_weights: false``)."""
-    max_iter, snapshot = training.get("max_iter"), training.get("snapshot", 10000)
+    max_iter = training.get("max_iter")
+    snapshot = api.given_or_default(training, "Model.fit", "snapshot", release)
     if not isinstance(max_iter, int) or not isinstance(snapshot, int) or "num_epochs" in training:
         return False
     writes = snapshot > 0 and (max_iter - 1) // snapshot > 0

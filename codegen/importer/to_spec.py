@@ -111,7 +111,7 @@ def _training(st: ImportState, model_call: Call) -> None:
         spec.setdefault("training", {})
     if st.then:
         spec.setdefault("training", {})["then"] = st.then
-    if st.reader_check is None and _writes_no_weights(spec["training"], st.then):
+    if st.reader_check is None and _writes_no_weights(spec["training"], st.then, st.release):
         spec["training"]["save_weights"] = False       # the source saves nothing: neither does the spec
     if st.before_fit:
         if "fit" not in st.after:
