@@ -8,8 +8,11 @@ wrong guess costs nothing but the compact form.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..features import Features
 from ..graph.build import Builder
+from ..hugectr import api as A
 from ..spec.load import LoadedSpec
 from ..spec.model import Spec
 
@@ -18,12 +21,17 @@ def _layers(job) -> list[tuple]:
     return [(l.type, l.bottoms, l.tops, l.params) for l in job.graph.layers]
 
 
+def _arg(layer: dict, name: str) -> Any:
+    """A spec layer's DenseLayer argument, else HugeCTR's default (the newest release's: these are the same in all)."""
+    return A.given_or_default(layer, "DenseLayer", name, A.RELEASES[-1])
+
+
 def _widths(layers: list[dict], start: int = 0, stop: int | None = None) -> list[int]:
-    return [int(l.get("num_output", 1)) for l in layers[start:stop] if l["type"] == "InnerProduct"]
+    return [int(_arg(l, "num_output")) for l in layers[start:stop] if l["type"] == "InnerProduct"]
 
 
 def _dropout(layers: list[dict]) -> dict:
-    rates = {l.get("dropout_rate", 0.5) for l in layers if l["type"] == "Dropout"}
+    rates = {_arg(l, "dropout_rate") for l in layers if l["type"] == "Dropout"}
     return {"dropout": rates.pop()} if len(rates) == 1 else {}
 
 
@@ -40,7 +48,7 @@ def candidates(spec: dict) -> list[dict]:
     if "MultiCross" in types:
         cross = next(l for l in layers if l["type"] == "MultiCross")
         extra = {"projection_dim": cross["projection_dim"]} if "projection_dim" in cross else {}
-        out.append({"preset": "dcn", "cross_layers": cross.get("num_layers", 1), "units": hidden, **extra,
+        out.append({"preset": "dcn", "cross_layers": _arg(cross, "num_layers"), "units": hidden, **extra,
                     **_dropout(layers)})
     if "Interaction" in types:
         k = types.index("Interaction")
@@ -67,8 +75,8 @@ def _family_candidates(layers: list[dict], types: list[str], hidden: list[int]) 
     first = {t: l for l in reversed(layers) for t in _tops(l)}   # the layer that makes each tensor
     mlps = [l for l in layers if l["type"] == "MLP"]
     if len(mlps) == 2 and "Interaction" in types:
-        out.append({"preset": "dlrm_mlp", "bottom_units": list(mlps[0].get("num_outputs", [])),
-                    "top_units": list(mlps[1].get("num_outputs", []))[:-1]})
+        out.append({"preset": "dlrm_mlp", "bottom_units": list(_arg(mlps[0], "num_outputs")),
+                    "top_units": list(_arg(mlps[1], "num_outputs"))[:-1]})
     if "mlp_out" in first:
         out.append({"preset": "ncf", "units": hidden, **_dropout(layers)})
     if "gmf_out" in first:
@@ -79,7 +87,7 @@ def _family_candidates(layers: list[dict], types: list[str], hidden: list[int]) 
     if "FusedReshapeConcat_item" in first and "reshape_user" in first:
         items, cats = first["FusedReshapeConcat_item"]["bottom"]
         out.append({"preset": "din", "user": first["reshape_user"]["bottom"], "items": items, "categories": cats,
-                    "attention_units": first["fc_att_i2"].get("num_output", 1) if "fc_att_i2" in first else 1,
+                    "attention_units": _arg(first["fc_att_i2"], "num_output") if "fc_att_i2" in first else 1,
                     "units": _widths(_named(layers, "fc_din_i"))})
     if "hist_emb_list" in first and {"reshape_user", "reshape_item_good", "reshape_item_cate"} <= set(first):
         cats, items = first["hist_emb_list"]["bottom"]
@@ -87,8 +95,8 @@ def _family_candidates(layers: list[dict], types: list[str], hidden: list[int]) 
         out.append({"preset": "bst", "user": first["reshape_user"]["bottom"], "items": items, "categories": cats,
                     "target_item": first["reshape_item_good"]["bottom"],
                     "target_category": first["reshape_item_cate"]["bottom"],
-                    "heads": mha[0].get("num_attention_heads", 1) if mha else 1,
-                    "ffn_units": first["attention_ffn1"].get("num_output", 1) if "attention_ffn1" in first else 1,
+                    "heads": _arg(mha[0], "num_attention_heads") if mha else 1,
+                    "ffn_units": _arg(first["attention_ffn1"], "num_output") if "attention_ffn1" in first else 1,
                     "pooling": "avg" if "reduce_attention_ffn_layer_norm" in first else "concat",
                     "units": _widths(_named(layers, "fc_bst_i"))[:-1]})
     towers = {"tower_units": _widths(_named(layers, "A_fc"))[:len(_named(layers, "A_relu", "ReLU"))],
