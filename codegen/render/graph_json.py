@@ -10,6 +10,7 @@ import json
 import struct
 
 from ..graph.ir import Embedding, Enum, Graph, Layer, Optimizer, Profile, TrainingJob
+from ..hugectr import api as A
 
 
 def f32(x: float) -> float:
@@ -61,12 +62,15 @@ def optimizer_block(o: Optimizer) -> dict:
     return block
 
 
-def _embedding_layer(e: Embedding) -> dict:
+def _embedding_layer(e: Embedding, p: Profile) -> dict:
+    # (a release that requires the workspace has it given: the builder refuses a spec without it there)
+    workspace = e.workspace_mb if e.workspace_mb is not None else \
+        A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name)
     hparam: dict = {
         "combiner": e.combiner,
         "embedding_vec_size": e.vec_size,
         "max_vocabulary_size_global": e.max_vocabulary_size_global,
-        "workspace_size_per_gpu_in_mb": e.workspace_mb or 0,
+        "workspace_size_per_gpu_in_mb": workspace,
     }
     if e.slot_size_array:
         hparam["slot_size_array"] = list(e.slot_size_array)
@@ -87,8 +91,7 @@ def _with_inits(block: dict, layer: Layer, weight: bool = True, bias: bool = Tru
 
 
 def _dense_layer(layer: Layer, p: Profile) -> dict:
-    d = p.dense_layer_defaults()
-    get = lambda name: layer.param(name, d.get(name))  # noqa: E731 - the effective value of an argument
+    get = layer.values.__getitem__   # every argument in effect, HugeCTR's defaults included (graph.ir.dense_values)
     out: dict = {"type": layer.type, "bottom": _names(layer.bottoms), "top": _names(layer.tops)}
     t = layer.type
     if t == "BatchNorm":
@@ -109,8 +112,8 @@ def _dense_layer(layer: Layer, p: Profile) -> dict:
         out["rate"] = f32(get("dropout_rate"))
     elif t == "SequenceMask":
         if p.has("sequence_mask_from_to"):
-            out["max_sequence_len_from"] = int(get("max_sequence_len_from") or 1)
-            out["max_sequence_len_to"] = int(get("max_sequence_len_to") or 1)
+            out["max_sequence_len_from"] = int(get("max_sequence_len_from"))
+            out["max_sequence_len_to"] = int(get("max_sequence_len_to"))
         else:
             out["max_sequence_len"] = int(get("max_sequence_len"))
     elif t == "ELU":
@@ -189,7 +192,7 @@ def graph_document(job: TrainingJob) -> dict:
     p = job.profile
     g = job.graph
     layers = [_data_layer(g, p)]
-    layers += [_embedding_layer(e) for e in g.embeddings]
+    layers += [_embedding_layer(e, p) for e in g.embeddings]
     layers += [_dense_layer(layer, p) for layer in g.analysed]
     doc: dict = {"layers": layers}
     if job.model_name and p.has("model_name"):
