@@ -105,3 +105,21 @@ def test_a_norm_and_elu_left_without_arguments_take_hugectr_s_defaults():
     """LayerNorm's eps and ELU's elu_alpha where a spec leaves them out: the table's 1e-5 and 1.0 (all releases)."""
     assert _lines("LayerNorm", {}, [Shape((4,))])[0] == "self.y = nn.LayerNorm(4, eps=1e-05)"
     assert _lines("ELU", {}, [Shape((4,))]) == ["y = F.elu(x, alpha=1.0)"]
+
+
+def test_the_import_comparison_knows_only_the_table_s_defaults():
+    """Input's dense_dim and label_dim have no default in any release (dense_dim is required; label_dim only gives way
+    to the label_dims overload from 3.5), nor SparseEmbedding's workspace up to 3.6: a side that leaves one out is a
+    difference, never matched against a default of ctrgen's own."""
+    from codegen.importer.compare import compare_call, defaults_of
+    from codegen.importer.values import Call
+
+    assert defaults_of("Input", "23.06") == {} and defaults_of("Input", "3.2") == {}
+    assert "workspace_size_per_gpu_in_mb" not in defaults_of("SparseEmbedding", "3.6")
+    assert defaults_of("SparseEmbedding", "3.7")["workspace_size_per_gpu_in_mb"] == 0
+    assert defaults_of("DataReaderParams", "23.06")["keyset"] == A.default("DataReaderParams", "keyset", "23.06")
+    given = Call("Input", [], [("label_dim", 1), ("label_name", "label"), ("dense_dim", 0), ("dense_name", "dense")], 1)
+    left_out = Call("Input", [], [("label_name", "label"), ("dense_name", "dense")], 1)
+    assert compare_call(left_out, given, "l.1") == [
+        "l.1: Input: argument 'dense_dim' only in the generated (0.0)",
+        "l.1: Input: argument 'label_dim' only in the generated (1.0)"]

@@ -15,13 +15,9 @@ from .signatures import param_names
 from .values import EnvPath, HomePath
 
 # The defaults of arguments a generated script may pass that a source may leave out come from HugeCTR's API table
-# (codegen/hugectr/api_table.json, at the release compared); these are the ones it has no plain default for: the
-# keyset list, SparseEmbedding's workspace where the bindings require it (3.2), Input's dims.
-NOT_IN_THE_API_TABLE: dict[str, dict[str, object]] = {
-    "DataReaderParams": {"keyset": []},
-    "SparseEmbedding": {"workspace_size_per_gpu_in_mb": 0},
-    "Input": {"label_dim": 1, "dense_dim": 0},
-}
+# (codegen/hugectr/api_table.json, at the release compared) and from nowhere else: an argument without a default
+# there (Input's dense_dim and label_dim, SparseEmbedding's workspace up to 3.6) is one HugeCTR requires, so one
+# side leaving it out is a difference.
 # Arguments whose value is a file path: compared by presence only ("file paths may differ"), except that a path under
 # the home folder (os.path.expanduser("~/...")) must be the same one on both sides.
 PATHS = {("DataReaderParams", "source"), ("DataReaderParams", "eval_source"), ("DataReaderParams", "keyset"),
@@ -70,8 +66,7 @@ def _equal(a: object, b: object) -> bool:
 
 
 def defaults_of(func: str, release: str | None) -> dict:
-    """HugeCTR's defaults of ``func`` in ``release`` (the newest where none is named) from the API table, over the
-    few it has no plain default for."""
+    """HugeCTR's defaults of ``func`` in ``release`` (the newest where none is named) from the API table."""
     from ..hugectr import api
 
     try:
@@ -86,7 +81,7 @@ def defaults_of(func: str, release: str | None) -> dict:
         if isinstance(d, str) and "." in d and d.split(".")[0] in api.enums():
             d = Enum(*d.split(".", 1))
         out[p.name] = d
-    return {**NOT_IN_THE_API_TABLE.get(func, {}), **out}
+    return out
 
 
 def compare_call(src: Call, gen: Call, where: str) -> list[str]:
