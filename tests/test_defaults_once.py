@@ -14,8 +14,10 @@ from codegen.graph.shapes import Shape, Target, infer
 from codegen.hugectr import api as A
 
 REPO = Path(__file__).resolve().parents[1]
-# The folders that read a built model: the builder's graph and rules, the renderers, the weights' and Triton's plans.
-READERS = ("codegen/graph", "codegen/render", "codegen/model", "codegen/weights", "codegen/triton/plan")
+# The folders that read a built model (the builder's graph and rules, the renderers, the weights' and Triton's plans)
+# and the importer, which reads HugeCTR scripts and graph JSON into a spec.
+READERS = ("codegen/graph", "codegen/render", "codegen/model", "codegen/weights", "codegen/triton/plan",
+           "codegen/importer")
 # Every parameter of any HugeCTR function that has a plain default in some release.
 API_PARAMS = frozenset(p.name for f in A.functions_ever() for r in A.RELEASES if A.has(f, r)
                        for p in A.signature(f, r) if p.default is not A.NO_DEFAULT and not isinstance(p.default, A.Unparsed))

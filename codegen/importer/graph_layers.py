@@ -294,7 +294,7 @@ def undo_auto_slices(layers: list[dict]) -> tuple[list[dict], list[str]]:
     for layer in layers:
         if layer["type"] == "Slice" and isinstance(layer["bottom"], str):
             t, tops = layer["bottom"], _tops(layer)
-            ranges = layer["params"].get("ranges", [])
+            ranges = layer["params"]["ranges"]   # (a Slice's JSON has ranges: read above, always written)
             widths = {tuple(r) for r in ranges}
             if (len(tops) >= 2 and tops == [f"{t}_slice{k}" for k in range(len(tops))] and len(widths) == 1
                     and next(iter(widths))[0] == 0 and len(ranges) == len(tops)):
