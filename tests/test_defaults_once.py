@@ -125,3 +125,14 @@ def test_the_import_comparison_knows_only_the_table_s_defaults():
     assert compare_call(left_out, given, "l.1") == [
         "l.1: Input: argument 'dense_dim' only in the generated (0.0)",
         "l.1: Input: argument 'label_dim' only in the generated (1.0)"]
+
+
+def test_every_mutant_s_text_is_where_tools_mutate_py_looks():
+    """A refactor that rewrites a line a mutant changes (as this one did BatchNorm's momentum) fails here, in the
+    suite, instead of only at `make mutate`."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tools"))
+    import mutate
+
+    assert mutate.check_texts(mutate.MUTANTS) == []

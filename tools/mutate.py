@@ -430,8 +430,8 @@ MUTANTS = (
            "(x @ self.weight[layer]).unsqueeze(-1) + self.bias[layer] + x",
            "(x @ self.weight[layer]).unsqueeze(-1) + x", "multi_cross", files=(PARITY,)),
     Mutant("torch-batchnorm-factor", "BatchNorm's factor is torch's momentum (cuDNN's exponentialAverageFactor)",
-           "codegen/render/torch_model.py", "momentum={py(float(p.get('factor', 1.0)))}",
-           "momentum={py(1.0 - float(p.get('factor', 1.0)))}", "batch_norm", files=(PARITY,)),
+           "codegen/render/torch_model.py", "momentum={py(float(p['factor']))}",
+           "momentum={py(1.0 - float(p['factor']))}", "batch_norm", files=(PARITY,)),
     # -- issue 46: an environment variable's path, the ETL cluster's host memory --
     Mutant("env-path-join", "${NAME-DEFAULT}/rest is os.path.join of the value and rest, not the value + rest",
            "codegen/runtime/contract.py", "return posixpath.join(value, env.rest) if env.joined else value + env.rest",
