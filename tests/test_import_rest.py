@@ -268,3 +268,15 @@ def test_imported_specs_with_the_new_fields_are_fixed_points_of_the_writer(tmp_p
         again = tmp_path / f"again_{name}.yaml"
         again.write_text(write_spec(loaded), encoding="utf-8")
         assert load_spec(again).spec == loaded, name
+
+
+@pytest.mark.parametrize("arg, call", [("nnz_per_slot", 'hugectr.DataReaderSparseParam("data1", is_fixed_length=False, '
+                                                         'slot_num=26)'),
+                                       ("is_fixed_length", 'hugectr.DataReaderSparseParam("data1", 2, slot_num=26)')])
+def test_a_sparse_param_without_a_required_argument_is_refused_not_completed(tmp_path: Path, arg: str, call: str):
+    """DataReaderSparseParam's nnz_per_slot and is_fixed_length have no default in any release (the API table): a
+    source without one stops with a TypeError, so the import refuses it rather than fill in 1 or False."""
+    src = tmp_path / "no_nnz.py"
+    src.write_text(NORM_DCN.replace('hugectr.DataReaderSparseParam("data1", 2, False, 26)', call), encoding="utf-8")
+    with pytest.raises(UserError, match=rf"hugectr\.DataReaderSparseParam without {arg}, which HugeCTR requires"):
+        import_source(src, "23.06")

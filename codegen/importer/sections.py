@@ -324,8 +324,12 @@ def _sparse_inputs(params: list[Call]) -> tuple[list[dict], list[tuple]]:
     for p in params:
         pk = kwargs_of(p)
         name = spec_value(pk.get("top_name"), p, "top_name")
-        nnz = spec_value(pk.get("nnz_per_slot", 1), p, "nnz_per_slot")
-        fixed = spec_value(pk.get("is_fixed_length", False), p, "is_fixed_length")
+        for arg in ("nnz_per_slot", "is_fixed_length"):   # required in every release (the API table)
+            if arg not in pk:
+                raise Refusal(f"hugectr.DataReaderSparseParam without {arg}, which HugeCTR requires (the source "
+                              "stops there with a TypeError)", p.line, f"pass {arg}")
+        nnz = spec_value(pk["nnz_per_slot"], p, "nnz_per_slot")
+        fixed = spec_value(pk["is_fixed_length"], p, "is_fixed_length")
         slot_num = spec_value(pk.get("slot_num"), p, "slot_num")
         if not isinstance(slot_num, int):
             raise Refusal("DataReaderSparseParam without slot_num", p.line)
