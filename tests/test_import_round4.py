@@ -84,7 +84,7 @@ def test_try_else_runs_only_when_nothing_raised():
     """An else block after a body that may raise is not run for certain (it was, giving the value of a run that
     did not raise)."""
     src = "x = 1\ntry:\n    y = int(open('f').read())\nexcept ValueError:\n    pass\nelse:\n    x = 2\nr = x\n"
-    g = Reader("<test>", src).run_module(ast.parse(src)).globals
+    g = Reader("<test>", src).ev.run_module(ast.parse(src)).globals
     assert type(g["r"]).__name__ == "Unknown"
 
 
