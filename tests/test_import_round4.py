@@ -132,6 +132,17 @@ def test_notebook_writes_its_script_with_unknown_text(tmp_path: Path):
     assert "no hugectr.Model" not in text
 
 
+def test_notebook_passes_the_file_it_writes_to_a_call(tmp_path: Path):
+    """print(..., file=f) writes to the script too, and no such write is followed: the text is unknown, and the
+    refusal names the call (not the text written before it)."""
+    write = 'ITERS = 1200\nwith open("mlp_train.py", "w") as f:\n    f.write(f"""W""")\n    print("# end", file=f)\n'
+    nb = _notebook(tmp_path / "nb.ipynb", "import os", write.replace("W", WRITTEN), "!python3 mlp_train.py")
+    with pytest.raises(UserError) as exc:
+        import_source(nb, "23.06")
+    assert "the text it writes cannot be known statically: the file is passed to print(...), whose writes are not " \
+           "followed (cell 2, line 54)" in exc.value.format()
+
+
 MODEL_MODULE = BASE[BASE.index("solver = hugectr.CreateSolver("):BASE.index("model.compile()")]
 HELPER = ("import hugectr as hc\n\n\ndef create_model(args, vvgpu, gpus):\n"
           + "".join("    " + line + "\n" for line in MODEL_MODULE.replace("hugectr.", "hc.").splitlines())
