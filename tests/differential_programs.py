@@ -241,7 +241,7 @@ def run_reader(source: str, home: str = HOME) -> str | None:
     """``repr(r)`` as the evaluator computes it (paths under the home folder expanded with ``home``), or None where
     it refuses (an unknown or a one-line refusal)."""
     try:
-        frame = Reader("<program>", source).run_module(ast.parse(source))
+        frame = Reader("<program>", source).ev.run_module(ast.parse(source))
     except Located:
         return None
     r = expand(frame.globals.get("r"), home)

@@ -133,8 +133,34 @@ def test_a_break_or_continue_on_an_unknown_makes_the_loop_uncertain(body: str, v
     from codegen.importer.values import Unknown
 
     src = "import os\nU = os.environ['U']\n" + body
-    r = Reader("m.py", src).run_module(__import__("ast").parse(src)).globals["r"]
+    r = Reader("m.py", src).ev.run_module(__import__("ast").parse(src)).globals["r"]
     assert isinstance(r, Unknown) if value is None else r == value
+
+
+def test_the_evaluator_alone_reads_python_and_leaves_every_module_unknown():
+    """The evaluator with no world (codegen.importer.evaluator.Nothing) computes CPython's values and knows no module:
+    what hugectr, os or any import gives is unknown, and a loop or branch on it still leaves what it assigns
+    unknown; only the Reader (its world for a training script) records hugectr calls and reads os."""
+    import ast
+
+    from codegen.importer.evaluator import Evaluator
+    from codegen.importer.values import Unknown
+
+    src = ("import hugectr, os\nimport numpy as np\nL = [3, 1, 2]\nL.sort()\nd = {k: v * 2 for k, v in zip('ab', L)}\n"
+           "m = hugectr.Model(hugectr.CreateSolver(batchsize=1))\nx = np.zeros(3)\nhome = os.path.expanduser('~')\n"
+           "n = 0\nfor i in range(len(home)):\n    n += 1\nr = (L, d, sorted(d))\n")
+    g = Evaluator("m.py", src).run_module(ast.parse(src)).globals
+    assert g["r"] == ([1, 2, 3], {"a": 2, "b": 4}, ["a", "b"])
+    for name, why in (("hugectr", ""), ("m", "'module hugectr' cannot be known statically"),
+                      ("x", "'module numpy' cannot be known statically"),
+                      ("home", "'module os' cannot be known statically"),
+                      ("n", "the loop over 'range(len(home))' has an unknown length")):
+        assert isinstance(g[name], Unknown) and g[name].why == why, (name, g[name])
+    from codegen.importer.calls import Reader
+
+    reader = Reader("m.py", src)
+    reader.ev.run_module(ast.parse(src))
+    assert [c.func for c in reader.script.all_calls] == ["CreateSolver", "Model"]
 
 
 # ---- a path under the home folder: kept as os.path.expanduser("~/..."), exactly, or refused --------------------------
@@ -174,7 +200,7 @@ def _read_home(expr: str | None):
 
     src = ("import os\np = os.path.expanduser('~/d')\np += '/x.txt'\n" if expr is None
            else f"import os\np = {expr}\n")
-    return src, Reader("m.py", src).run_module(ast.parse(src)).globals["p"]
+    return src, Reader("m.py", src).ev.run_module(ast.parse(src)).globals["p"]
 
 
 @pytest.mark.parametrize("name", sorted(HOME_EXACT))

@@ -38,7 +38,7 @@ r = (a, b, c, e, f, h, k, n, o, p, gpus)
 
 
 def _read(src: str) -> dict:
-    return Reader("<test>", src).run_module(ast.parse(src)).globals
+    return Reader("<test>", src).ev.run_module(ast.parse(src)).globals
 
 
 def test_iterator_builtins_give_python_values():

@@ -84,7 +84,7 @@ def test_try_else_runs_only_when_nothing_raised():
     """An else block after a body that may raise is not run for certain (it was, giving the value of a run that
     did not raise)."""
     src = "x = 1\ntry:\n    y = int(open('f').read())\nexcept ValueError:\n    pass\nelse:\n    x = 2\nr = x\n"
-    g = Reader("<test>", src).run_module(ast.parse(src)).globals
+    g = Reader("<test>", src).ev.run_module(ast.parse(src)).globals
     assert type(g["r"]).__name__ == "Unknown"
 
 
@@ -130,6 +130,17 @@ def test_notebook_writes_its_script_with_unknown_text(tmp_path: Path):
     text = exc.value.format()
     assert "writes t.py with open().write() and runs it, but the text it writes cannot be known statically" in text
     assert "no hugectr.Model" not in text
+
+
+def test_notebook_passes_the_file_it_writes_to_a_call(tmp_path: Path):
+    """print(..., file=f) writes to the script too, and no such write is followed: the text is unknown, and the
+    refusal names the call (not the text written before it)."""
+    write = 'ITERS = 1200\nwith open("mlp_train.py", "w") as f:\n    f.write(f"""W""")\n    print("# end", file=f)\n'
+    nb = _notebook(tmp_path / "nb.ipynb", "import os", write.replace("W", WRITTEN), "!python3 mlp_train.py")
+    with pytest.raises(UserError) as exc:
+        import_source(nb, "23.06")
+    assert "the text it writes cannot be known statically: the file is passed to print(...), whose writes are not " \
+           "followed (cell 2, line 54)" in exc.value.format()
 
 
 MODEL_MODULE = BASE[BASE.index("solver = hugectr.CreateSolver("):BASE.index("model.compile()")]

@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
         "codegen.importer": "__init__ arguments argv builtins calls compare containers embedding_collection evaluator"
                             " expressions files graph_fields graph_json graph_layers graph_read handlers known_modules modules"
                             " poison presets release_facts result scopes sections signatures source state stdlib to_spec"
-                            " values write",
+                            " values world write",
         "codegen.etl": "norm_output",  # HugeCTR Norm files from the ETL's Parquet output
         "codegen.keysets": "__init__ norm parquet raw sources write",
         "codegen.serve": "__init__ offline query raw_rows repository server",
@@ -287,6 +287,51 @@ def test_renderers_refuse_nothing():
     renderer layer imports codegen.errors, where UserError and Located are."""
     bad = [f"{name} imports {target}" for name, imported in sorted(package_graph().items()) if _layer(name) == 3
            for target in sorted(imported) if _reaches(target, ("codegen.errors",))]
+    assert bad == [], "\n".join(bad)
+
+
+# The importer's Python evaluator (issue 42): Python's own rules, nothing of HugeCTR. What a script imports and the
+# objects those modules make come from the world it is handed (codegen.importer.world.World; codegen.importer.calls
+# is the one a training script is read with). builtins and values are the value types it shares with that world.
+EVALUATOR = ("codegen.importer.evaluator", "codegen.importer.expressions", "codegen.importer.poison",
+             "codegen.importer.world", "codegen.importer.scopes", "codegen.importer.containers")
+EVALUATOR_MAY_IMPORT = ("codegen.errors", "codegen.importer.builtins", "codegen.importer.values")
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """The string constants of a module (f-string parts too), docstrings left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_the_evaluator_knows_nothing_of_hugectr():
+    """The evaluator's modules import only each other, codegen.errors and the shared value types, and no message or
+    name of theirs speaks of hugectr: HugeCTR is the world's business (codegen.importer.calls)."""
+    graph = package_graph()
+    problems = [f"{name} imports {target}" for name in EVALUATOR for target in sorted(graph[name])
+                if target not in EVALUATOR + EVALUATOR_MAY_IMPORT]
+    for name in EVALUATOR:
+        path = CODEGEN / (name.removeprefix("codegen.").replace(".", "/") + ".py")
+        problems += [f"{name}:{line}: {text!r}" for line, text in _strings(path) if "hugectr" in text.lower()]
+    assert problems == [], "\n".join(problems)
+    assert [text for _, text in _strings(CODEGEN / "importer" / "calls.py") if "which hugectr calls" in text], \
+        "the check reads string constants"
+
+
+def test_no_importer_class_is_assembled_across_files():
+    """No class of codegen/importer/ derives from a class of another of its modules (issue 42: the Reader holds its
+    evaluator; expressions and poisoning are functions over it, not mixins)."""
+    bad = []
+    for path in sorted((CODEGEN / "importer").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        from_importer = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                         and n.level == 1 for a in n.names}
+        bad += [f"{path.name}: class {n.name}({ast.unparse(b)})" for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
+                for b in n.bases if getattr(b.value if isinstance(b, ast.Attribute) else b, "id", None) in from_importer]
     assert bad == [], "\n".join(bad)
 
 

@@ -397,6 +397,10 @@ MUTANTS = (
            "    if handler is not None and handler(st, call):\n        return\n",
            "    if handler is not None:\n        handler(st, call)\n        return\n",
            "calls_after_fit or loading_before_fit", files=("tests/test_import.py",)),
+    # -- the importer's evaluator asks its world (the Reader) about what it is not: a file passed to a call (issue 42) --
+    Mutant("import-file-passed", "a file the script writes, passed to a call (print(..., file=f)), has unknown text",
+           "codegen/importer/calls.py", "                files.passed(self.script, v, node, self.ev.text(node.func))\n",
+           "                pass\n", "passes_the_file", files=("tests/test_import_round4.py",)),
     # -- the importer's evaluator: Python's value or a refusal (issue 24) --
     Mutant("eval-floordiv", "// is floor division", "codegen/importer/builtins.py",
            "ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,", "ast.FloorDiv: operator.truediv, ast.Mod: operator.mod,",

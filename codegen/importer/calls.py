@@ -1,9 +1,9 @@
 """A HugeCTR script read statically: the hugectr calls it makes, in order, with their argument values.
 
-Nothing is imported or executed: :class:`Reader` is the evaluator (:mod:`.evaluator`, Python's own value or an
-unknown) with the outside world a training script touches — the ``hugectr`` module (every call recorded as a
-:class:`Call`), the standard library (:mod:`.stdlib`) and the constants of a few third-party modules
-(:mod:`.known_modules`).
+Nothing is imported or executed: :class:`Reader` holds an evaluator (:mod:`.evaluator`, Python's own value or an
+unknown) and is its world (:class:`.world.World`), the outside a training script touches — the ``hugectr`` module
+(every call recorded as a :class:`Call`), the standard library (:mod:`.stdlib`) and the constants of a few
+third-party modules (:mod:`.known_modules`).
 
 Calls nested as arguments (``model.add(hugectr.DenseLayer(...))``) are values of their parent; a value-type object
 built first and passed by name (``layer = hugectr.DenseLayer(...); model.add(layer)``) is inlined where it is used,
@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import ast
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from typing import ContextManager
 
 from ..errors import Located
 from ..graph.ir import Enum
 from ..hugectr.versions import ENUM_TYPE_NAMES
 from . import builtins as B
+from . import expressions as X
 from . import files, stdlib
 from .evaluator import Evaluator
 from .known_modules import module_value
 from .modules import THIRD_PARTY, ModuleContext, Modules
-from .scopes import Class, Frame, Function, Unk, col_of
+from .scopes import Class, Frame, Function, Unk, col_of, expr
 from .values import Call, ModuleConstants, Namespace, Obj, Script, Unknown, value_repr
 
 __all__ = ["Call", "Obj", "Script", "Unknown", "extract", "value_repr", "STATEFUL", "DATA_METHODS"]
@@ -58,9 +60,12 @@ def _module_namespace(consts: dict) -> Namespace:
     return ModuleConstants({k: _module_namespace(v) if isinstance(v, dict) else v for k, v in consts.items()})
 
 
-class Reader(Evaluator):
+class Reader:
+    """The world of a training script (:class:`.world.World`) around its evaluator ``ev``: what it imports, the
+    hugectr calls it makes (recorded in ``script``)."""
+
     def __init__(self, filename: str, source: str, argv: list[str] | None = None, modules: Modules | None = None):
-        super().__init__(filename, source)
+        self.ev = Evaluator(filename, source, self)
         self.modules = modules or Modules()          # the script's own modules (beside it, or the notebook writes)
         self.loaded: dict[str, dict | None] = {}     # module name -> its globals (None: being read)
         self.contexts: dict[int, ModuleContext] = {}  # id of a module's globals -> what names mean there
@@ -68,20 +73,19 @@ class Reader(Evaluator):
         self.argv = argv                            # the command line it runs with (None: argparse defaults)
         self.hugectr_modules: dict[str, str] = {}   # local name -> "hugectr" / "hugectr.inference" / ...
         self.hugectr_names: dict[str, str] = {}     # local name -> qualified hugectr attribute ("Layer_t")
-        self.loop_depth_unknown = 0
 
     # ---- the module ------------------------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> Script:
-        frame = self.run_module(tree)
+        frame = self.ev.run_module(tree)
         if not any(c.func == "Model" for c in self.script.all_calls):
             # A model built in a function the module never calls statically (a thread target, a CLI callback):
             # read the first such function as if called with its defaults.
             for name, fn in list(frame.globals.items()):
                 if isinstance(fn, Function) and isinstance(fn.node, ast.FunctionDef) \
-                        and "Model(" in (ast.get_source_segment(self.source, fn.node) or ""):
+                        and "Model(" in (ast.get_source_segment(self.ev.source, fn.node) or ""):
                     self.script.notes.append((fn.node.lineno, f"function {name}() is not called statically; read "
                                                               "as if called with its default arguments"))
-                    self.call_function(fn, [], self._unknown_arguments(fn), fn.node)
+                    X.call_function(self.ev, fn, [], self._unknown_arguments(fn), fn.node)
                     break
         return self.script
 
@@ -103,9 +107,9 @@ class Reader(Evaluator):
                 bound = a.name if a.asname else a.name.split(".")[0]
                 own = self._own_module(a.name, node)
                 if own is not None and (a.asname or "." not in a.name):
-                    self.bind(frame, a.asname or bound, Namespace(own))
+                    self.ev.bind(frame, a.asname or bound, Namespace(own))
                     continue
-                self.bind(frame, a.asname or bound, self._module(bound, node))
+                self.ev.bind(frame, a.asname or bound, self._module(bound, node))
             return
         mod = node.module or ""
         for a in node.names:
@@ -119,10 +123,10 @@ class Reader(Evaluator):
             elif (own := self._own_module(mod, node) if node.level == 0 else None) is not None:
                 names = [k for k in own if not k.startswith("_")] if a.name == "*" else [a.name]
                 for k in names:
-                    self.bind(frame, local if a.name != "*" else k, own[k] if k in own else Unknown(
+                    self.ev.bind(frame, local if a.name != "*" else k, own[k] if k in own else Unknown(
                         f"{mod}.{k}", node.lineno, col_of(node), f"module {mod} defines no {k} statically"))
             elif a.name != "*":
-                self.bind(frame, local, self._module(f"{mod}.{a.name}", node))
+                self.ev.bind(frame, local, self._module(f"{mod}.{a.name}", node))
 
     def _own_module(self, dotted: str, node: ast.stmt) -> dict | None:
         """The globals of the script's own module ``dotted`` (read once, never executed), or None."""
@@ -152,7 +156,7 @@ class Reader(Evaluator):
         self.loaded[dotted] = None
         self.contexts[id(frame.globals)] = ctx
         with self._in_module(ctx):
-            self.exec_body(tree.body, frame)
+            self.ev.exec_body(tree.body, frame)
         self.loaded[dotted] = frame.globals
         self.script.notes.append((node.lineno, f"module {dotted} read from {filename} (never executed)"))
         return frame.globals
@@ -160,21 +164,22 @@ class Reader(Evaluator):
     @contextmanager
     def _in_module(self, ctx: ModuleContext):
         """Names, hugectr aliases and source text of module ``ctx`` while its code runs."""
-        saved = ModuleContext(self.filename, self.source, self.hugectr_modules, self.hugectr_names)
-        self.filename, self.source, self.hugectr_modules, self.hugectr_names = \
+        ev = self.ev
+        saved = ModuleContext(ev.filename, ev.source, self.hugectr_modules, self.hugectr_names)
+        ev.filename, ev.source, self.hugectr_modules, self.hugectr_names = \
             ctx.filename, ctx.source, ctx.hugectr_modules, ctx.hugectr_names
         try:
             yield
         finally:
-            self.filename, self.source, self.hugectr_modules, self.hugectr_names = \
+            ev.filename, ev.source, self.hugectr_modules, self.hugectr_names = \
                 saved.filename, saved.source, saved.hugectr_modules, saved.hugectr_names
 
-    def call_function(self, fn: Function, args: list, kwargs: dict, node: ast.AST) -> object:
+    def function_context(self, fn: Function) -> ContextManager[object]:
+        """A function of one of the script's own modules runs with that module's names and text."""
         ctx = self.contexts.get(id(fn.frame.globals))
-        if ctx is None or ctx.source is self.source:
-            return super().call_function(fn, args, kwargs, node)
-        with self._in_module(ctx):
-            return super().call_function(fn, args, kwargs, node)
+        if ctx is None or ctx.source is self.ev.source:
+            return nullcontext()
+        return self._in_module(ctx)
 
     def _module(self, dotted: str, node: ast.stmt) -> object:
         if dotted in stdlib.MODULES or dotted in ("mpi4py.MPI",):
@@ -261,7 +266,7 @@ class Reader(Evaluator):
             d = p.default
             if isinstance(d, str) and "." in d and d.split(".")[0] in api.enums():
                 d = Enum(*d.split(".", 1))
-            self.script.notes.append((node.lineno, f"{self.text(node)}: not passed to hugectr.{call.func}; "
+            self.script.notes.append((node.lineno, f"{self.ev.text(node)}: not passed to hugectr.{call.func}; "
                                                    f"HugeCTR's default {value_repr(d)} used"))
             return list(d) if isinstance(d, list) else d
         raise Unk(f"hugectr.{call.func} has no attribute {node.attr!r} known statically")
@@ -269,45 +274,45 @@ class Reader(Evaluator):
     # ---- calls -------------------------------------------------------------------------------------------------
     def call_other(self, node: ast.Call, func: object, frame: Frame) -> object:
         if isinstance(func, HugeCTRFunc):
-            args, kwargs = self.call_args(node, frame)
+            args, kwargs = X.call_args(self.ev, node, frame)
             return self.record(func.path, args, list(kwargs.items()), node, receiver=None)
         if isinstance(func, stdlib.Module):
-            args, kwargs = self.call_args(node, frame)
+            args, kwargs = X.call_args(self.ev, node, frame)
             return stdlib.call(self, node, func, args, kwargs)
         if func is files.OPEN:
-            args, kwargs = self.call_args(node, frame)
+            args, kwargs = X.call_args(self.ev, node, frame)
             return files.open_file(self.script, args, kwargs, node, self._uncertain_why())
         if func in stdlib.STR_FUNCS.values():
-            args, kwargs = self.call_args(node, frame)
+            args, kwargs = X.call_args(self.ev, node, frame)
             B.need_plain(*args, *kwargs.values())
-            return self.expr(node, lambda: func(*args, **kwargs))  # type: ignore[operator]
-        self.call_args(node, frame)      # hugectr calls inside the arguments still count
+            return expr(node, lambda: func(*args, **kwargs))  # type: ignore[operator]
+        X.call_args(self.ev, node, frame)      # hugectr calls inside the arguments still count
         B.need(func)
-        raise Unk(f"{self.text(node.func)}(...) is not modelled")
+        raise Unk(f"{self.ev.text(node.func)}(...) is not modelled")
 
     def call_method_other(self, node: ast.Call, base: object, frame: Frame) -> object:
         attr = node.func.attr  # type: ignore[attr-defined]
         if isinstance(base, Obj):
-            args, kwargs = self.call_args(node, frame)
+            args, kwargs = X.call_args(self.ev, node, frame)
             owner = base.type.split(".")[0] if base.type in STATEFUL else base.type
             recv = node.func.value.id if isinstance(node.func.value, ast.Name) else None  # type: ignore
             return self.record(f"{owner}.{attr}", args, list(kwargs.items()), node, receiver=recv)
         if isinstance(base, stdlib.Parser):
-            args, kwargs = self.call_args(node, frame)
+            args, kwargs = X.call_args(self.ev, node, frame)
             return stdlib.parser_method(self, node, base, args, kwargs)
         if isinstance(base, files.WrittenFile) and not node.keywords:
-            args, _ = self.call_args(node, frame)
+            args, _ = X.call_args(self.ev, node, frame)
             return files.file_method(self.script, base, attr, args, node, self._uncertain_why())
         if attr in ("Get_size", "Get_rank") and not node.args:
             return stdlib.mpi_world(self, node)
         if isinstance(base, (stdlib.Module, B.Builtin)):
             func = self.attribute_other(base, node.func, frame)  # type: ignore[arg-type]
             return self.call_other(node, func, frame)
-        self.call_args(node, frame)
+        X.call_args(self.ev, node, frame)
         B.need(base)
-        raise Unk(f"{self.text(node.func)}(...) is not modelled")
+        raise Unk(f"{self.ev.text(node.func)}(...) is not modelled")
 
-    def call_value(self, func: object, args: list, node: ast.Call) -> object:
+    def call_value_other(self, func: object, args: list, node: ast.Call) -> object:
         if func in stdlib.STR_FUNCS.values():            # map(str.strip, ...)
             B.need_plain(*args)
             return func(*args)  # type: ignore[operator]
@@ -316,21 +321,20 @@ class Reader(Evaluator):
             return stdlib.PURE[func.name](*args)
         if isinstance(func, HugeCTRFunc):
             raise Unk(f"hugectr.{func.path} passed as a function value is not modelled")
-        return super().call_value(func, args, node)
+        B.need(func)
+        raise Unk("a function value that is not the script's own or a modelled builtin is not modelled")
 
-    def call_args(self, node: ast.Call, frame: Frame) -> tuple[list, dict]:
-        args, kwargs = super().call_args(node, frame)
-        for v in [*args, *kwargs.values()]:
+    def passed(self, node: ast.Call, values: list) -> None:
+        for v in values:
             if isinstance(v, files.WrittenFile):     # print(..., file=f), json.dump(x, f): text not followed
-                files.passed(self.script, v, node, self.text(node.func))
-        return args, kwargs
+                files.passed(self.script, v, node, self.ev.text(node.func))
 
     def _uncertain_why(self) -> str | None:
-        region = self.uncertain
+        region = self.ev.uncertain
         return None if region is None else region.why
 
     def read_only_skipped(self, call: ast.Call) -> None:
-        note = (call.lineno, f"{self.text(call.func)}(...) only reads its arguments: not followed, and what it "
+        note = (call.lineno, f"{self.ev.text(call.func)}(...) only reads its arguments: not followed, and what it "
                              "reads is left as it was")
         if note not in self.script.notes:
             self.script.notes.append(note)
@@ -350,19 +354,18 @@ class Reader(Evaluator):
     def instantiated(self, cls: Class) -> None:
         self.script.unread = [u for u in self.script.unread if u[1] != f"class {cls.node.name}"]
 
-    def s_ClassDef(self, node: ast.ClassDef, frame: Frame) -> None:
-        super().s_ClassDef(node, frame)
-        if "Model(" in (ast.get_source_segment(self.source, node) or ""):
+    def class_defined(self, node: ast.ClassDef) -> None:
+        if "Model(" in (ast.get_source_segment(self.ev.source, node) or ""):
             # Read when instantiated; a model class the module never instantiates statically is refused.
             self.script.unread.append((node.lineno, f"class {node.name}"))
 
-    def hugectr_made(self) -> int:
+    def effects_made(self) -> int:
         return len(self.script.all_calls)
 
     def unroll_limit(self, node: ast.For) -> int | None:
         return MAX_UNROLL if _may_call(node.body) else None
 
-    def uncertain_calls(self, node: ast.stmt, why: str, loop: bool) -> None:
+    def uncertain_effects(self, node: ast.stmt, why: str, loop: bool) -> None:
         if loop:
             # refused by the mapper; the hugectr functions the loop calls say what it is (building layers, training)
             end = getattr(node, "end_lineno", node.lineno) or node.lineno
@@ -370,12 +373,13 @@ class Reader(Evaluator):
             self.script.loops.append(node.lineno)
             self.script.loop_calls.append((funcs, why))
             return
-        super().uncertain_calls(node, why, loop)
+        raise Located(f"which hugectr calls run depends on a value that cannot be known statically: {why}",
+                      node.lineno, "pass the values with --args, or write them as literals", col=col_of(node))
 
     def record(self, func: str, args: list, kwargs: list, node: ast.Call, receiver: str | None) -> object:
         if len(self.script.all_calls) > 50_000:
             raise ScriptError("too many hugectr calls to read statically", node.lineno)
-        region = self.uncertain
+        region = self.ev.uncertain
         call = Call(func=func, args=args, kwargs=kwargs, line=node.lineno, in_loop=region is not None,
                     receiver=receiver)
         # Arguments that are calls made just now (nested) are values of this call, not statements.

@@ -1,9 +1,15 @@
 """What the evaluator knows of Python's containers and strings: the methods it models on each (and what each
-needs), and how CPython's compiler folds a set display of constants."""
+needs), calling them, and how CPython's compiler folds a set display of constants."""
 
 from __future__ import annotations
 
 import ast
+from typing import Any
+
+from . import builtins as B
+from .scopes import Unk, expr
+from .values import Unknown, comparable
+from .world import Context
 
 # Methods of the built-in containers and strings, by what they need: (mutates, needs plain arguments).
 LIST_METHODS = {"append": (True, False), "extend": (True, False), "insert": (True, False), "pop": (True, False),
@@ -47,3 +53,37 @@ def set_in_order(elts: list) -> set:
     for e in elts:
         out.add(e)
     return out
+
+
+def call_method(ev: Context, node: ast.Call, base: Any, args: list, kwargs: dict) -> object:
+    """``base.attr(*args, **kwargs)`` on a list, dict, set or string: CPython's result, or unknown where it
+    cannot be exact (an unknown argument, a change under an uncertain region)."""
+    attr = node.func.attr  # type: ignore[attr-defined]
+    if isinstance(base, str):
+        if attr not in STR_METHODS:
+            raise Unk(f"str.{attr} is not modelled")
+        if attr == "join":
+            parts = B.items_of(args[0]) if len(args) == 1 else args
+            B.need_plain(parts)
+            return expr(node, lambda: base.join(parts))
+        if attr == "format":
+            B.need_text(*args, *kwargs.values())
+        else:
+            B.need_plain(*args, *kwargs.values())
+        return expr(node, lambda: getattr(base, attr)(*args, **kwargs))
+    table = LIST_METHODS if isinstance(base, list) else DICT_METHODS if isinstance(base, dict) else SET_METHODS
+    if attr not in table:
+        raise Unk(f"{type(base).__name__}.{attr} is not modelled")
+    mutates, needs_plain = table[attr]
+    if needs_plain or isinstance(base, set):
+        B.need_plain(*args, *kwargs.values())
+    else:
+        B.need(*(a for a in args if isinstance(a, Unknown)))
+    if attr in ("extend", "update") and args and not isinstance(args[0], (dict, set, frozenset)):
+        args = [B.items_of(args[0]), *args[1:]]
+    if isinstance(base, dict) and attr in ("get", "pop", "setdefault") and args and not comparable(args[0]):
+        raise Unk("this key is not modelled")
+    if mutates and ev.uncertain is not None:
+        ev.taint(base)
+        raise Unk("changed where it cannot be known how often")
+    return expr(node, lambda: getattr(base, attr)(*args, **kwargs))

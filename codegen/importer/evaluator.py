@@ -6,65 +6,42 @@ evaluated once), control flow (``for``/``while`` with ``break``/``continue``/``e
 exceptions its operations raise, ``return``) and object identity (lists, dicts and sets are shared, never copied).
 Whatever it cannot follow exactly becomes an :class:`Unknown`, and a region whose effect depends on one (a loop of
 unknown length, a branch on an unknown condition) leaves every name it assigns unknown and every container it
-mutates *tainted* (read back as unknown). Subclasses add the outside world through :meth:`Evaluator.call_other`
-and :meth:`Evaluator.attribute_other` (:mod:`.calls`: hugectr; :mod:`.stdlib`: argparse, os, math).
+mutates *tainted* (read back as unknown).
+
+One class, :class:`Evaluator`: the state and the statements. Expressions (:mod:`.expressions`) and what uncertain
+code may have changed (:mod:`.poison`) are functions over it. It knows Python only: what a script imports and the
+objects those modules make come from the :class:`.world.World` it is given (:class:`Nothing` models none;
+:class:`.calls.Reader` holds an evaluator and is the world of a training script).
 """
 
 from __future__ import annotations
 
 import ast
+from contextlib import nullcontext
+from typing import ContextManager
 
 from ..errors import Located
 from . import builtins as B
-from .expressions import Expressions
-from .poison import Poisoning
-from .values import Unknown
+from . import expressions as X
+from . import poison as P
 from .scopes import (MAX_STEPS, Break, Budget, Class, Continue, Escape, Frame, Function, Instance, Raised, Region,
-                     Return, Unk, col_of, scope_of, stored_names)
+                     Return, Unk, col_of, expr, stored_names)
+from .values import Unknown
+from .world import World
 
 
-class Evaluator(Poisoning, Expressions):
+class Evaluator:
     """Reads a module: statements in order, expressions to values (see the module docstring)."""
 
-    def __init__(self, filename: str, source: str):
+    def __init__(self, filename: str, source: str, world: World | None = None):
         self.filename = filename
         self.source = source
+        self.world: World = world if world is not None else Nothing(self)
         self.budget = Budget()
         self.tainted: dict[int, object] = {}       # id -> container an uncertain region may have changed
         self.unknowns = 0                           # unknowns made so far (a try body that made one may raise)
-        self.try_marks: list[list[int | None]] = []  # per open try body: hugectr calls made at its first unknown
+        self.try_marks: list[list[int | None]] = []  # per open try body: the world's effects at its first unknown
         self.loop_depth = 0                         # loops whose body is running
-
-    # ---- hooks -------------------------------------------------------------------------------------------------
-    def call_other(self, node: ast.Call, func: object, frame: Frame) -> object:
-        """A call of something that is not the script's own function or a modelled builtin."""
-        self.call_args(node, frame)
-        raise Unk(f"{self.text(node.func)}(...) is not modelled")
-
-    def attribute_other(self, base: object, node: ast.Attribute, frame: Frame) -> object:
-        raise Unk(f"attribute {node.attr!r} is not modelled")
-
-    def name_other(self, name: str, node: ast.Name) -> object:
-        """A name no scope binds (NameError in Python unless a star import provides it)."""
-        raise Unk(f"name {name!r} is not defined statically")
-
-    def import_module(self, node: ast.Import | ast.ImportFrom, frame: Frame) -> None:
-        for a in node.names:
-            self.bind(frame, (a.asname or a.name).split(".")[0], Unknown(f"module {a.name}", node.lineno))
-
-    def call_method_other(self, node: ast.Call, base: object, frame: Frame) -> object:
-        """``base.attr(...)`` where ``base`` is not a container, string or the script's own object."""
-        self.call_args(node, frame)
-        B.need(base)
-        raise Unk(f"{self.text(node.func)}(...) is not modelled")
-
-    def resolve_dotted(self, node: ast.expr) -> object:
-        """A dotted name the subclass knows without evaluating its parts (``hugectr.Layer_t.ReLU``), or None."""
-        return None
-
-    def unroll_limit(self, node: ast.For) -> int | None:
-        """The most iterations a known ``for`` is followed for (None: the step budget only)."""
-        return None
 
     def run_module(self, tree: ast.Module) -> Frame:
         frame = Frame({"__name__": "__main__"}, {})
@@ -76,10 +53,6 @@ class Evaluator(Poisoning, Expressions):
                           "read a script that runs to its end") from None
         return frame
 
-    def hugectr_made(self) -> int:
-        """How many hugectr calls were recorded so far (an uncertain region must make none)."""
-        return 0
-
     # ---- helpers -----------------------------------------------------------------------------------------------
     def text(self, node: ast.AST) -> str:
         return ast.get_source_segment(self.source, node) or ast.dump(node)[:60]
@@ -89,7 +62,7 @@ class Evaluator(Poisoning, Expressions):
         for mark in reversed(self.try_marks):   # an inner try's first unknown is its outer ones' too, if first
             if mark[0] is not None:
                 break
-            mark[0] = self.hugectr_made()
+            mark[0] = self.world.effects_made()
         col = getattr(node, "col_offset", None)
         return Unknown(self.text(node), getattr(node, "lineno", 0), None if col is None else col + 1, why)
 
@@ -133,7 +106,7 @@ class Evaluator(Poisoning, Expressions):
             return frame.globals[name]
         if name in B.BUILTINS:
             return B.BUILTINS[name]
-        return self.name_other(name, node)
+        return self.world.name_other(name, node)
 
     def bind(self, frame: Frame, name: str, value: object) -> None:
         target = frame.locals
@@ -157,17 +130,17 @@ class Evaluator(Poisoning, Expressions):
         self.step(node)
         method = getattr(self, "s_" + type(node).__name__, None)
         if method is None:
-            self.poison([node], frame, f"{type(node).__name__} statements are not modelled")
+            P.poison(self, [node], frame, f"{type(node).__name__} statements are not modelled")
             return
         try:
             method(node, frame)
         except Unk as u:
             # A statement whose effect cannot be followed (an unknown subscript target, ...): what it may change
             # is unknown from here on.
-            self.poison([node], frame, u.why or "this statement cannot be followed statically")
+            P.poison(self, [node], frame, u.why or "this statement cannot be followed statically")
 
     def s_Expr(self, node: ast.Expr, frame: Frame) -> None:
-        self.eval(node.value, frame)
+        X.evaluate(self, node.value, frame)
 
     def s_Pass(self, node: ast.Pass, frame: Frame) -> None:
         pass
@@ -184,63 +157,61 @@ class Evaluator(Poisoning, Expressions):
         raise Continue()
 
     def s_Return(self, node: ast.Return, frame: Frame) -> None:
-        raise Return(self.eval(node.value, frame) if node.value is not None else None)
+        raise Return(X.evaluate(self, node.value, frame) if node.value is not None else None)
 
     def s_Import(self, node: ast.Import, frame: Frame) -> None:
-        self.import_module(node, frame)
+        self.world.import_module(node, frame)
 
     s_ImportFrom = s_Import
 
     def s_Assign(self, node: ast.Assign, frame: Frame) -> None:
-        value = self.eval(node.value, frame)
+        value = X.evaluate(self, node.value, frame)
         for target in node.targets:
-            self.assign(target, value, frame, node)
+            X.assign(self, target, value, frame, node)
 
     def s_AnnAssign(self, node: ast.AnnAssign, frame: Frame) -> None:
         if node.value is not None:
-            self.assign(node.target, self.eval(node.value, frame), frame, node)
+            X.assign(self, node.target, X.evaluate(self, node.value, frame), frame, node)
 
     def s_AugAssign(self, node: ast.AugAssign, frame: Frame) -> None:
         t = node.target
         if isinstance(t, ast.Name):
-            cur = self.eval(ast.copy_location(ast.Name(t.id, ast.Load()), t), frame)
-            self.assign(t, self.augmented(node, cur, frame), frame, node)
+            cur = X.evaluate(self, ast.copy_location(ast.Name(t.id, ast.Load()), t), frame)
+            X.assign(self, t, self.augmented(node, cur, frame), frame, node)
         elif isinstance(t, ast.Subscript):
-            base = self.eval(t.value, frame)
-            key = self.eval(t.slice, frame)
-            cur = self.expr(node, lambda: B.subscript(base, key))
-            self.store_item(base, key, self.augmented(node, cur, frame), node)
+            base = X.evaluate(self, t.value, frame)
+            key = X.evaluate(self, t.slice, frame)
+            cur = expr(node, lambda: B.subscript(base, key))
+            X.store_item(self, base, key, self.augmented(node, cur, frame), node)
         elif isinstance(t, ast.Attribute):
-            base = self.eval(t.value, frame)
-            cur = self.eval(ast.copy_location(ast.Attribute(t.value, t.attr, ast.Load()), t), frame)
-            self.store_attr(base, t.attr, self.augmented(node, cur, frame), node)
+            base = X.evaluate(self, t.value, frame)
+            cur = X.evaluate(self, ast.copy_location(ast.Attribute(t.value, t.attr, ast.Load()), t), frame)
+            X.store_attr(self, base, t.attr, self.augmented(node, cur, frame), node)
 
     def augmented(self, node: ast.AugAssign, cur: object, frame: Frame) -> object:
-        right = self.eval(node.value, frame)
+        right = X.evaluate(self, node.value, frame)
         if isinstance(cur, (list, dict, set)) and self.uncertain is not None:
             self.taint(cur)                                   # += on a list changes it in place
             return cur
-        return self.expr(node, lambda: B.binop(type(node.op), cur, right, inplace=True))
+        return expr(node, lambda: B.binop(type(node.op), cur, right, inplace=True))
 
     def s_Delete(self, node: ast.Delete, frame: Frame) -> None:
-        self.poison([node], frame, "del is not modelled")
+        P.poison(self, [node], frame, "del is not modelled")
 
     def s_FunctionDef(self, node: ast.FunctionDef, frame: Frame) -> None:
         if node.decorator_list:
             self.bind(frame, node.name, self.unknown(node, "a decorated function is not modelled"))
             return
-        self.bind(frame, node.name, self.make_function(node, frame))
+        self.bind(frame, node.name, X.make_function(self, node, frame))
 
     def s_AsyncFunctionDef(self, node: ast.AsyncFunctionDef, frame: Frame) -> None:
         self.bind(frame, node.name, self.unknown(node, "async functions are not modelled"))
 
-    def make_function(self, node: ast.FunctionDef | ast.Lambda, frame: Frame) -> Function:
-        defaults = [self.eval(d, frame) for d in node.args.defaults]
-        kw_defaults = [None if d is None else self.eval(d, frame) for d in node.args.kw_defaults]
-        name = node.name if isinstance(node, ast.FunctionDef) else "<lambda>"
-        return Function(node, frame, defaults, kw_defaults, scope_of(node), name)
-
     def s_ClassDef(self, node: ast.ClassDef, frame: Frame) -> None:
+        self._class(node, frame)
+        self.world.class_defined(node)
+
+    def _class(self, node: ast.ClassDef, frame: Frame) -> None:
         if node.bases or node.keywords or node.decorator_list:
             # Inheritance (an nn.Module, a dataclass): attribute lookup through bases is not modelled.
             self.bind(frame, node.name, self.unknown(node, "a class with bases or decorators is not modelled"))
@@ -253,7 +224,7 @@ class Evaluator(Poisoning, Expressions):
                                (), frame.depth)
         for stmt in node.body:
             if isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list:
-                ns[stmt.name] = self.make_function(stmt, frame)
+                ns[stmt.name] = X.make_function(self, stmt, frame)
             elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Pass, ast.Expr)):
                 self.exec_stmt(stmt, body_frame)
             else:
@@ -261,7 +232,7 @@ class Evaluator(Poisoning, Expressions):
         self.bind(frame, node.name, Class(node, ns))
 
     def s_If(self, node: ast.If, frame: Frame) -> None:
-        cond = self.truth(node.test, frame)
+        cond = X.truth(self, node.test, frame)
         if isinstance(cond, Unknown):
             self.uncertain_run([node.body, node.orelse], frame, node, f"the condition {self.text(node.test)!r} "
                                "cannot be known statically")
@@ -271,9 +242,9 @@ class Evaluator(Poisoning, Expressions):
             self.exec_body(node.orelse, frame)
 
     def s_While(self, node: ast.While, frame: Frame) -> None:
-        made = self.hugectr_made()
+        made = self.world.effects_made()
         while True:
-            cond = self.truth(node.test, frame)
+            cond = X.truth(self, node.test, frame)
             if isinstance(cond, Unknown):
                 self.uncertain_run([node.body, node.orelse], frame, node, f"the loop condition "
                                    f"{self.text(node.test)!r} cannot be known statically", loop=True)
@@ -302,8 +273,8 @@ class Evaluator(Poisoning, Expressions):
                 self.uncertain_run([node.body, node.orelse], frame, node, why, loop=True, target=target)
             except Escape:
                 pass
-            if self.hugectr_made() > made:
-                self.uncertain_calls(node, why, True)
+            if self.world.effects_made() > made:
+                self.world.uncertain_effects(node, why, True)
             self.loop_depth += 1
             return True
         finally:
@@ -311,33 +282,33 @@ class Evaluator(Poisoning, Expressions):
         return False
 
     def s_For(self, node: ast.For, frame: Frame) -> None:
-        it = self.iter_source(node.iter, frame)
-        items = self.iterate(it, node.iter, whole=False)
-        limit = self.unroll_limit(node)
+        it = X.iter_source(self, node.iter, frame)
+        items = X.iterate(self, it, node.iter, whole=False)
+        limit = self.world.unroll_limit(node)
         if not isinstance(items, Unknown) and limit is not None and len(items) > limit:
             items = self.unknown(node.iter, f"a loop of {len(items)} iterations is not unrolled")
         if isinstance(items, Unknown):
             self.uncertain_run([node.body, node.orelse], frame, node, f"the loop over {self.text(node.iter)!r} "
                                "has an unknown length", loop=True, target=node.target)
             return
-        made = self.hugectr_made()
+        made = self.world.effects_made()
         for item in items:
             self.step(node)
-            self.assign(node.target, item, frame, node)
+            X.assign(self, node.target, item, frame, node)
             if self._iteration(node, frame, made):
                 return
         self.exec_body(node.orelse, frame)
 
     def s_With(self, node: ast.With, frame: Frame) -> None:
         for item in node.items:
-            v = self.eval(item.context_expr, frame)
+            v = X.evaluate(self, item.context_expr, frame)
             if item.optional_vars is not None:
                 value = v if not isinstance(v, Unknown) else self.unknown(item.context_expr, v.why)
-                self.assign(item.optional_vars, value, frame, node)
+                X.assign(self, item.optional_vars, value, frame, node)
         self.exec_body(node.body, frame)
 
     def s_Try(self, node: ast.Try, frame: Frame) -> None:
-        made, calls = self.unknowns, self.hugectr_made()
+        made, calls = self.unknowns, self.world.effects_made()
         mark: list[int | None] = [None]
         self.try_marks.append(mark)
         try:
@@ -365,23 +336,20 @@ class Evaluator(Poisoning, Expressions):
         """An operation on an unknown in the body may raise when the script runs: which handler runs, how much of
         the body, and whether the else block runs, are not known."""
         why = "an operation in the try block may raise when the script runs"
-        if first is not None and calls < first == self.hugectr_made():
-            # Every hugectr call of the body came before the first operation that may raise (try: model.fit(...);
-            # then code the evaluator does not model): the calls run either way; the rest is an uncertain region.
-            self.try_rest_skipped(node, first)
-            self.poison(node.body, frame, why)
+        if first is not None and calls < first == self.world.effects_made():
+            # Every effect of the body came before the first operation that may raise (try: model.fit(...); then
+            # code the evaluator does not model): the effects happen either way; the rest is an uncertain region.
+            self.world.try_rest_skipped(node, first)
+            P.poison(self, node.body, frame, why)
             self.uncertain_run([*(h.body for h in node.handlers), node.orelse], frame, node, why)
             return
         self.uncertain_run([node.body, *(h.body for h in node.handlers), node.orelse], frame, node, why)
-
-    def try_rest_skipped(self, node: ast.Try, calls: int) -> None:
-        """Hook: the first ``calls`` hugectr calls of a try body ran for certain, what follows them may not."""
 
     def handler_for(self, r: Raised, node: ast.Try, frame: Frame) -> ast.ExceptHandler | None:
         for h in node.handlers:
             if h.type is None:
                 return h
-            t = self.eval(h.type, frame)
+            t = X.evaluate(self, h.type, frame)
             types = t if isinstance(t, tuple) else (t,)
             if not all(isinstance(x, type) and issubclass(x, BaseException) for x in types):
                 raise Located("the exception an except clause catches cannot be known statically",
@@ -391,12 +359,12 @@ class Evaluator(Poisoning, Expressions):
         return None
 
     def s_Raise(self, node: ast.Raise, frame: Frame) -> None:
-        exc = self.eval(node.exc, frame) if node.exc is not None else None
+        exc = X.evaluate(self, node.exc, frame) if node.exc is not None else None
         if isinstance(exc, type) and issubclass(exc, BaseException):
-            exc = self.expr(node, lambda: exc())  # type: ignore[misc,operator]
+            exc = expr(node, lambda: exc())  # type: ignore[misc,operator]
         if not isinstance(exc, BaseException) and isinstance(node.exc, ast.Call):
             # RuntimeError(f"... {value}"): the type is known, the message only when the script runs.
-            cls = self.eval(node.exc.func, frame)
+            cls = X.evaluate(self, node.exc.func, frame)
             if isinstance(cls, type) and issubclass(cls, BaseException):
                 exc = cls("(its message is known only when the script runs)")
         if isinstance(exc, BaseException):
@@ -407,7 +375,7 @@ class Evaluator(Poisoning, Expressions):
                       "read a script that runs to its end", col=col_of(node))
 
     def s_Assert(self, node: ast.Assert, frame: Frame) -> None:
-        cond = self.truth(node.test, frame)
+        cond = X.truth(self, node.test, frame)
         if cond is False:
             raise Raised(AssertionError(), node.lineno)
 
@@ -416,12 +384,12 @@ class Evaluator(Poisoning, Expressions):
                       loop: bool = False, target: ast.expr | None = None) -> None:
         """Code that may run any number of times, or not at all: run once with every assignment to an existing
         scope unknown and every mutation a taint; then do the same for what the run did not reach."""
-        region = Region(frame.depth, why, self.hugectr_made(), self.loop_depth)
+        region = Region(frame.depth, why, self.world.effects_made(), self.loop_depth)
         self.budget.regions.append(region)
         self.loop_depth += loop
         try:
             if target is not None:
-                self.assign(target, self.unknown(target, why), frame, node)
+                X.assign(self, target, self.unknown(target, why), frame, node)
             for body in bodies:
                 try:
                     self.exec_body(body, frame)
@@ -439,12 +407,68 @@ class Evaluator(Poisoning, Expressions):
         finally:
             self.loop_depth -= loop
             self.budget.regions.pop()
-        self.poison(bodies[0] + [s for b in bodies[1:] for s in b], frame, why)
-        if self.hugectr_made() > region.hugectr:
-            self.uncertain_calls(node, why, loop)
+        P.poison(self, bodies[0] + [s for b in bodies[1:] for s in b], frame, why)
+        if self.world.effects_made() > region.effects:
+            self.world.uncertain_effects(node, why, loop)
         if region.escaped and not any(r.loops == region.loops for r in self.budget.regions):
             raise Escape(why)       # the outermost such region: the loop itself must hear of it
 
-    def uncertain_calls(self, node: ast.stmt, why: str, loop: bool) -> None:
-        raise Located(f"which hugectr calls run depends on a value that cannot be known statically: {why}",
-                      node.lineno, "pass the values with --args, or write them as literals", col=col_of(node))
+
+class Nothing:
+    """The world of a script that imports nothing: every module, and whatever is not Python's own, is unknown."""
+
+    def __init__(self, ev: Evaluator):
+        self.ev = ev
+
+    def name_other(self, name: str, node: ast.Name) -> object:
+        raise Unk(f"name {name!r} is not defined statically")
+
+    def import_module(self, node: ast.Import | ast.ImportFrom, frame: Frame) -> None:
+        for a in node.names:
+            self.ev.bind(frame, (a.asname or a.name).split(".")[0], Unknown(f"module {a.name}", node.lineno))
+
+    def resolve_dotted(self, node: ast.expr) -> object:
+        return None
+
+    def attribute_other(self, base: object, node: ast.Attribute, frame: Frame) -> object:
+        raise Unk(f"attribute {node.attr!r} is not modelled")
+
+    def call_other(self, node: ast.Call, func: object, frame: Frame) -> object:
+        X.call_args(self.ev, node, frame)
+        raise Unk(f"{self.ev.text(node.func)}(...) is not modelled")
+
+    def call_method_other(self, node: ast.Call, base: object, frame: Frame) -> object:
+        X.call_args(self.ev, node, frame)
+        B.need(base)
+        raise Unk(f"{self.ev.text(node.func)}(...) is not modelled")
+
+    def call_value_other(self, func: object, args: list, node: ast.Call) -> object:
+        B.need(func)
+        raise Unk("a function value that is not the script's own or a modelled builtin is not modelled")
+
+    def passed(self, node: ast.Call, values: list) -> None:
+        pass
+
+    def function_context(self, fn: Function) -> ContextManager[object]:
+        return nullcontext()
+
+    def class_defined(self, node: ast.ClassDef) -> None:
+        pass
+
+    def instantiated(self, cls: Class) -> None:
+        pass
+
+    def unroll_limit(self, node: ast.For) -> int | None:
+        return None
+
+    def effects_made(self) -> int:
+        return 0        # so neither uncertain_effects nor try_rest_skipped is ever asked
+
+    def uncertain_effects(self, node: ast.stmt, why: str, loop: bool) -> None:
+        pass
+
+    def try_rest_skipped(self, node: ast.Try, effects: int) -> None:
+        pass
+
+    def read_only_skipped(self, call: ast.Call) -> None:
+        pass

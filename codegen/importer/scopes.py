@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from typing import Callable
 
 MAX_STEPS = 400_000       # statements and loop iterations of one script (a training loop of 10^6 steps is not read)
 MAX_DEPTH = 40            # nested calls of the script's own functions
@@ -30,6 +31,22 @@ class Raised(Exception):
 
     def __init__(self, exc: BaseException, line: int):
         self.exc, self.line = exc, line
+
+
+# Exceptions CPython's own operations raise on the values the evaluator hands them: the script raises them too.
+_PYTHON_ERRORS = (ArithmeticError, LookupError, TypeError, ValueError, AttributeError, AssertionError)
+
+
+def expr(node: ast.AST, fn: Callable[[], object]) -> object:
+    """CPython's operation; the Python exceptions it raises are the script's (``Raised``)."""
+    try:
+        return fn()
+    except Unk:
+        raise
+    except _PYTHON_ERRORS as exc:
+        raise Raised(exc, getattr(node, "lineno", 0)) from None
+    except RecursionError:
+        raise Unk("too deep to compute statically") from None
 
 
 class Break(Exception):
@@ -96,7 +113,7 @@ class Region:
 
     depth: int                                      # frames at or below this depth existed before it
     why: str
-    hugectr: int = 0
+    effects: int = 0                                # what the world had recorded when it started
     loops: int = 0                                  # loops running when it started (a break in it ends loop #loops)
     escaped: bool = False                           # a break/continue in it ends or skips that loop
 

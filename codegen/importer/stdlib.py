@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from . import argv as cmdline
 from . import builtins as B
-from .scopes import Unk
+from .scopes import Unk, expr
 from .values import EnvPath, HomePath, Namespace, Unknown, known
 
 AT_RUN_TIME = "only known where the script runs"
@@ -80,7 +80,7 @@ def call(reader: Any, node: ast.Call, func: Module, args: list, kwargs: dict) ->
         B.need_plain(*args, *kwargs.values())
         if name in ("os.path.join", "posixpath.join") and not all(isinstance(a, str) for a in args):
             raise Unk("os.path.join of a value that is not a string")
-        return reader.expr(node, lambda: PURE[name](*args, **kwargs))
+        return expr(node, lambda: PURE[name](*args, **kwargs))
     if name in ("os.environ.get", "os.getenv"):
         B.need_plain(*args[:1], *(a for a in args[1:] if not isinstance(a, HomePath)))
         if len(args) == 2 and not kwargs:
@@ -109,7 +109,7 @@ def _environment(reader, node: ast.Call, name: object, default: object) -> EnvPa
                   f"start with '$' or, unexpanded, '~'), not {default!r}")
     reader.script.notes.append((node.lineno, f"environment variable {name!r} kept as ${{{name}-{text}}}: the generated "
                                              "script reads it with os.environ.get and this default"))
-    return EnvPath(reader.text(node), node.lineno, node.col_offset + 1,
+    return EnvPath(reader.ev.text(node), node.lineno, node.col_offset + 1,
                    f"{unknown} (kept, as os.environ.get, only where it is a reader source, eval_source or "
                    "graph_config_file, with text appended or os.path.join)", name=name, default=text)
 
@@ -127,7 +127,7 @@ def _expanduser(reader, node: ast.Call, args: list, kwargs: dict) -> object:
         return path
     if path != "~" and not path.startswith("~/"):
         raise Unk(f"os.path.expanduser({path!r}) is {AT_RUN_TIME} (another user's home folder)")
-    return HomePath(reader.text(node), node.lineno, node.col_offset + 1,
+    return HomePath(reader.ev.text(node), node.lineno, node.col_offset + 1,
                     f"os.path.expanduser(...) is {AT_RUN_TIME} (kept as written only where it is a reader source or "
                     "graph_config_file, with text appended or os.path.join)", path[1:])
 
@@ -200,6 +200,6 @@ def _argparse_type(t: object) -> object:
 
 def mpi_world(reader, node: ast.Call) -> int:
     value = 1 if node.func.attr == "Get_size" else 0  # type: ignore[attr-defined]
-    reader.script.notes.append((node.lineno, f"{reader.text(node)}: MPI world assumed one process (rank 0 of 1)"))
+    reader.script.notes.append((node.lineno, f"{reader.ev.text(node)}: MPI world assumed one process (rank 0 of 1)"))
     return value
 
