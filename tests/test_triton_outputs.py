@@ -11,6 +11,7 @@ label) and in tests/test_families_served.py (MMoE).
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import sys
@@ -114,7 +115,9 @@ def _load(path: Path, name: str):
 
 @pytest.fixture()
 def served(rendered, tmp_path, monkeypatch):
-    """(Serve initialized on a seeded two-label checkpoint, the Model, the config module, the stand-in pb)."""
+    """(Serve initialized on a seeded two-label checkpoint, the Model, the config module, the stand-in pb). What
+    initialize built (torch's modules, the Model) is left out of the collector's full passes (gc.freeze: the stub's
+    collections while serving and its exit scan none of it); this process collects as before afterwards."""
     from codegen.runtime.torch_model import Serve
 
     pb = _stub_pb()
@@ -134,8 +137,11 @@ def served(rendered, tmp_path, monkeypatch):
     serve = Serve(config, pb, script)
     args = {"model_config": json.dumps(cfg), "model_instance_kind": "CPU", "model_repository": str(tmp_path / "m"),
             "model_version": "1", "model_instance_device_id": "0", "model_instance_name": "m_0"}
+    frozen = gc.get_freeze_count()
     serve.initialize(args)
-    return serve, model, config, args
+    assert gc.get_freeze_count() > frozen
+    yield serve, model, config, args
+    gc.unfreeze()
 
 
 def _request(config, rng, batch: int):
