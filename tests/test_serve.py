@@ -33,9 +33,23 @@ from tests.test_torch_target import train
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ctrgen_serve")]     # one worker, one server
 NAME = "adlog"
 SITES = [f"site{i:02d}" for i in range(12)]
-
-
 LABELS = ["clicked", "liked"]
+DTYPES = {"site": np.int64, "device": np.int64, "hour": np.int64, "price": np.float32, "clicked": np.float32,
+          "liked": np.float32}
+# A shared layer and a tower per label (tests/test_multilabel.py's MMoE-like spec, smaller).
+TWO_LABEL_MODEL = """model:
+  preset: layers
+  layers:
+    - {type: Reshape, bottom: sparse_embedding1, top: r, leading_dim: 24}
+    - {type: Concat, bottom: [r, dense], top: x}
+    - {type: InnerProduct, bottom: x, top: shared, num_output: 16}
+    - {type: ReLU, bottom: shared, top: shared_relu}
+    - {type: InnerProduct, bottom: shared_relu, top: a_fc, num_output: 1}
+    - {type: InnerProduct, bottom: shared_relu, top: b_fc, num_output: 1}
+    - {type: BinaryCrossEntropyLoss, bottom: [a_fc, clicked], top: loss_a}
+    - {type: BinaryCrossEntropyLoss, bottom: [b_fc, liked], top: loss_b}
+features: {label: [clicked, liked]}
+"""
 
 
 def _synthetic_log(rows: int, rng: np.random.Generator) -> pd.DataFrame:
@@ -73,24 +87,6 @@ def _etl(root: Path) -> dict[str, Path]:
                                    cats=["site", "device", "hour"], conts=["price"], labels=LABELS,
                                    dtypes=DTYPES, seed=7)
     return {**paths, "raw": raw}
-
-
-DTYPES = {"site": np.int64, "device": np.int64, "hour": np.int64, "price": np.float32, "clicked": np.float32,
-          "liked": np.float32}
-# A shared layer and a tower per label (tests/test_multilabel.py's MMoE-like spec, smaller).
-TWO_LABEL_MODEL = """model:
-  preset: layers
-  layers:
-    - {type: Reshape, bottom: sparse_embedding1, top: r, leading_dim: 24}
-    - {type: Concat, bottom: [r, dense], top: x}
-    - {type: InnerProduct, bottom: x, top: shared, num_output: 16}
-    - {type: ReLU, bottom: shared, top: shared_relu}
-    - {type: InnerProduct, bottom: shared_relu, top: a_fc, num_output: 1}
-    - {type: InnerProduct, bottom: shared_relu, top: b_fc, num_output: 1}
-    - {type: BinaryCrossEntropyLoss, bottom: [a_fc, clicked], top: loss_a}
-    - {type: BinaryCrossEntropyLoss, bottom: [b_fc, liked], top: loss_b}
-features: {label: [clicked, liked]}
-"""
 
 
 def spec_text(etl_dir: Path) -> str:
