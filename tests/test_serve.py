@@ -408,15 +408,28 @@ def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_
     assert result.stderr.count("\n") == 1 and not out.exists()
 
 
+# A python model that loads at once (it imports nothing): the second server of the Ctrl-C test is about the signal.
+IDLE_MODEL = {"idle/config.pbtxt": 'name: "idle"\nbackend: "python"\nmax_batch_size: 8\n'
+                                   'input [{name: "X", data_type: TYPE_FP32, dims: [1]}]\n'
+                                   'output [{name: "Y", data_type: TYPE_FP32, dims: [1]}]\n'
+                                   'instance_group [{kind: KIND_CPU, count: 1}]\n',
+              "idle/1/model.py": "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"}
+
+
 def test_ctrl_c_stops_a_second_server_on_other_ports(deployed, tmp_path):
-    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports. The second serves the PyTorch model
-    alone (a repository of one python model: one backend process, not the preprocessing model's too)."""
+    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports. The second serves a python model
+    that imports nothing (one backend process that starts at once): what SIGINT must stop is the server and its
+    backend processes, whatever they run; the module's server stops a real repository's (torch, NVTabular) on
+    SIGTERM below, through the same stop."""
     repo = tmp_path / "repo"
-    shutil.copytree(deployed["repo"] / NAME, repo / NAME)
+    for rel, text in IDLE_MODEL.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
     with serve_process(repo) as (proc, http, out):
         text = wait_for_line(proc, out, "Serving ")
-        assert "Serving " in text and f":{http}" in text and http != deployed["http"]
+        assert "Serving " in text and f":{http}" in text and http != deployed["http"] and "models: idle" in text
         tree = psutil.Process(proc.pid).children(recursive=True)
+        assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0, out.read_text()
         _, alive = psutil.wait_procs(tree, timeout=2)
