@@ -1,10 +1,10 @@
 """`ctrgen serve` and `ctrgen query` end to end, on data no other test uses: a small synthetic ad log (string, int
-and float columns, nulls) with its own NVTabular workflow -> ctrgen lock -> generate -> train_torch.py (CPU, a few
-iterations) -> assemble --checkpoint -> `ctrgen serve` as a real background process -> raw rows through the
-ensemble over HTTP -> the offline scores -> SIGTERM -> no process left.
+and float columns, nulls, two labels) with its own NVTabular workflow -> ctrgen lock -> generate -> train_torch.py
+(CPU, a few iterations) -> assemble --checkpoint -> `ctrgen serve` as a real background process -> raw rows through
+the ensemble over HTTP -> the offline scores, a column per label (issue 41 item 3) -> SIGTERM -> no process left.
 
 One `ctrgen serve` process for the module (xdist group: one worker); the bad-input tests that need a server of their
-own start it only as far as the failure.
+own start it only as far as the failure, and `ctrgen query REPO` starts its private one.
 """
 
 from __future__ import annotations
@@ -33,10 +33,28 @@ from tests.test_torch_target import train
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ctrgen_serve")]     # one worker, one server
 NAME = "adlog"
 SITES = [f"site{i:02d}" for i in range(12)]
+LABELS = ["clicked", "liked"]
+DTYPES = {"site": np.int64, "device": np.int64, "hour": np.int64, "price": np.float32, "clicked": np.float32,
+          "liked": np.float32}
+# A shared layer and a tower per label (tests/test_multilabel.py's MMoE-like spec, smaller).
+TWO_LABEL_MODEL = """model:
+  preset: layers
+  layers:
+    - {type: Reshape, bottom: sparse_embedding1, top: r, leading_dim: 24}
+    - {type: Concat, bottom: [r, dense], top: x}
+    - {type: InnerProduct, bottom: x, top: shared, num_output: 16}
+    - {type: ReLU, bottom: shared, top: shared_relu}
+    - {type: InnerProduct, bottom: shared_relu, top: a_fc, num_output: 1}
+    - {type: InnerProduct, bottom: shared_relu, top: b_fc, num_output: 1}
+    - {type: BinaryCrossEntropyLoss, bottom: [a_fc, clicked], top: loss_a}
+    - {type: BinaryCrossEntropyLoss, bottom: [b_fc, liked], top: loss_b}
+features: {label: [clicked, liked]}
+"""
 
 
 def _synthetic_log(rows: int, rng: np.random.Generator) -> pd.DataFrame:
-    """Clicks driven by site, device and price (so training learns), with nulls in price."""
+    """Clicks driven by site, device and price (so training learns), with nulls in price; a second label of its own
+    (liked: the hour)."""
     site = rng.integers(0, len(SITES), rows)
     device = rng.integers(0, 7, rows) * 13 + 5
     hour = rng.integers(0, 24, rows)
@@ -45,7 +63,8 @@ def _synthetic_log(rows: int, rng: np.random.Generator) -> pd.DataFrame:
     clicked = (rng.random(rows) < 1 / (1 + np.exp(-logit))).astype(np.float32)
     price[rng.random(rows) < 0.05] = np.nan
     return pd.DataFrame({"site": np.array(SITES, dtype=object)[site], "device": device.astype(np.int64),
-                         "hour": hour.astype(np.int64), "price": price, "clicked": clicked})
+                         "hour": hour.astype(np.int64), "price": price, "clicked": clicked,
+                         "liked": (hour < 12).astype(np.float32)})
 
 
 def _etl(root: Path) -> dict[str, Path]:
@@ -62,12 +81,11 @@ def _etl(root: Path) -> dict[str, Path]:
     ops = nvt.ops
     cats = ["site", "device", "hour"] >> ops.Categorify()
     conts = ["price"] >> ops.FillMissing() >> ops.Normalize(out_dtype="float32")
-    label = ["clicked"] >> ops.AddMetadata(tags=[Tags.BINARY_CLASSIFICATION.value, "target"])
+    label = LABELS >> ops.AddMetadata(tags=[Tags.BINARY_CLASSIFICATION.value, "target"])
     workflow = nvt.Workflow(cats + conts + label)
-    dtypes = {"site": np.int64, "device": np.int64, "hour": np.int64, "price": np.float32, "clicked": np.float32}
     paths = etl.fit_transform_save(workflow, raw / "train.parquet", raw / "valid.parquet", root / "etl",
-                                   cats=["site", "device", "hour"], conts=["price"], labels=["clicked"],
-                                   dtypes=dtypes, seed=7)
+                                   cats=["site", "device", "hour"], conts=["price"], labels=LABELS,
+                                   dtypes=DTYPES, seed=7)
     return {**paths, "raw": raw}
 
 
@@ -88,8 +106,7 @@ input:
 embeddings:
   - {{name: sparse_embedding1, input: data1, embedding_vec_size: 8, workspace_size_per_gpu_in_mb: 0,
       slot_size_array: true}}
-model: {{preset: mlp, units: [16]}}
-training: {{max_iter: 60, display: 60, eval_interval: 60, snapshot: 1000}}
+{TWO_LABEL_MODEL}training: {{max_iter: 60, display: 60, eval_interval: 60, snapshot: 1000}}
 targets: [hugectr, torch]
 triton:
   preprocessing:
@@ -208,26 +225,29 @@ def test_raw_rows_score_like_the_offline_model(deployed, tmp_path):
                         "--compare", str(deployed["checkpoint"]), "--repo", str(deployed["repo"]))
     assert result.returncode == 0, result.stderr
     lines = [line.split("\t") for line in result.stdout.splitlines() if "\t" in line]
-    assert [int(i) for i, _ in lines] == list(range(len(frame)))
-    served = np.array([float(s) for _, s in lines])
+    assert lines[0] == ["row", *LABELS]                  # a column per label, named
+    assert [int(i) for i, *_ in lines[1:]] == list(range(len(frame)))
+    served = np.array([[float(s) for s in scores] for _, *scores in lines[1:]])
+    assert served.shape == (len(frame), 2)
     assert np.isfinite(served).all() and ((served > 0) & (served < 1)).all()
-    assert "served = offline" in result.stdout
+    assert not np.allclose(served[:, 0], served[:, 1])             # two towers, two different scores
+    assert [line.split(":")[0] for line in result.stdout.splitlines()[-2:]] == [
+        f"served = offline ({label})" for label in LABELS]
 
     # The same comparison computed here: the workflow in this process, the trained Model, a sigmoid.
     from codegen.serve.offline import offline_scores
 
     offline = offline_scores(deployed["repo"], f"{NAME}_ens", deployed["checkpoint"], frame[["site", "device",
                                                                                              "hour", "price"]])
-    assert offline.shape == (len(frame), 1)
-    assert np.abs(offline[:, 0] - served).max() < 1e-6    # printed with 8 significant digits
+    assert offline.shape == (len(frame), 2)
+    assert np.abs(offline - served).max() < 1e-6    # printed with 8 significant digits
     # Rows with an unseen category or a null are scored, and differently from the row they were copied from.
-    assert served[-4] != served[0] and served[-2] != served[2]
+    assert served[-4, 0] != served[0, 0] and served[-2, 0] != served[2, 0]
 
 
 def test_query_of_a_csv_file(deployed, tmp_path):
     """CSV input (typed by the ensemble's inputs; an empty price is a null). A repository folder instead of a URL
-    (a private server for the query) is tested in tests/test_triton_outputs.py, whose model has no server but that
-    one."""
+    (a private server for the query): test_query_of_a_repository_folder_starts_and_stops_a_private_server."""
     frame = pd.read_parquet(deployed["raw"] / "valid.parquet").head(10)
     frame.loc[3, "price"] = np.nan
     data = tmp_path / "rows.csv"
@@ -236,7 +256,31 @@ def test_query_of_a_csv_file(deployed, tmp_path):
     result = run_ctrgen("query", f"http://127.0.0.1:{deployed['http']}", "--data", str(data), "--compare",
                         str(deployed["checkpoint"]), "--repo", str(deployed["repo"]), "-q")
     assert result.returncode == 0, result.stderr
-    assert "served = offline" in result.stdout and "10 row(s) scored" in result.stderr
+    assert "served = offline (clicked)" in result.stdout and "served = offline (liked)" in result.stdout
+    assert "10 row(s) scored" in result.stderr
+
+
+def test_query_of_a_repository_folder_starts_and_stops_a_private_server(deployed, tmp_path):
+    """Seconds: `ctrgen query REPO --compare` starts a Triton server of its own on free ports (its two python-backend
+    processes import NVTabular and torch) for the query and stops it: a column per label, each equal offline (issue
+    41 item 3: several labels served); CSV rows; the private server and its python stubs gone afterwards."""
+    rows = tmp_path / "rows.csv"
+    pd.read_parquet(deployed["raw"] / "valid.parquet").head(60).to_csv(rows, index=False)
+    result = run_ctrgen("query", str(deployed["repo"]), "--data", str(rows), "--rows", "50", "--batch-size", "16",
+                        "--compare", str(deployed["checkpoint"]))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "50 row(s) scored" in result.stderr
+    # The private server and its python stubs (their command lines name the repository) are gone; the module's
+    # server (started from the same repository) is still serving.
+    module = {deployed["proc"].pid, *(p.pid for p in psutil.Process(deployed["proc"].pid).children(recursive=True))}
+    left = [p for p in psutil.process_iter() if str(deployed["repo"]) in " ".join(_cmd(p)) and p.pid not in module]
+    assert not left, [(p.pid, _cmd(p)) for p in left]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "row\tclicked\tliked"
+    scores = np.array([[float(x) for x in line.split("\t")[1:]] for line in lines[1:51]])
+    assert scores.shape == (50, 2) and ((scores > 0) & (scores < 1)).all()
+    assert not np.allclose(scores[:, 0], scores[:, 1])
+    assert [line.split(":")[0] for line in lines[51:]] == ["served = offline (clicked)", "served = offline (liked)"]
 
 
 def _cmd(proc) -> list[str]:
@@ -318,7 +362,9 @@ def test_a_repository_that_fails_validation_is_refused_with_the_findings(deploye
 def test_a_checkpoint_that_fails_to_load_names_the_model_and_the_servers_message(deployed, tmp_path):
     """Seconds: a real Triton server of its own must start and fail to load the model, to read the server's own
     message (`ctrgen serve` in this process: its exit status and output are under test, not its process). The
-    repository holds the PyTorch model alone (with the runtime it imports): no preprocessing backend process."""
+    repository holds the PyTorch model alone (with the runtime it imports): no preprocessing backend process. The
+    message is the runtime's, through the server: model.pt does not fit the Model (a strict load_state_dict, which
+    names the keys); assemble cannot see inside model.pt, so this is where such a checkpoint is caught."""
     repo = tmp_path / "repo"
     for part in (NAME, "codegen"):
         shutil.copytree(deployed["repo"] / part, repo / part)
@@ -331,7 +377,8 @@ def test_a_checkpoint_that_fails_to_load_names_the_model_and_the_servers_message
     lines = [line for line in text.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in text
     assert f"model '{NAME}' failed to load" in lines[0] and "tritonserver" in lines[0]
-    assert "state_dict" in lines[0] or "Missing key" in lines[0] or "size mismatch" in lines[0], lines[0]
+    assert f"{NAME}: model.pt does not fit the Model of train_torch.py" in lines[0], lines[0]
+    assert "sparse_embedding1.weight" in lines[0] and "fc1.weight" in lines[0], lines[0]
 
 
 def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_path):
@@ -347,11 +394,10 @@ def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_
     ops = nvt.ops
     workflow = nvt.Workflow((["site", "device", "hour"] >> ops.Categorify())
                             + (["price"] >> ops.FillMissing() >> ops.Normalize(out_dtype="float32"))
-                            + (["clicked"] >> ops.AddMetadata(tags=["binary_classification", "target"])))
+                            + (LABELS >> ops.AddMetadata(tags=["binary_classification", "target"])))
     other = etl.fit_transform_save(workflow, raw / "train.parquet", raw / "valid.parquet", tmp_path / "etl",
-                                   cats=["site", "device", "hour"], conts=["price"], labels=["clicked"],
-                                   dtypes={"site": np.int64, "device": np.int64, "hour": np.int64,
-                                           "price": np.float32, "clicked": np.float32}, seed=7)["workflow"]
+                                   cats=["site", "device", "hour"], conts=["price"], labels=LABELS,
+                                   dtypes=DTYPES, seed=7)["workflow"]
     out = tmp_path / "repo"
     result = run_ctrgen("assemble", str(deployed["spec"]), "--workflow", str(other), "--checkpoint",
                         str(deployed["checkpoint"]), "--generated",
@@ -362,15 +408,28 @@ def test_assemble_refuses_a_workflow_that_disagrees_with_the_lock(deployed, tmp_
     assert result.stderr.count("\n") == 1 and not out.exists()
 
 
+# A python model that loads at once (it imports nothing): the second server of the Ctrl-C test is about the signal.
+IDLE_MODEL = {"idle/config.pbtxt": 'name: "idle"\nbackend: "python"\nmax_batch_size: 8\n'
+                                   'input [{name: "X", data_type: TYPE_FP32, dims: [1]}]\n'
+                                   'output [{name: "Y", data_type: TYPE_FP32, dims: [1]}]\n'
+                                   'instance_group [{kind: KIND_CPU, count: 1}]\n',
+              "idle/1/model.py": "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"}
+
+
 def test_ctrl_c_stops_a_second_server_on_other_ports(deployed, tmp_path):
-    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports. The second serves the PyTorch model
-    alone (a repository of one python model: one backend process, not the preprocessing model's too)."""
+    """SIGINT (Ctrl-C) like SIGTERM; two servers side by side on their own ports. The second serves a python model
+    that imports nothing (one backend process that starts at once): what SIGINT must stop is the server and its
+    backend processes, whatever they run; the module's server stops a real repository's (torch, NVTabular) on
+    SIGTERM below, through the same stop."""
     repo = tmp_path / "repo"
-    shutil.copytree(deployed["repo"] / NAME, repo / NAME)
+    for rel, text in IDLE_MODEL.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
     with serve_process(repo) as (proc, http, out):
         text = wait_for_line(proc, out, "Serving ")
-        assert "Serving " in text and f":{http}" in text and http != deployed["http"]
+        assert "Serving " in text and f":{http}" in text and http != deployed["http"] and "models: idle" in text
         tree = psutil.Process(proc.pid).children(recursive=True)
+        assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0, out.read_text()
         _, alive = psutil.wait_procs(tree, timeout=2)

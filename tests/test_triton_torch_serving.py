@@ -5,7 +5,9 @@ columns, BYTES request columns): the spec is pointed at the demo's real NVTabula
 few iterations on the CPU on the demo's synthetic data, ``ctrgen assemble --checkpoint`` builds the repository from
 generated/<name>/triton_torch/, and raw rows sent to ``<name>_ens`` over HTTP and gRPC must score what the offline
 path scores: the workflow transform (nvtabular in-process), read by the runtime's ``read_split``, through the
-trained ``Model`` loaded in-process, then a sigmoid.
+trained ``Model`` loaded in-process, then a sigmoid. A model.pt that does not fit the Model fails the load with the
+runtime's reason through a real server in tests/test_serve.py (`ctrgen serve`, which reports it); a failed load
+leaves the other models ready (tests/test_triton_serving.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import shutil
 import tempfile
 import warnings
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -84,10 +86,10 @@ def _deploy(name: str, demo, spec_dir: Path, scratch: Path) -> dict:
 
 @contextlib.contextmanager
 def serve_deployed():
-    """The specs of SERVED (and movielens_broken) deployed and one server loading their ensembles; yields
-    (server, {name: deployment}). Once per session: conftest's ``torch_served`` fixture. The server also holds the
-    HugeCTR repositories of tests/test_triton_serving.py (``deploy_hugectr_only``), which queries its preprocessing
-    models: one server for both."""
+    """The specs of SERVED deployed and one server loading their ensembles; yields (server, {name: deployment}).
+    Once per session: conftest's ``torch_served`` fixture. The server also holds the HugeCTR repositories of
+    tests/test_triton_serving.py (``deploy_hugectr_only``), which queries its preprocessing models: one server for
+    both."""
     demo = built_demo()
     scratch = Path(tempfile.mkdtemp(prefix="ctrgen-torch-serving-"))
     server = None
@@ -95,7 +97,6 @@ def serve_deployed():
         spec_dir = demo.root / "torch_serving_specs"     # demo_spec_text wants the data below its parent
         spec_dir.mkdir(exist_ok=True)
         out = {name: _deploy(name, demo, spec_dir, scratch) for name in SERVED}
-        out["movielens_broken"] = _deploy_broken(spec_dir, scratch)
         out.update(deploy_hugectr_only(demo, scratch))
         server = Server(repos=[d["repo"] for d in out.values()], scratch=scratch)
         server.start(load=[f"{name}_ens" for name in SERVED])       # loads each ensemble's two models too
@@ -109,26 +110,6 @@ def serve_deployed():
 @pytest.fixture(scope="module")
 def deployed(torch_served):
     return torch_served
-
-
-def _deploy_broken(spec_dir: Path, scratch: Path) -> dict:
-    """movielens renamed, with a model.pt whose tensors do not fit the Model (assemble cannot see inside it)."""
-    spec = spec_dir / "movielens_broken.yaml"
-    spec.write_text((spec_dir / "movielens.yaml").read_text().replace("\nname: movielens\n",
-                                                                       "\nname: movielens_broken\n"))
-    shutil.copy(spec_dir / "movielens.features.lock.json", spec_dir / "movielens_broken.features.lock.json")
-    ctx = open_spec(spec)
-    rendered = render_spec(ctx)
-    write(ctx.root / "generated" / rendered.name, rendered.files)
-    checkpoint = scratch / "checkpoints" / "movielens_broken"
-    checkpoint.mkdir(parents=True)
-    (checkpoint / "features.json").write_text(rendered.files[PurePosixPath("features.json")])
-    torch.save({"fc1.weight": torch.zeros(3, 3)}, checkpoint / "model.pt")
-    repo = scratch / "repos" / "movielens_broken"
-    result = run_ctrgen("assemble", str(spec), "--workflow", str(ctx.workflow_path), "--checkpoint", str(checkpoint),
-                        "--out", str(repo))
-    assert result.returncode == 0, result.stderr
-    return {"repo": repo}
 
 
 def request_frame(raw: Path, plan, rows: int = 40) -> pd.DataFrame:
@@ -257,15 +238,3 @@ def test_malformed_vcsr_is_a_triton_error_and_the_model_stays_ready(deployed, pr
             conn.infer("movielens", inputs)
         assert "ROWINDEX has 4 entries" in str(err.value)
         assert conn.is_model_ready("movielens")
-
-
-def test_a_checkpoint_that_does_not_fit_fails_the_load_with_the_reason(deployed):
-    from tritonclient.utils import InferenceServerException
-
-    server, _ = deployed
-    with server.http() as conn:
-        with pytest.raises(InferenceServerException) as err:
-            conn.load_model("movielens_broken")
-        assert "model.pt does not fit the Model of train_torch.py" in str(err.value)
-        assert "sparse_embedding1.weight" in str(err.value)                  # strict load_state_dict names the keys
-        assert conn.is_model_ready("movielens_ens") and not conn.is_model_ready("movielens_broken")

@@ -268,6 +268,9 @@ MUTANTS = (
     Mutant("resume-imported-fresh", "a checkpoint imported from HugeCTR's files ({} optimizer) resumes with a fresh "
            "optimizer", "codegen/runtime/checkpoint.py", 'if state["optimizer"] != {}:', "if True:", "resumes",
            files=(WEIGHTS_CLI,)),
+    Mutant("served-model-frozen", "a served PyTorch model's initialize leaves what it built out of the collector's "
+           "full passes (its stub's exit scans none of torch)", "codegen/runtime/torch_model.py",
+           "        gc.freeze()\n", "", "execute", files=("tests/test_triton_outputs.py",)),
     # -- several ranks (issue 27) --
     Mutant("shard-grad-average", "a split table's row gradients are averaged over the ranks",
            "codegen/runtime/shards.py", "split = ScaledGradient.apply(split, 1.0 / self.placement.size)",

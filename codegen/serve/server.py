@@ -3,9 +3,11 @@
 One implementation for ``ctrgen serve``, ``ctrgen query REPO``, ``make demo``, the tests and the benchmarks. The
 recipe: a backend folder holding the wheel's python backend and the stub of this Python, ``LD_LIBRARY_PATH`` with this
 Python's libdir first (the stub embeds CPython), this venv's ``bin`` first on ``PATH`` (the models run in this venv),
-explicit model control. ``stop`` sends SIGTERM (SIGKILL after a timeout), waits for the server and its python backend
-stubs and removes the shared-memory regions and ``python_env_*`` folders this server left, comparing with what
-existed before it started.
+explicit model control, no configuration auto-completion (the repositories ``ctrgen assemble`` writes carry complete
+configurations, which ``ctrgen validate`` checks: the python backend would otherwise start a stub process per model
+only to ask it for its configuration). ``stop`` sends SIGTERM (SIGKILL after a timeout), waits for the server and
+its python backend stubs and removes the shared-memory regions and ``python_env_*`` folders this server left,
+comparing with what existed before it started.
 
 Shutdown takes about ``EXIT_TIMEOUT_S``: the server waits that long (``--exit-timeout-secs``) for in-flight requests
 and for its python models to unload; the stubs still running after it exits are killed.
@@ -175,7 +177,8 @@ class Server:
                 f"--backend-directory={backend_dir(self.scratch)}",
                 f"--http-address={self.host}", f"--http-port={self.http_port}",
                 f"--grpc-address={self.host}", f"--grpc-port={self.grpc_port}", *metrics,
-                "--model-control-mode=explicit", f"--log-verbose={self.log_verbose}",
+                "--model-control-mode=explicit", "--disable-auto-complete-config",
+                f"--log-verbose={self.log_verbose}",
                 f"--exit-timeout-secs={EXIT_TIMEOUT_S}", *self.extra_args, *[f"--load-model={m}" for m in load]]
 
     def start(self, load: list[str], timeout: float = 120.0) -> None:

@@ -74,9 +74,13 @@ def check_state_dict(path: Path, field: str) -> None:
                             fix="pass the model.pt train_torch.py wrote")
 
 
-LOAD_WORKFLOW = ("import sys\n"
+# The loaded workflow is frozen out of the collector's passes: the process then exits without walking NVTabular's
+# objects (about 0.5 s of CPU of the check's 2 s).
+LOAD_WORKFLOW = ("import gc\n"
+                 "import sys\n"
                  "from codegen.runtime.nvt_import import import_nvtabular\n"
-                 "import_nvtabular().Workflow.load(sys.argv[1])\n")
+                 "import_nvtabular().Workflow.load(sys.argv[1])\n"
+                 "gc.freeze()\n")
 
 
 # workflow.pkl files this process saw load: (path, inode, size, mtime) -> proven (a file that changes is checked again)
