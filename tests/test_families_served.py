@@ -10,7 +10,9 @@ preprocessing model would send (every slot's keys shifted by its offset, one CSR
 SLEN as whole lengths) over HTTP, and each output (one per label for MMoE) must equal the run's Model loaded in this
 process, then a sigmoid, within 1e-5. The preprocessing step in front of the model (the NVTabular workflow) does not
 depend on the family and is served with it in tests/test_triton_torch_serving.py.
-The model.pt each family serves went through HugeCTR's weight files (`ctrgen weights export`, then `import`).
+The model.pt each family serves went through HugeCTR's weight files (`ctrgen weights export`, then `import`); DCN's
+also through the generated model.py run by the stand-in (it loads the files and saves them again) and two iterations
+of `ctrgen train --resume` on the imported run folder (issue 47).
 
 One member per family whose served path is another's (each loaded model is a backend process importing torch, about
 2 s of CPU): the DLRM with Layer_t.MLP serves like DLRM (the same model.py configuration: one table of 27 one-hot
@@ -45,6 +47,7 @@ STEPS = ("--device", "cpu", "--max-iter", "2", "--batch-size", "32", "--display"
 BATCH = 5
 TOLERANCE = 1e-5
 SEQUENCE_LENGTH = {"SLEN": 10}          # BST's SequenceMask input (max_sequence_len 10 in specs/bst.yaml)
+FINE_TUNED = "dcn"          # served from HugeCTR's files the stand-in wrote, fine-tuned by ctrgen train --resume
 
 
 def _load(path: Path, name: str):
@@ -77,6 +80,8 @@ def served(tmp_path_factory):
         assert done.returncode == 0, done.stderr
         ran, imported = (torch.load(p / "model.pt", weights_only=True) for p in (run["run"], back))
         assert all(torch.equal(ran[k], imported[k]) for k in ran if not k.endswith("num_batches_tracked")), name
+        if name == FINE_TUNED:
+            back = _through_the_standin_and_fine_tuned(root, name, files, run, ran)
         shutil.copy(back / "model.pt", version)
     write_runtime(repo)
     server = Server(repos=[repo], scratch=root / "server")
@@ -85,6 +90,44 @@ def served(tmp_path_factory):
         yield server, repo
     finally:
         server.stop()
+
+
+def _through_the_standin_and_fine_tuned(root: Path, name: str, files: Path, run: dict, ran: dict) -> Path:
+    """Issue 47's path for one family: HugeCTR's files as the generated model.py writes them (run by the stand-in:
+    load_dense_weights / load_sparse_weights of the exported files, then save_params_to_files), imported, then
+    fine-tuned by `ctrgen train --resume` (two iterations more on the family's data); the run folder it leaves is
+    what the server loads."""
+    from hugectr_run import run_with_standin
+
+    from codegen.pipeline import open_spec, render_spec
+
+    spec = REPO / "specs" / f"{name}.yaml"
+    dense = sorted(files.glob("*_dense_*.model"))
+    tables = sorted(files.glob("*_sparse_*.model"), key=lambda p: int(p.name.split("_sparse_")[0].lstrip("0") or 0))
+    assert len(dense) == 1 and tables, sorted(files.iterdir())
+    saved = root / "standin" / name
+    saved.mkdir(parents=True)
+    script = saved / "model.py"
+    script.write_text((REPO / "generated" / name / "model.py").read_text()
+                      + f"\nmodel.load_dense_weights({str(dense[0])!r})\n"
+                      + f"model.load_sparse_weights({[str(t) for t in tables]!r})\n"
+                      + "model.save_params_to_files('standin', iter=3)\n")
+    version = render_spec(open_spec(spec)).job.hugectr_version
+    result = run_with_standin(script, version, cwd=saved, env={"CTRGEN_STANDIN_SKIP_DATA": "1"})
+    assert result.returncode == 0, result.stderr
+    tuned = root / f"tuned_{name}"
+    done = run_ctrgen("weights", "import", str(spec), "--hugectr", str(saved), "--iter", "3", "--out", str(tuned))
+    assert done.returncode == 0, done.stderr
+    imported = torch.load(tuned / "model.pt", weights_only=True)
+    assert all(torch.equal(ran[k], imported[k]) for k in ran if not k.endswith("num_batches_tracked"))
+    done = run_ctrgen("train", str(spec), "--resume", "--out", str(tuned), "--device", "cpu", "--max-iter", "2",
+                      "--train", str(run["generated"] / "train"), "--eval", str(run["valid"]), "--",
+                      *STEPS[STEPS.index("--batch-size"):])
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads((tuned / "metrics.json").read_text())["iterations"] == 3 + 2
+    after = torch.load(tuned / "model.pt", weights_only=True)
+    assert any(not torch.equal(after[k], imported[k]) for k in after if k.endswith(".weight"))
+    return tuned
 
 
 def _request(config, features: dict, rng: np.random.Generator):
