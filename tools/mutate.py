@@ -488,6 +488,9 @@ MUTANTS = (
            'out = sorted((e["index"], e["col_name"]) for e in entries)',
            'out = [(e["index"], e["col_name"]) for e in entries]', "names_the_labels",
            files=("tests/test_labels_metadata.py",)),
+    Mutant("metadata-label-position", "a label column of _metadata.json is the Parquet file's column at its index",
+           "codegen/runtime/label_names.py", "        if at != name:", "        if False:", "disagreeing",
+           files=("tests/test_labels_metadata.py",)),
 )
 
 
