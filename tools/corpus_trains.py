@@ -75,10 +75,12 @@ def write_data(root: Path, features: dict, rows: dict[str, int], seed: int = 0) 
 
     rng = np.random.default_rng(seed)
     out = {}
+    # A label features.json leaves to the data's _metadata.json (name null) gets a name here, which only that file says.
+    labels = [c["name"] if c["name"] is not None else f"target_{i}" for i, c in enumerate(features["labels"])]
     for split in ("train", "valid"):
         cols: dict[str, object] = {}
-        for c in features["labels"]:
-            cols[c["name"]] = rng.integers(0, 2, ROWS).astype(c.get("dtype", "float32"))
+        for name, c in zip(labels, features["labels"]):
+            cols[name] = rng.integers(0, 2, ROWS).astype(c.get("dtype", "float32"))
         for c in features["continuous"]:
             cols[c["name"]] = rng.random(ROWS).astype(c.get("dtype", "float32"))
         for s in features["sparse"]:
@@ -93,8 +95,22 @@ def write_data(root: Path, features: dict, rows: dict[str, int], seed: int = 0) 
         folder = root / split
         folder.mkdir(parents=True)
         pq.write_table(pa.table(cols), folder / "part_0.parquet")
+        write_metadata(folder, ["part_0.parquet"], ROWS, labels, [c["name"] for c in features["continuous"]],
+                       [c["name"] for s in features["sparse"] for c in s["columns"]])
         out[split] = folder
     return out
+
+
+def write_metadata(folder: Path, files: list[str], rows: int, labels: list[str], conts: list[str],
+                   cats: list[str]) -> None:
+    """The folder's _metadata.json as HugeCTR's Parquet reader reads it (src/data_readers/metadata.cpp): each file's
+    rows ("file_stats") and the "labels", "conts" and "cats" lists of {"col_name", "index"}, index the column's
+    position in the files (here labels, then continuous, then categorical columns, as write_data writes them)."""
+    names = [*labels, *conts, *cats]
+    doc = {"file_stats": [{"file_name": f, "num_rows": rows} for f in files],
+           **{key: [{"col_name": n, "index": names.index(n)} for n in group]
+              for key, group in (("cats", cats), ("conts", conts), ("labels", labels))}}
+    (folder / "_metadata.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 def _refused(exc, stage: str) -> dict:

@@ -494,6 +494,14 @@ MUTANTS = (
     Mutant("train-norm-data", "ctrgen train hands a Norm reader's file lists to the Parquet trainer",
            "codegen/train/launch.py", '    if spec.data.format != "parquet":', "    if False:",
            "norm_reader", files=("tests/test_train_columns_as_parquet.py",)),
+    Mutant("metadata-labels-by-index", "the label columns of _metadata.json are taken by index, as HugeCTR's reader "
+           "orders them", "codegen/runtime/label_names.py",
+           'out = sorted((e["index"], e["col_name"]) for e in entries)',
+           'out = [(e["index"], e["col_name"]) for e in entries]', "names_the_labels",
+           files=("tests/test_labels_metadata.py",)),
+    Mutant("metadata-label-position", "a label column of _metadata.json is the Parquet file's column at its index",
+           "codegen/runtime/label_names.py", "        if at != name:", "        if False:", "disagreeing",
+           files=("tests/test_labels_metadata.py",)),
 )
 
 

@@ -76,6 +76,13 @@ class Builder(SparseParts, DenseLayers):
         reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
         return s.embedding_collection is None and not reader and all(not e.slot_size_array for e in s.embeddings)
 
+    def labels_from_metadata(self) -> bool:
+        """An imported script's Parquet reader with one label of label_dim > 1: its label columns have no names in the
+        script (HugeCTR takes the first label_dim columns of the data's _metadata.json "labels", by index)."""
+        g = self.spec.input
+        return self.features.source_kind == "imported" and self.spec.data.format == "parquet" and \
+            g.label_dim > 1 and len(self.features.labels) == 1
+
     def zero_sized_slots(self) -> bool:
         """An imported script's reader passes slot_size_array (the Parquet default, no table with its own): a column
         its lock gives no cardinality is a slot of size 0 there, whose ids HugeCTR offsets into the key range of the
@@ -212,7 +219,8 @@ class Builder(SparseParts, DenseLayers):
             gpu_count=gpu_count,
             batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
             model_name=s.name if s.solver.model_name else "", continuous=continuous, nodes=len(s.solver.vvgpu),
-            save_weights=s.training.save_weights, reader_check=build_reader_check(self))
+            save_weights=s.training.save_weights, reader_check=build_reader_check(self),
+            labels_from_metadata=self.labels_from_metadata())
         self.raise_if_failed()   # the argument checks above (args: maps) must not drop anything silently
         return job
 

@@ -282,6 +282,9 @@ class TrainingJob:
     nodes: int = 1                    # rows of solver.vvgpu: one HugeCTR process per node, over MPI
     save_weights: bool = True         # training.save_weights: see final_save
     reader_check: "ReaderCheck | None" = None   # a data-reader test instead of compile and fit
+    # An imported script's Parquet reader with one label of label_dim > 1: the script names no label columns, which
+    # HugeCTR reads from the data's _metadata.json at run time (and so does train_torch.py: runtime/label_names.py).
+    labels_from_metadata: bool = False
 
     @property
     def hugectr_version(self) -> str:

@@ -82,7 +82,9 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
         out.append((("optimizer", "type"), "continuous training with the torch target updates only the embedding "
                     f"rows of each pass, which needs a sparse {kind} (torch has none)",
                     "use one of " + ", ".join(sorted(SPARSE_OPTIMIZERS)) + f", or {DROP}"))
-    if any(d != 1 for d in g.label_dims):
+    # An imported script's Parquet reader names its label_dim label columns at run time (_metadata.json), and so does
+    # the trainer; elsewhere the features name each label column.
+    if any(d != 1 for d in g.label_dims) and not job.labels_from_metadata:
         out.append((("input", "label_dim"), "the torch target reads one Parquet label column per label, and HugeCTR's "
                     "Parquet reader takes label_dim + dense_dim label and continuous columns, labels first: a label "
                     f"of dimension {max(g.label_dims)} needs as many label columns, which the features name as "

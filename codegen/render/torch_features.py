@@ -4,6 +4,10 @@ A slot of a table HugeCTR sizes by ``workspace_size_per_gpu_in_mb`` (no slot_siz
 cardinality gets ``"cardinality": null, "rows_from": "data"``: the runtime sizes it from the data at start-up
 (runtime/row_counts.py) and refuses ids beyond the table's HugeCTR capacity, which its input's ``hugectr_tables``
 records. Such a file is format 2; every other stays format 1, as it always was.
+
+An imported script's Parquet reader with one label of ``label_dim`` k > 1 names no label columns: HugeCTR reads them
+from the data's ``_metadata.json`` at run time. features.json then lists k labels ``"name": null, "name_from":
+"_metadata.json"``, which the trainer names at start-up as HugeCTR does (runtime/label_names.py): format 3.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import json
 from ..features import Features
 from ..graph.ir import TrainingJob
 from ..model.torch_rules import shared_slots
-from ..runtime.contract import FEATURES_FORMAT, ROWS_FROM_DATA, ROWS_FROM_DATA_FORMAT
+from ..runtime.contract import (FEATURES_FORMAT, HUGECTR_METADATA, LABELS_FROM_METADATA_FORMAT, ROWS_FROM_DATA,
+                                ROWS_FROM_DATA_FORMAT)
 
 
 def _column(name: str, card: int, nnz: int, multi: bool, features: Features, shared: dict[str, str]) -> dict:
@@ -56,12 +61,18 @@ def features_json(job: TrainingJob, features: Features) -> dict:
     label_cols = [c for c in features.labels] if len(g.label_names) > 1 else []
     if not label_cols:
         label_cols = list(features.labels[:1])
+    labels: list[dict] = [{"name": c.name, "dtype": c.dtype} for c in label_cols]
+    if job.labels_from_metadata:        # the label_dim columns HugeCTR's Parquet reader names from the data
+        labels = [{"name": None, "dtype": label_cols[0].dtype, "name_from": HUGECTR_METADATA}
+                  for _ in range(g.label_dims[0])]
     sparse = _sparse_layout(job, features)
     from_data = any("hugectr_tables" in s for s in sparse)
+    fmt = LABELS_FROM_METADATA_FORMAT if job.labels_from_metadata else \
+        ROWS_FROM_DATA_FORMAT if from_data else FEATURES_FORMAT
     return {
-        "ctrgen_torch_features": ROWS_FROM_DATA_FORMAT if from_data else FEATURES_FORMAT,
+        "ctrgen_torch_features": fmt,
         "model": job.name,
-        "labels": [{"name": c.name, "dtype": c.dtype} for c in label_cols],
+        "labels": labels,
         "continuous": [{"name": c.name, "dtype": c.dtype} for c in features.continuous][:g.dense_dim],
         "sparse": sparse,
     }

@@ -11,8 +11,13 @@ FEATURES_FORMAT = 1               # features.json's "ctrgen_torch_features"
 # Format 2 adds slots sized from the data ("cardinality": null, "rows_from": "data" until the trainer scans it) and
 # per such input its tables' HugeCTR capacity ("hugectr_tables"); a file without them stays format 1.
 ROWS_FROM_DATA_FORMAT = 2
-FEATURES_FORMATS = (FEATURES_FORMAT, ROWS_FROM_DATA_FORMAT)
 ROWS_FROM_DATA = "data"
+# Format 3 adds label columns named by the data (an imported script's Parquet reader with label_dim > 1: HugeCTR takes
+# them from _metadata.json): "name": null, "name_from": "_metadata.json" until the trainer reads it
+# (runtime/label_names.py); the other keys of format 2 may be there too.
+LABELS_FROM_METADATA_FORMAT = 3
+HUGECTR_METADATA = "_metadata.json"   # beside a Parquet data set's first listed file, as HugeCTR's reader opens it
+FEATURES_FORMATS = (FEATURES_FORMAT, ROWS_FROM_DATA_FORMAT, LABELS_FROM_METADATA_FORMAT)
 # The HugeCTR Triton backend's inputs, which the preprocessing model writes and the PyTorch model step reads (their
 # data types and the rest of the backend's rules: codegen/hugectr/backend.py).
 DES, CATCOLUMN, ROWINDEX = "DES", "CATCOLUMN", "ROWINDEX"
@@ -20,7 +25,8 @@ DES, CATCOLUMN, ROWINDEX = "DES", "CATCOLUMN", "ROWINDEX"
 
 def layout_of(features: dict) -> dict:
     """What a trainer's code depends on (names, order, list widths); cardinalities and dtypes may change."""
-    return {"labels": [c["name"] for c in features["labels"]],
+    # a label named by the data is None: the same before and after the trainer reads its name
+    return {"labels": [None if c.get("name_from") == HUGECTR_METADATA else c["name"] for c in features["labels"]],
             "continuous": [c["name"] for c in features["continuous"]],
             "sparse": [[s["input"], s["nnz"], [c["name"] for c in s["columns"]]] for s in features["sparse"]]}
 

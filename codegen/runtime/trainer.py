@@ -4,6 +4,7 @@ checkpoints. ``main`` is what the generated file's main() calls."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -35,6 +36,9 @@ from .metrics import NAMES
 from .optimizers import make_optimizer
 from .precision import LossScaler, autocast, resolve_precision
 from .progress import Bar, Recorder, Silent, TrainBar, tensorboard_available
+from .label_names import name_labels, named_terms
+from .label_names import describe as describe_labels
+from .label_names import unnamed as unnamed_labels
 from .row_counts import data_sources, describe, size_from_data, unsized
 from .run_facts import data_facts
 from .sharding import (embedding_update, model_state, optimizer_state, shard_tables, share_gradients,
@@ -124,6 +128,12 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = precision != "fp32"
     torch.backends.cudnn.allow_tf32 = precision != "fp32"
     features = load_features(args.features, job.layout)
+    # Labels an imported Parquet reader names at run time: from the data's _metadata.json, as HugeCTR reads them.
+    labels_from_data = name_labels(features, [data_files(src) for src in data_sources(args.plan)]) \
+        if unnamed_labels(features) else {}
+    if labels_from_data:
+        log(describe_labels(labels_from_data))
+        job = dataclasses.replace(job, losses=named_terms(job.losses, features))
     # Tables HugeCTR sizes by its workspace: rows from one scan of the data, before anything is built or written.
     rows_from_data = size_from_data(features, [f for src in data_sources(args.plan) for f in data_files(src)]) \
         if unsized(features) else {}
@@ -148,6 +158,8 @@ def train(args, job: Job, model_class, clock: Clock) -> dict:
     metrics: dict[str, Any] = {"auc": None, "eval_loss": None, "precision": precision, "compiled": compiled, "embedding_update":
                "rows" if row_updates else "sparse" if continuous else "dense", "shard_tables": sharded, "threads": threads}
     table_facts(metrics, model, device, placement, rows_from_data, shared)
+    if labels_from_data:
+        metrics["labels_from_metadata"] = labels_from_data
     it, train_seconds, data_on_device, graph = state["iteration"], 0.0, True, False
     best = BestTracker.from_args(args, features)
     for data_pass, sources, eval_source in args.plan:
