@@ -1,0 +1,39 @@
+"""An embedding collection's lines of train_torch.py's Model (runtime/collection.py; what translates:
+model/torch_collection.py): one CollectionTable per EmbeddingTableConfig, one call per lookup with the offset
+HugeCTR's reader adds to its input's keys, its top in HugeCTR's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..graph.ir import TrainingJob
+from ..graph.shapes import fmt_shape
+from ..model.torch_collection import key_offsets, table_rows
+from .literals import py_str
+
+
+def collection_lines(job: TrainingJob, attr: Callable[[str], str], var: Callable[[str], str], init: list[str],
+                     forward: list[str], helpers: set[str]) -> None:
+    """Append the tables to ``init``, the lookups to ``forward`` and the runtime class to ``helpers`` (``attr``,
+    ``var``: the Python names of a module and of a tensor)."""
+    c = job.graph.collection
+    if c is None:
+        return
+    helpers.add("CollectionTable")
+    offsets = key_offsets(job)
+    attrs = []
+    for i, (t, rows) in enumerate(zip(c.tables, table_rows(c))):
+        args = dict(t.args)
+        label = str(next((args[k] for k in ("name", "table_id", "id_space") if k in args), i))
+        attrs.append(attr(f"table {label}"))   # (a space: no tensor has this name)
+        init.append(f"self.{attrs[-1]} = CollectionTable({rows}, {args['ev_size']}, name={py_str(label)})")
+    for lk in c.lookups:
+        tables = lk.table if isinstance(lk.table, tuple) else (lk.table,)
+        combiners = lk.combiner if isinstance(lk.combiner, tuple) else (lk.combiner,)
+        calls = [f"self.{attrs[t]}({var(b)}, {offsets[b]}, {py_str(comb)})"
+                 for t, b, comb in zip(tables, lk.bottoms, combiners)]
+        value = calls[0] if len(calls) == 1 else f"torch.cat([{', '.join(calls)}], dim=1)"
+        dims = ", ".join(str(d) for d in lk.shape.dims[:-1])
+        if dims:   # (batch, 1, width): the 3D top from 3.8
+            value = f"{value}.reshape(-1, {dims}, {lk.shape.dims[-1]})"
+        forward.append(f"{var(lk.top)} = {value}  # {fmt_shape(lk.shape)}")

@@ -1,0 +1,125 @@
+"""The torch target's embedding collection (runtime/collection.py, model/torch_collection.py): each lookup against a
+numpy reference written from HugeCTR's definition, a collection spec trained through its generated train_torch.py,
+and the refusals, one line each.
+
+The reference follows HugeCTR 23.06: a key of a table is its row (embedding/operators/keys_to_indices.cu,
+keys_to_indices_kernel: row = table start + key, no offset per slot), the Parquet reader adds the sums of
+slot_size_array before a slot (src/pybind/add_input.cpp), average divides a sample's sum by its number of keys
+(embedding/operators/model_forward.cu, get_average_pooling_factor), concat writes the keys' vectors side by side.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from codegen.errors import UserError
+from codegen.pipeline import open_spec, render_spec
+from codegen.runtime.collection import CollectionTable
+from test_embedding_collection import CONFIG, _import
+
+REPO = Path(__file__).resolve().parents[1]
+# One table for all keys: the reader's offsets (1000, 1200, 4200) keep every input's keys below its rows.
+SHARED = CONFIG.replace("max_vocabulary_size=SIZES[i]", "max_vocabulary_size=sum(SIZES)")
+
+
+def _reference(weight: np.ndarray, ids: np.ndarray, offset: int, combiner: str) -> np.ndarray:
+    """HugeCTR's lookup of one-slot ``ids`` (batch, 1, nnz; -1: no key) in a table of rows ``weight``."""
+    out = []
+    for sample in ids[:, 0, :]:
+        keys = [int(k) + offset for k in sample if k >= 0]
+        vecs = weight[keys] if keys else np.zeros((0, weight.shape[1]))
+        if combiner == "concat":
+            row = np.zeros((len(sample), weight.shape[1]))
+            row[:len(keys)] = vecs
+            out.append(row.reshape(-1))
+        else:
+            total = vecs.sum(axis=0) if keys else np.zeros(weight.shape[1])
+            out.append(total / len(keys) if combiner == "average" and keys else total)
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("combiner", ["sum", "average", "concat"])
+def test_lookups_equal_hugectrs_definition(combiner):
+    """Two inputs share one table (their keys meet in its rows, offset as the reader offsets them); tolerance 1e-6
+    (float32 sums of at most three vectors)."""
+    torch.manual_seed(0)
+    table = CollectionTable(40, 4, name="t")
+    w = table.weight.detach().numpy()[:40].astype(np.float64)
+    assert np.abs(w).max() <= np.sqrt(1 / 40) and not table.weight[40].any()   # Default init; the padding row
+    a = torch.tensor([[[3, 7, -1]], [[5, -1, -1]], [[-1, -1, -1]], [[0, 1, 2]]])
+    b = torch.tensor([[[9, -1, -1]], [[3, 3, 4]], [[1, -1, -1]], [[-1, -1, -1]]])
+    out_a, out_b = table(a, 0, combiner), table(b, 20, combiner)
+    np.testing.assert_allclose(out_a.detach().numpy(), _reference(w, a.numpy(), 0, combiner), atol=1e-6)
+    np.testing.assert_allclose(out_b.detach().numpy(), _reference(w, b.numpy(), 20, combiner), atol=1e-6)
+    assert out_a.shape == (4, 12 if combiner == "concat" else 4)
+    # backward: the shared rows take both lookups' gradients; a key repeated in a sample counts twice
+    (out_a.sum() + out_b.sum()).backward()
+    grad = table.weight.grad.numpy()[:, 0]
+    counts = np.zeros(41)
+    for ids, off in ((a.numpy(), 0), (b.numpy(), 20)):
+        for sample in ids[:, 0, :]:
+            keys = [int(k) + off for k in sample if k >= 0]
+            for k in keys:
+                counts[k] += 1.0 / len(keys) if combiner == "average" else 1.0
+    counts[40] = 0.0                                               # the padding row never trains
+    np.testing.assert_allclose(grad, counts, atol=1e-6)
+
+
+def _spec(tmp_path: Path, text: str, edit=None) -> Path:
+    _, spec = _import(tmp_path, text, "23.06")
+    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    data["targets"] = ["hugectr", "torch"]
+    if edit:
+        edit(data)
+    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return spec
+
+
+def test_generated_model_reads_each_lookup_with_its_reader_offset(tmp_path):
+    rendered = render_spec(open_spec(_spec(tmp_path, SHARED)))
+    text = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
+    assert text.count("CollectionTable(4250, 16") == 3              # one module per EmbeddingTableConfig
+    assert 'e1 = self.table_t1(s1, 1000, "sum").reshape(-1, 1, 16)' in text   # t1 read by s1 and s2
+    assert 'e2 = self.table_t1(s2, 1200, "average").reshape(-1, 1, 16)' in text
+    assert 'e3 = self.table_t2(s3, 4200, "concat").reshape(-1, 1, 48)' in text   # 3 keys x 16, HugeCTR's 3D top
+
+
+def test_a_collection_spec_trains_through_its_trainer():
+    """Import, generate, synthetic Parquet, two steps of the generated train_torch.py in this process (the corpus
+    tool's own run; about 3 s)."""
+    sys.path.insert(0, str(REPO))
+    from tools.corpus_trains import train_unit
+
+    assert train_unit(SHARED, "23.06", None, name="ebc_smoke") == {"status": "trained", "stage": "train",
+                                                                   "torch_added": True}
+
+
+def _refusal(tmp_path: Path, text: str, edit=None) -> str:
+    with pytest.raises(UserError) as exc:
+        render_spec(open_spec(_spec(tmp_path, text, edit)))
+    lines = [line for line in str(exc.value).splitlines() if line.strip()]
+    return "\n".join(lines)
+
+
+def test_keys_past_their_tables_rows_are_refused(tmp_path):
+    """Tables sized per slot under a Parquet reader that offsets the keys: HugeCTR overflows; refused, not wrapped."""
+    msg = _refusal(tmp_path, CONFIG)
+    assert "embedding_collection.lookups[1].table" in msg
+    assert "input 's1''s keys reach 1200 (the Parquet reader's slot_size_array offset 1000 + cardinality 200), " \
+           "past the 200 rows of table 1" in msg
+
+
+def test_untranslatable_collection_fields_are_refused(tmp_path):
+    def edit(d):
+        d["embedding_collection"]["tables"][0]["max_vocabulary_size"] = -1
+        d["optimizer"]["type"] = "Adam"
+
+    msg = _refusal(tmp_path, SHARED, edit)
+    assert "embedding_collection.tables[0].max_vocabulary_size" in msg and "dynamic hash table" in msg
+    assert "HugeCTR updates a table of max_vocabulary_size > 0 with SGD or AdaGrad only, not Adam" in msg
