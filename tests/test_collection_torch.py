@@ -21,7 +21,7 @@ import yaml
 from codegen.errors import UserError
 from codegen.pipeline import open_spec, render_spec
 from codegen.runtime.collection import CollectionTable
-from test_embedding_collection import CONFIG, _import
+from test_embedding_collection import CONFIG, PLANNER_38, _import
 
 REPO = Path(__file__).resolve().parents[1]
 # One table for all keys: the reader's offsets (1000, 1200, 4200) keep every input's keys below its rows.
@@ -92,12 +92,13 @@ def test_generated_model_reads_each_lookup_with_its_reader_offset(tmp_path):
 
 def test_a_collection_spec_trains_through_its_trainer():
     """Import, generate, synthetic Parquet, two steps of the generated train_torch.py in this process (the corpus
-    tool's own run; about 3 s)."""
+    tool's own run; about a second), with two static tables and a dynamic one."""
     sys.path.insert(0, str(REPO))
     from tools.corpus_trains import train_unit
 
-    assert train_unit(SHARED, "23.06", None, name="ebc_smoke") == {"status": "trained", "stage": "train",
-                                                                   "torch_added": True}
+    dynamic_t1 = SHARED.replace('max_vocabulary_size=sum(SIZES)', 'max_vocabulary_size=-1 if i == 1 else sum(SIZES)')
+    assert train_unit(dynamic_t1, "23.06", None, name="ebc_smoke") == {"status": "trained", "stage": "train",
+                                                                       "torch_added": True}
 
 
 def _refusal(tmp_path: Path, text: str, edit=None) -> str:
@@ -115,11 +116,40 @@ def test_keys_past_their_tables_rows_are_refused(tmp_path):
            "past the 200 rows of table 1" in msg
 
 
-def test_untranslatable_collection_fields_are_refused(tmp_path):
+def test_a_dynamic_table_holds_the_keys_its_inputs_can_hold(tmp_path):
+    """max_vocabulary_size -1: the keys of s1 (offset 1000, 200 ids) and s2 (offset 1200, 3000 ids) share table t1,
+    which holds keys 1000 .. 4199: 3200 rows from base 1000, each key its own row, as the hash table gives it."""
     def edit(d):
-        d["embedding_collection"]["tables"][0]["max_vocabulary_size"] = -1
+        d["embedding_collection"]["tables"][1]["max_vocabulary_size"] = -1
+
+    rendered = render_spec(open_spec(_spec(tmp_path, SHARED, edit)))
+    text = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
+    assert 'self.table_t1 = CollectionTable(3200, 16, name="t1", bound=0.05)' in text   # cuco's U(-0.05, 0.05)
+    assert 'self.table_t1(s1, 0, "sum")' in text and 'self.table_t1(s2, 200, "average")' in text
+    assert 'CollectionTable(4250, 16, name="t0")' in text                               # static: unchanged
+
+
+def test_untranslatable_table_arguments_and_optimizers_are_refused(tmp_path):
+    """3.8's key range (min_key, max_key) is not translated; a static table takes SGD or AdaGrad only."""
+    _, spec = _import(tmp_path, PLANNER_38, "3.8")
+    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    data.update(targets=["hugectr", "torch"])
+    data["optimizer"]["type"] = "Adam"
+    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    with pytest.raises(UserError) as exc:
+        render_spec(open_spec(spec))
+    msg = str(exc.value)
+    assert "embedding_collection.tables[0].args.min_key" in msg
+    assert "the torch target does not translate EmbeddingTableConfig's 'min_key'" in msg
+    assert "HugeCTR updates a table of max_vocabulary_size > 0 with SGD or AdaGrad only, not Adam" in msg
+
+
+def test_a_dynamic_table_under_a_moving_optimizer_is_refused(tmp_path):
+    def edit(d):
+        for t in d["embedding_collection"]["tables"]:
+            t["max_vocabulary_size"] = -1
         d["optimizer"]["type"] = "Adam"
 
     msg = _refusal(tmp_path, SHARED, edit)
-    assert "embedding_collection.tables[0].max_vocabulary_size" in msg and "dynamic hash table" in msg
-    assert "HugeCTR updates a table of max_vocabulary_size > 0 with SGD or AdaGrad only, not Adam" in msg
+    assert "optimizer.type" in msg and "the torch target's dense step of a dynamic table would move rows HugeCTR's " \
+        "hash table leaves alone, not Adam" in msg

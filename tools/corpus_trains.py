@@ -65,10 +65,11 @@ def table_bytes(rendered, rows: dict[str, int], features: dict) -> int:
     cols = {s["input"]: [0 if c.get("shares") else rows[c["name"]] if c.get("cardinality") is not None
                          else min(rows[c["name"]], MAX_IDS) for c in s["columns"]] for s in features["sparse"]}
     total = sum(sum(cols.get(e.bottom, [0])) * e.vec_size * 4 * copies(rendered) for e in rendered.job.graph.embeddings)
-    c = rendered.job.graph.collection    # an embedding collection's tables: max_vocabulary_size rows each
+    c = rendered.job.graph.collection    # an embedding collection's tables, as the torch target sizes them
     if c is not None:
-        total += sum(max(0, int(a["max_vocabulary_size"])) * int(a["ev_size"]) * 4 * copies(rendered)
-                     for a in (dict(t.args) for t in c.tables))
+        from codegen.model.torch_collection import torch_tables
+        total += sum(rows * int(dict(t.args)["ev_size"]) * 4 * copies(rendered)
+                     for rows, t in zip(torch_tables(rendered.job)[0], c.tables))
     return total
 
 

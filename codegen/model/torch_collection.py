@@ -1,9 +1,15 @@
 """What the torch target needs of an embedding collection (runtime/collection.py translates it), and what it refuses.
 
-A table's rows are its ``max_vocabulary_size``; a lookup's keys are the ids of its one-slot input plus the offset
-HugeCTR's Parquet reader adds to that slot (add_input.cpp: the sums of slot_size_array before it; the Raw, RawAsync
-and Norm readers add none). The collection itself adds no offset per slot (keys_to_indices.cu, 23.06): a key past
-its table's rows overflows in HugeCTR, so such a spec is refused rather than translated.
+A lookup's keys are the ids of its one-slot input plus the offset HugeCTR's Parquet reader adds to that slot
+(add_input.cpp: the sums of slot_size_array before it; the Raw, RawAsync and Norm readers add none). A static table's
+rows are its ``max_vocabulary_size`` and a key is its row: the collection adds no offset per slot
+(keys_to_indices.cu, 23.06), so a key past its table's rows overflows in HugeCTR, and such a spec is refused rather
+than translated. A dynamic hash table (``max_vocabulary_size: -1``) gives every key its own vector, whatever its
+value: its torch table holds the keys its inputs' cardinalities allow, from the smallest key it can meet (base) to
+the largest, row = key - base.
+
+The tables train with the dense step, which leaves the rows a batch does not look up as they are for SGD and AdaGrad
+(a zero gradient moves neither): HugeCTR's update of either kind of table. Other optimizers are refused.
 """
 
 from __future__ import annotations
@@ -13,8 +19,9 @@ from ..graph.ir import EmbeddingCollection, TrainingJob
 # EmbeddingCollectionConfig arguments that place or exchange keys and vectors but leave the arithmetic as it is.
 PLACEMENT_ARGS = frozenset({"use_exclusive_keys", "comm_strategy", "output_layout"})
 TABLE_ARGS = frozenset({"name", "table_id", "id_space", "max_vocabulary_size", "ev_size"})
-# ragged_static_embedding.cu (23.06) updates a static table (max_vocabulary_size > 0) with these only.
-STATIC_OPTIMIZERS = ("SGD", "AdaGrad")
+# ragged_static_embedding.cu (23.06) updates a static table (max_vocabulary_size > 0) with these only; they are also
+# the optimizers whose dense step leaves untouched rows as they are.
+ROW_EXACT_OPTIMIZERS = ("SGD", "AdaGrad")
 LOC = ("embedding_collection",)
 
 
@@ -35,6 +42,30 @@ def table_rows(collection: EmbeddingCollection) -> list[int]:
     return [int(dict(t.args)["max_vocabulary_size"]) for t in collection.tables]  # type: ignore[call-overload]
 
 
+def torch_tables(job: TrainingJob) -> tuple[list[int], list[int]]:
+    """(rows, base) of each table's torch module: a static table's max_vocabulary_size rows from key 0; a dynamic
+    one's from the smallest key its inputs can hold to the largest (0 rows where a cardinality is unknown)."""
+    c = job.graph.collection
+    assert c is not None
+    rows, bases = table_rows(c), [0] * len(c.tables)
+    offsets = key_offsets(job)
+    cards = {s.name: int(s.cardinalities[0] or 0) for s in job.graph.sparse}
+    for t in range(len(c.tables)):
+        if rows[t] >= 0:
+            continue
+        bottoms = [b for lk in c.lookups for table, b in zip(_tables(lk), lk.bottoms) if table == t]
+        if all(cards[b] for b in bottoms):
+            bases[t] = min(offsets[b] for b in bottoms)
+            rows[t] = max(offsets[b] + cards[b] for b in bottoms) - bases[t]
+        else:
+            rows[t] = 0
+    return rows, bases
+
+
+def _tables(lookup) -> tuple[int, ...]:
+    return lookup.table if isinstance(lookup.table, tuple) else (lookup.table,)
+
+
 def collection_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
     """(spec location, message, fix) of what in the collection the torch target cannot translate exactly."""
     c = job.graph.collection
@@ -52,17 +83,22 @@ def collection_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
             if name not in TABLE_ARGS:
                 out.append(((*LOC, "tables", i, "args", name), f"the torch target does not translate {t.func}'s "
                             f"{name!r}", f"remove it, {drop}"))
-        if rows[i] < 0:
+    sized, _ = torch_tables(job)
+    for i in range(len(c.tables)):
+        if rows[i] < 0 and not sized[i]:
             out.append(((*LOC, "tables", i, "max_vocabulary_size"), "-1 is a dynamic hash table, whose rows are the "
-                        "keys HugeCTR meets: the torch target needs the table's rows", f"give the rows, {drop}"))
-    if any(r > 0 for r in rows) and job.optimizer.type not in STATIC_OPTIMIZERS:
-        out.append((("optimizer", "type"), f"HugeCTR updates a table of max_vocabulary_size > 0 with "
-                    f"{' or '.join(STATIC_OPTIMIZERS)} only, not {job.optimizer.type}", f"use SGD or AdaGrad, {drop}"))
+                        "keys HugeCTR meets: the torch target sizes it by its inputs' cardinalities, and one has "
+                        "none", f"give the input's column a cardinality, {drop}"))
+    opt = job.optimizer.type
+    if opt not in ROW_EXACT_OPTIMIZERS:
+        why = f"HugeCTR updates a table of max_vocabulary_size > 0 with {' or '.join(ROW_EXACT_OPTIMIZERS)} only" \
+            if any(r > 0 for r in rows) else "the torch target's dense step of a dynamic table would move rows " \
+            "HugeCTR's hash table leaves alone"
+        out.append((("optimizer", "type"), f"{why}, not {opt}", f"use SGD or AdaGrad, {drop}"))
     sparse = {s.name: s for s in job.graph.sparse}
     offsets = key_offsets(job)
     for i, lk in enumerate(c.lookups):
-        tables = lk.table if isinstance(lk.table, tuple) else (lk.table,)
-        for table, bottom in zip(tables, lk.bottoms):
+        for table, bottom in zip(_tables(lk), lk.bottoms):
             s = sparse[bottom]
             if s.slot_num != 1:
                 out.append(((*LOC, "lookups", i, "bottom"), f"input {bottom!r} has {s.slot_num} slots: the torch "

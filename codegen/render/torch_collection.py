@@ -1,6 +1,6 @@
 """An embedding collection's lines of train_torch.py's Model (runtime/collection.py; what translates:
 model/torch_collection.py): one CollectionTable per EmbeddingTableConfig, one call per lookup with the offset
-HugeCTR's reader adds to its input's keys, its top in HugeCTR's shape."""
+HugeCTR's reader adds to its input's keys (less a dynamic table's base), its top in HugeCTR's shape."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ..graph.ir import TrainingJob
 from ..graph.shapes import fmt_shape
-from ..model.torch_collection import key_offsets, table_rows
+from ..model.torch_collection import key_offsets, torch_tables
 from .literals import py_str
 
 
@@ -21,16 +21,18 @@ def collection_lines(job: TrainingJob, attr: Callable[[str], str], var: Callable
         return
     helpers.add("CollectionTable")
     offsets = key_offsets(job)
+    table_rows, bases = torch_tables(job)   # a dynamic table from its smallest key (base): row = key - base
     attrs = []
-    for i, (t, rows) in enumerate(zip(c.tables, table_rows(c))):
+    for i, (t, rows) in enumerate(zip(c.tables, table_rows)):
         args = dict(t.args)
         label = str(next((args[k] for k in ("name", "table_id", "id_space") if k in args), i))
         attrs.append(attr(f"table {label}"))   # (a space: no tensor has this name)
-        init.append(f"self.{attrs[-1]} = CollectionTable({rows}, {args['ev_size']}, name={py_str(label)})")
+        dynamic = ", bound=0.05" if args["max_vocabulary_size"] == -1 else ""   # its initial rows
+        init.append(f"self.{attrs[-1]} = CollectionTable({rows}, {args['ev_size']}, name={py_str(label)}{dynamic})")
     for lk in c.lookups:
         tables = lk.table if isinstance(lk.table, tuple) else (lk.table,)
         combiners = lk.combiner if isinstance(lk.combiner, tuple) else (lk.combiner,)
-        calls = [f"self.{attrs[t]}({var(b)}, {offsets[b]}, {py_str(comb)})"
+        calls = [f"self.{attrs[t]}({var(b)}, {offsets[b] - bases[t]}, {py_str(comb)})"
                  for t, b, comb in zip(tables, lk.bottoms, combiners)]
         value = calls[0] if len(calls) == 1 else f"torch.cat([{', '.join(calls)}], dim=1)"
         dims = ", ".join(str(d) for d in lk.shape.dims[:-1])
