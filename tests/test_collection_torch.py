@@ -153,3 +153,32 @@ def test_a_dynamic_table_under_a_moving_optimizer_is_refused(tmp_path):
     msg = _refusal(tmp_path, SHARED, edit)
     assert "optimizer.type" in msg and "the torch target's dense step of a dynamic table would move rows HugeCTR's " \
         "hash table leaves alone, not Adam" in msg
+
+
+def test_without_reader_offsets_the_slots_are_sized_from_the_data(tmp_path):
+    """No slot_size_array (the keys are the ids as they are): the columns need no cardinality. A dynamic table takes
+    the largest of its inputs' rows from the data at start-up; an id past a static table's max_vocabulary_size is
+    reported, not wrapped (runtime/row_counts.py)."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from codegen.runtime.errors import DataError
+    from codegen.runtime.row_counts import size_from_data
+
+    text = SHARED.replace(", slot_size_array=SIZES", "").replace(
+        "max_vocabulary_size=sum(SIZES)", "max_vocabulary_size=-1 if i == 1 else SIZES[i]")
+    rendered = render_spec(open_spec(_spec(tmp_path, text)))
+    files = {str(k): v for k, v in rendered.files.items()}
+    assert 'CollectionTable(max([cardinalities["s1"][0], cardinalities["s2"][0]]), 16, name="t1", bound=0.05)' \
+        in files["train_torch.py"]
+    features = json.loads(files["features.json"])
+    s0 = features["sparse"][0]
+    assert s0["hugectr_tables"] == [{"name": "t0", "max_vocabulary_size": 1000, "embedding_collection": True}]
+    data = tmp_path / "part.parquet"
+    pq.write_table(pa.table({c["name"]: [0, 1000] if c["name"] == s0["columns"][0]["name"] else [0, 1]
+                             for s in features["sparse"] for c in s["columns"]}), data)
+    with pytest.raises(DataError, match=r"largest id 1000 needs 1001 rows of table 't0', more than its "
+                                        r"max_vocabulary_size 1000 \(HugeCTR's embedding collection overflows\)"):
+        size_from_data(features, [data])

@@ -67,9 +67,11 @@ def table_bytes(rendered, rows: dict[str, int], features: dict) -> int:
     total = sum(sum(cols.get(e.bottom, [0])) * e.vec_size * 4 * copies(rendered) for e in rendered.job.graph.embeddings)
     c = rendered.job.graph.collection    # an embedding collection's tables, as the torch target sizes them
     if c is not None:
-        from codegen.model.torch_collection import torch_tables
-        total += sum(rows * int(dict(t.args)["ev_size"]) * 4 * copies(rendered)
-                     for rows, t in zip(torch_tables(rendered.job)[0], c.tables))
+        from codegen.model.torch_collection import bottoms_of, torch_tables
+        by_input = {s["input"]: cols[s["input"]] for s in features["sparse"]}
+        sized = [n if n is not None else max(by_input[b][0] for b in bottoms_of(c, i))   # a dynamic table from data
+                 for i, n in enumerate(torch_tables(rendered.job)[0])]
+        total += sum(n * int(dict(t.args)["ev_size"]) * 4 * copies(rendered) for n, t in zip(sized, c.tables))
     return total
 
 
@@ -225,10 +227,10 @@ def trains(args, load_index, unit_text, releases_of, argv_of, release_key, progr
 # ---- report -------------------------------------------------------------------------------------------------------
 
 # Why a cause is an exception, where the product's one line does not say it all (matched on the message).
-WHY = (("no cardinality in the workflow schema", "the slot has no size: an embedding collection's dynamic hash "
-        "table (--use_dynamic_hash_table) holds any key, and the torch target needs a row count per slot"),
-       ("dynamic hash table, whose rows are the keys", "an embedding collection's dynamic hash table holds any key; "
-        "the torch target needs the table's rows"),
+WHY = (("no cardinality in the workflow schema", "the slot has no size, and the reader's slot offsets or the "
+        "trainer's tables need one"),
+       ("dense step of a dynamic table", "a dense step of this optimizer would move rows HugeCTR's hash table "
+        "leaves alone"),
        ("HugeCTR's embedding collection adds no slot offset", "tables sized per slot under a Parquet reader whose "
         "slot_size_array offsets the keys past them: HugeCTR overflows, so the torch target refuses"),
        ("'min_key'", "a 3.7 - 4.0 table's key range (min_key, max_key): not translated by the torch target"),

@@ -42,24 +42,48 @@ def table_rows(collection: EmbeddingCollection) -> list[int]:
     return [int(dict(t.args)["max_vocabulary_size"]) for t in collection.tables]  # type: ignore[call-overload]
 
 
-def torch_tables(job: TrainingJob) -> tuple[list[int], list[int]]:
+def collection_tables(job: TrainingJob, bottom: str) -> list[dict]:
+    """features.json's capacity of the static tables input ``bottom`` is looked up in (a slot sized from the data
+    must keep its ids below the table's rows: runtime/row_counts.py)."""
+    c = job.graph.collection
+    if c is None:
+        return []
+    rows = table_rows(c)
+    read = sorted({t for lk in c.lookups for t, b in zip(_tables(lk), lk.bottoms) if b == bottom and rows[t] >= 0})
+    return [{"name": table_label(c, t), "max_vocabulary_size": rows[t], "embedding_collection": True} for t in read]
+
+
+def table_label(c: EmbeddingCollection, i: int) -> str:
+    """A table's name (4.2+), id (3.8 - 4.1) or id space (3.7); its index where it has none."""
+    args = dict(c.tables[i].args)
+    return str(next((args[k] for k in ("name", "table_id", "id_space") if k in args), i))
+
+
+def torch_tables(job: TrainingJob) -> tuple[list[int | None], list[int]]:
     """(rows, base) of each table's torch module: a static table's max_vocabulary_size rows from key 0; a dynamic
-    one's from the smallest key its inputs can hold to the largest (0 rows where a cardinality is unknown)."""
+    one's from the smallest key its inputs can hold to the largest (None: sized from the data at start-up, where the
+    reader adds no offsets and a cardinality is unknown)."""
     c = job.graph.collection
     assert c is not None
-    rows, bases = table_rows(c), [0] * len(c.tables)
+    rows: list[int | None] = list(table_rows(c))
+    bases = [0] * len(c.tables)
     offsets = key_offsets(job)
     cards = {s.name: int(s.cardinalities[0] or 0) for s in job.graph.sparse}
     for t in range(len(c.tables)):
-        if rows[t] >= 0:
+        if rows[t] >= 0:  # type: ignore[operator]
             continue
-        bottoms = [b for lk in c.lookups for table, b in zip(_tables(lk), lk.bottoms) if table == t]
+        bottoms = bottoms_of(c, t)
         if all(cards[b] for b in bottoms):
             bases[t] = min(offsets[b] for b in bottoms)
             rows[t] = max(offsets[b] + cards[b] for b in bottoms) - bases[t]
         else:
-            rows[t] = 0
+            rows[t] = None
     return rows, bases
+
+
+def bottoms_of(c: EmbeddingCollection, table: int) -> list[str]:
+    """The inputs looked up in ``table``, in lookup order."""
+    return [b for lk in c.lookups for t, b in zip(_tables(lk), lk.bottoms) if t == table]
 
 
 def _tables(lookup) -> tuple[int, ...]:
@@ -83,12 +107,6 @@ def collection_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
             if name not in TABLE_ARGS:
                 out.append(((*LOC, "tables", i, "args", name), f"the torch target does not translate {t.func}'s "
                             f"{name!r}", f"remove it, {drop}"))
-    sized, _ = torch_tables(job)
-    for i in range(len(c.tables)):
-        if rows[i] < 0 and not sized[i]:
-            out.append(((*LOC, "tables", i, "max_vocabulary_size"), "-1 is a dynamic hash table, whose rows are the "
-                        "keys HugeCTR meets: the torch target sizes it by its inputs' cardinalities, and one has "
-                        "none", f"give the input's column a cardinality, {drop}"))
     opt = job.optimizer.type
     if opt not in ROW_EXACT_OPTIMIZERS:
         why = f"HugeCTR updates a table of max_vocabulary_size > 0 with {' or '.join(ROW_EXACT_OPTIMIZERS)} only" \

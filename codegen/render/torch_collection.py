@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from ..graph.ir import TrainingJob
 from ..graph.shapes import fmt_shape
-from ..model.torch_collection import key_offsets, torch_tables
+from ..model.torch_collection import bottoms_of, key_offsets, table_label, torch_tables
 from .literals import py_str
 
 
@@ -23,10 +23,12 @@ def collection_lines(job: TrainingJob, attr: Callable[[str], str], var: Callable
     offsets = key_offsets(job)
     table_rows, bases = torch_tables(job)   # a dynamic table from its smallest key (base): row = key - base
     attrs = []
-    for i, (t, rows) in enumerate(zip(c.tables, table_rows)):
-        args = dict(t.args)
-        label = str(next((args[k] for k in ("name", "table_id", "id_space") if k in args), i))
+    for i, (t, n) in enumerate(zip(c.tables, table_rows)):
+        args, label = dict(t.args), table_label(c, i)
         attrs.append(attr(f"table {label}"))   # (a space: no tensor has this name)
+        # None: a dynamic table over slots sized from the data at start-up (the reader adds no offsets)
+        rows = str(n) if n is not None else \
+            f"max([{', '.join(f'cardinalities[{py_str(b)}][0]' for b in bottoms_of(c, i))}])"
         dynamic = ", bound=0.05" if args["max_vocabulary_size"] == -1 else ""   # its initial rows
         init.append(f"self.{attrs[-1]} = CollectionTable({rows}, {args['ev_size']}, name={py_str(label)}{dynamic})")
     for lk in c.lookups:
