@@ -40,7 +40,10 @@ def _reference(weight: np.ndarray, ids: np.ndarray, offset: int, combiner: str) 
             out.append(row.reshape(-1))
         else:
             total = vecs.sum(axis=0) if keys else np.zeros(weight.shape[1])
-            out.append(total / len(keys) if combiner == "average" and keys else total)
+            if combiner == "average":   # generic_lookup.cuh: accum /= the sample's number of keys, 0 / 0 with none
+                with np.errstate(invalid="ignore"):
+                    total = total / np.float64(len(keys))
+            out.append(total)
     return np.stack(out)
 
 
@@ -59,7 +62,8 @@ def test_lookups_equal_hugectrs_definition(combiner):
     np.testing.assert_allclose(out_b.detach().numpy(), _reference(w, b.numpy(), 20, combiner), atol=1e-6)
     assert out_a.shape == (4, 12 if combiner == "concat" else 4)
     # backward: the shared rows take both lookups' gradients; a key repeated in a sample counts twice
-    (out_a.sum() + out_b.sum()).backward()
+    assert np.isnan(out_a[2].detach().numpy()).all() == (combiner == "average")   # sample 2 of a has no key
+    (out_a.nan_to_num().sum() + out_b.sum()).backward()
     grad = table.weight.grad.numpy()[:, 0]
     counts = np.zeros(41)
     for ids, off in ((a.numpy(), 0), (b.numpy(), 20)):
@@ -182,3 +186,23 @@ def test_without_reader_offsets_the_slots_are_sized_from_the_data(tmp_path):
     with pytest.raises(DataError, match=r"largest id 1000 needs 1001 rows of table 't0', more than its "
                                         r"max_vocabulary_size 1000 \(HugeCTR's embedding collection overflows\)"):
         size_from_data(features, [data])
+
+
+def test_the_grouped_lookup_writes_its_parts_side_by_side(tmp_path):
+    """23.04+'s grouped embedding_lookup (lists of tables, bottoms and combiners, one top): (batch, sum of the widths)
+    (model_compile.cpp's batch-major output), read by the dense layers as it is."""
+    def edit(d):
+        lookups = d["embedding_collection"]["lookups"]
+        d["embedding_collection"]["lookups"] = [{
+            "table": [lk["table"] for lk in lookups], "bottom": [lk["bottom"] for lk in lookups], "top": "emb_all",
+            "combiner": [lk.get("combiner", "sum") for lk in lookups]}]
+        d["model"]["layers"] = [
+            {"type": "Concat", "bottom": ["emb_all", "dense"], "top": "all"},
+            {"type": "InnerProduct", "bottom": "all", "top": "fc", "num_output": 1},
+            {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]
+
+    rendered = render_spec(open_spec(_spec(tmp_path, SHARED, edit)))
+    text = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
+    assert 'emb_all = torch.cat([self.table_t0(s0, 0, "sum"), self.table_t1(s1, 1000, "sum"), ' \
+        'self.table_t1(s2, 1200, "average"), self.table_t2(s3, 4200, "concat")], dim=1)  # (B, 96)' in text
+    assert rendered.job.graph.tensor_shapes()["all"].dims == (100,)

@@ -44,4 +44,7 @@ class CollectionTable(nn.Module):
         keys = torch.where(ids >= 0, ids + offset, self.rows).reshape(batch, slots * nnz)
         if combiner == "concat":
             return F.embedding(keys, self.weight, padding_idx=self.rows).reshape(batch, -1)
-        return F.embedding_bag(keys, self.weight, mode=COMBINER_MODES[combiner], padding_idx=self.rows)
+        pooled = F.embedding_bag(keys, self.weight, mode=COMBINER_MODES[combiner], padding_idx=self.rows)
+        if combiner == "average":   # a sample with no key: HugeCTR divides the zero sum by 0 keys (NaN)
+            pooled = pooled.masked_fill((ids < 0).all(dim=2).reshape(batch, 1).expand_as(pooled), math.nan)
+        return pooled
