@@ -29,9 +29,10 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
         "codegen": "__init__ errors atomic user_cache inputs cli_paths tfmd template_files torch_target",
         "codegen.hugectr": "__init__ api arg_types backend graph_reader versions",
         # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
-        "codegen.runtime": "__init__ attention checkpoint checks cli compiled contract data dense_optim distributed"
-                           " early_stop errors evaluation feature_order initializers job kernels label_names layers losses"
-                           " metrics nvt_arrays nvt_categorify nvt_check nvt_import nvt_model nvt_values optimizers precision progress"
+        "codegen.runtime": "__init__ attention checkpoint checks cli collection compiled contract data dense_optim"
+                           " distributed early_stop errors evaluation feature_order initializers job kernels label_names"
+                           " layers losses metrics nvt_arrays nvt_categorify nvt_check nvt_import nvt_model nvt_values"
+                           " optimizers precision progress"
                            " row_counts row_optim run_facts run_folder sharding shards startup threads torch_model trainer",
         "codegen.etl": "__init__",  # (empty package files of mixed packages)
         "codegen.triton.plan": "__init__",
@@ -45,7 +46,7 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
         "codegen.etl": "inputs",
     }),
     ("model: codegen.model.build_model and what it holds", {
-        "codegen.model": "__init__ build home_paths launch spec_rules torch_rules types",
+        "codegen.model": "__init__ build home_paths launch spec_rules torch_collection torch_rules types",
         "codegen.graph": "__init__ build continuous embedding_collection ir layers preset_table presets"
                          " presets_multitask presets_ncf presets_seq reader_check shapes sparse unrunnable",
         "codegen.etl": "plan",
@@ -53,7 +54,7 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
     }),
     ("renderers: model -> text", {
         "codegen.render": "__init__ card cluster continuous diagram embedding_collection env graph_json literals script"
-                          " summary targets task template_cache text torch_features torch_model triton vertex",
+                          " summary targets task template_cache text torch_collection torch_features torch_model triton vertex",
         "codegen.etl": "render",
         "codegen.triton.plan": "configs",
     }),

@@ -64,7 +64,15 @@ def table_bytes(rendered, rows: dict[str, int], features: dict) -> int:
     0; sized-from-data slots at their synthetic rows) times each embedding's vector size, four bytes, ``copies``."""
     cols = {s["input"]: [0 if c.get("shares") else rows[c["name"]] if c.get("cardinality") is not None
                          else min(rows[c["name"]], MAX_IDS) for c in s["columns"]] for s in features["sparse"]}
-    return sum(sum(cols.get(e.bottom, [0])) * e.vec_size * 4 * copies(rendered) for e in rendered.job.graph.embeddings)
+    total = sum(sum(cols.get(e.bottom, [0])) * e.vec_size * 4 * copies(rendered) for e in rendered.job.graph.embeddings)
+    c = rendered.job.graph.collection    # an embedding collection's tables, as the torch target sizes them
+    if c is not None:
+        from codegen.model.torch_collection import bottoms_of, torch_tables
+        by_input = {s["input"]: cols[s["input"]] for s in features["sparse"]}
+        sized = [n if n is not None else max(by_input[b][0] for b in bottoms_of(c, i))   # a dynamic table from data
+                 for i, n in enumerate(torch_tables(rendered.job)[0])]
+        total += sum(n * int(dict(t.args)["ev_size"]) * 4 * copies(rendered) for n, t in zip(sized, c.tables))
+    return total
 
 
 def write_data(root: Path, features: dict, rows: dict[str, int], seed: int = 0) -> dict[str, Path]:
@@ -235,10 +243,15 @@ def trains(args, load_index, unit_text, releases_of, argv_of, release_key, progr
 # ---- report -------------------------------------------------------------------------------------------------------
 
 # Why a cause is an exception, where the product's one line does not say it all (matched on the message).
-WHY = (("no cardinality in the workflow schema", "the slot has no size: an embedding collection's dynamic hash "
-        "table (--use_dynamic_hash_table) holds any key, and the torch target needs a row count per slot"),
-       ("embedding_collection renders model.py only", "the torch target has no translation of the embedding "
-        "collection API"),
+WHY = (("no cardinality in the workflow schema", "the slot has no size, and the reader's slot offsets or the "
+        "trainer's tables need one"),
+       ("dense step of a dynamic table", "a dense step of this optimizer would move rows HugeCTR's hash table "
+        "leaves alone"),
+       ("HugeCTR's embedding collection adds no slot offset", "tables sized per slot under a Parquet reader whose "
+        "slot_size_array offsets the keys past them: HugeCTR overflows, so the torch target refuses"),
+       ("'min_key'", "a 3.7 - 4.0 table's key range (min_key, max_key): not translated by the torch target"),
+       ("has no Ftrl optimizer", "torch has no FTRL optimizer; the torch target refuses it"),
+       ("with SGD or AdaGrad only", "HugeCTR's static collection tables take SGD or AdaGrad only"),
        ("reader_check renders model.py only", "a script that only checks its data reader has no model to train"),
        ("the torch target reads one Parquet label column per label", "a label of several dimensions: the torch "
         "target refuses it (the features name labels of dimension 1)"),

@@ -71,10 +71,11 @@ class Builder(SparseParts, DenseLayers):
         return tuple(out)
 
     def rows_from_data(self) -> bool:
-        """Every table is sized by its workspace (no slot_size_array), so no slot needs a row count to generate."""
+        """Every table is sized by its workspace (no slot_size_array), or is an embedding collection's under a reader
+        that adds no slot offsets (the keys are the ids as they are), so no slot needs a row count to generate."""
         s, d = self.spec, self.spec.data
         reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
-        return s.embedding_collection is None and not reader and all(not e.slot_size_array for e in s.embeddings)
+        return not reader and all(not e.slot_size_array for e in s.embeddings)
 
     def labels_from_metadata(self) -> bool:
         """An imported script's Parquet reader with one label of label_dim > 1: its label columns have no names in the

@@ -58,10 +58,13 @@ def build_model(ctx: SpecContext, features: Features, lock_text: str) -> Model:
     if job.graph.collection is not None or job.reader_check is not None:
         what_only = "an embedding_collection renders model.py only (its graph JSON is not established)" \
             if job.graph.collection is not None else "reader_check renders model.py only (it is never compiled)"
-        for field, on in (("triton", spec.triton.enabled), ("targets", bool(targets - {"hugectr"}))):
+        # train_torch.py translates a collection (model/torch_collection.py); a reader check trains nothing
+        allowed = {"hugectr", "torch"} if job.graph.collection is not None else {"hugectr"}
+        for field, on in (("triton", spec.triton.enabled), ("targets", bool(targets - allowed))):
             if on:
-                raise loaded.error((field,), f"a model with {what_only}", fix="triton: {enabled: false}; targets: "
-                                   "[hugectr]" if field == "triton" else "targets: [hugectr]")
+                targets_fix = f"targets: [{', '.join(sorted(allowed))}]"
+                raise loaded.error((field,), f"a model with {what_only}", fix="triton: {enabled: false}; "
+                                   f"{targets_fix}" if field == "triton" else targets_fix)
     if "torch" in targets:
         report(loaded, torch_problems(job))      # what train_torch.py cannot translate, every problem at once
     vertex = vertex_launch(loaded, job) if "vertex" in targets else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..graph.ir import Layer, TrainingJob
 from ..hugectr import versions as V
+from .torch_collection import collection_problems
 from ..torch_target import LAYER_TYPES, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 
 DROP = "drop 'torch' from targets"
@@ -90,4 +91,5 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
                     f"of dimension {max(g.label_dims)} needs as many label columns, which the features name as "
                     "labels of dimension 1", f"list the label columns under features.label and remove "
                     f"input.label_dim, or {DROP}"))
+    out += collection_problems(job)
     return out

@@ -16,6 +16,7 @@ import json
 
 from ..features import Features
 from ..graph.ir import TrainingJob
+from ..model.torch_collection import collection_tables
 from ..model.torch_rules import shared_slots
 from ..runtime.contract import (FEATURES_FORMAT, HUGECTR_METADATA, LABELS_FROM_METADATA_FORMAT, ROWS_FROM_DATA,
                                 ROWS_FROM_DATA_FORMAT)
@@ -49,7 +50,7 @@ def _sparse_layout(job: TrainingJob, features: Features) -> list[dict]:
             entry["hugectr_tables"] = [
                 {"name": e.name, "max_vocabulary_size": int(e.max_vocabulary_size_global),
                  "workspace_size_per_gpu_in_mb": e.workspace_mb, "gpus": job.gpu_count}
-                for e in job.graph.embeddings if e.bottom == s.name]
+                for e in job.graph.embeddings if e.bottom == s.name] + collection_tables(job, s.name)
         out.append(entry)
     return out
 

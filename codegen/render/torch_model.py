@@ -27,6 +27,7 @@ from ..runtime.contract import layout_of
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
 from .literals import py, py_str
+from .torch_collection import collection_lines
 from .torch_features import features_json
 
 
@@ -389,6 +390,7 @@ def _translate(job: TrainingJob, reserved: frozenset[str]) -> tuple[_Model, _Nam
                       f"vec_size={e.vec_size}, combiner={py_str(e.combiner)}, name={py_str(n.attr(e.name))}, "
                       + ("" if e.init == "uniform" else f"init={py_str(e.init)}, ") + "placement=placement)")
         m.forward.append(f"{n.var(e.name)} = self.{n.attr(e.name)}({n.var(e.bottom)})  # {fmt_shape(e.shape)}")
+    collection_lines(job, n.attr, n.var, m.init, m.forward, m.helpers)   # an embedding collection's, if any
     for layer in g.layers:
         _layer(m, n, layer)
     assert m.losses, "the graph ends without a loss layer: the model builder refuses it (model/torch_rules.py)"
@@ -433,8 +435,7 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         passes = [{"train": list(p.source), "eval": p.eval_source} for p in job.continuous.passes]
         graph_safe = False   # continuous training runs eagerly (PassOptimizer reads its step count on the host)
     release = job.hugectr_version
-    solver = dict(job.solver)
-    fit = dict(job.fit)
+    solver, fit = dict(job.solver), dict(job.fit)
     defaults = {
         "train": list(dict(job.reader)["source"]),
         "eval": dict(job.reader)["eval_source"],

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from .attention import (attention_4d, attention_scores, dot_product, fused_reshape_concat,  # noqa: F401
                         fused_reshape_concat_general, masked_softmax, multi_head_attention, prelu_dice, scale,
                         sequence_mask, sequence_mask_from_to)
+from .collection import CollectionTable  # noqa: F401  (a generated file imports every layer from here)
 from .distributed import all_gather_rows
 from .initializers import hugectr_init
 from .kernels import GatherRows, RowKernels, table_gradient

@@ -59,6 +59,10 @@ def _check_capacity(sparse: dict, rows: dict[str, int], largest: dict[str, int])
                 need = f"largest id {largest[name]} needs {rows[name]}" if name in largest else \
                     f"cardinality {rows[name]} needs as many"
                 before = f" ({used} with the slots before it)" if used != rows[name] else ""
+                if table.get("embedding_collection"):   # a static table of the collection: its own rows
+                    raise DataError(f"column {name!r}: {need} rows of table {table['name']!r}, more than its "
+                                    f"max_vocabulary_size {cap} (HugeCTR's embedding collection overflows) (fix: "
+                                    "a larger max_vocabulary_size, or ids below it)")
                 raise DataError(
                     f"column {name!r}: {need} rows of table {table['name']!r}{before}, more than HugeCTR's "
                     f"{cap} (max_vocabulary_size from workspace_size_per_gpu_in_mb "

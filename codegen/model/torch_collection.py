@@ -1,0 +1,133 @@
+"""What the torch target needs of an embedding collection (runtime/collection.py translates it), and what it refuses.
+
+A lookup's keys are the ids of its one-slot input plus the offset HugeCTR's Parquet reader adds to that slot
+(add_input.cpp: the sums of slot_size_array before it; the Raw, RawAsync and Norm readers add none). A static table's
+rows are its ``max_vocabulary_size`` and a key is its row: the collection adds no offset per slot
+(keys_to_indices.cu, 23.06), so a key past its table's rows overflows in HugeCTR, and such a spec is refused rather
+than translated. A dynamic hash table (``max_vocabulary_size: -1``) gives every key its own vector, whatever its
+value: its torch table holds the keys its inputs' cardinalities allow, from the smallest key it can meet (base) to
+the largest, row = key - base.
+
+The tables train with the dense step, which leaves the rows a batch does not look up as they are for SGD and AdaGrad
+(a zero gradient moves neither): HugeCTR's update of either kind of table. Other optimizers are refused.
+"""
+
+from __future__ import annotations
+
+from ..graph.ir import EmbeddingCollection, TrainingJob
+
+# EmbeddingCollectionConfig arguments that place or exchange keys and vectors but leave the arithmetic as it is.
+PLACEMENT_ARGS = frozenset({"use_exclusive_keys", "comm_strategy", "output_layout"})
+TABLE_ARGS = frozenset({"name", "table_id", "id_space", "max_vocabulary_size", "ev_size"})
+# ragged_static_embedding.cu (23.06) updates a static table (max_vocabulary_size > 0) with these only; they are also
+# the optimizers whose dense step leaves untouched rows as they are.
+ROW_EXACT_OPTIMIZERS = ("SGD", "AdaGrad")
+LOC = ("embedding_collection",)
+
+
+def key_offsets(job: TrainingJob) -> dict[str, int]:
+    """Sparse input -> the offset HugeCTR's reader adds to its (first) slot's keys."""
+    reader = dict(job.reader)
+    sizes = reader.get("slot_size_array")
+    fmt = getattr(reader.get("data_reader_type"), "member", None)
+    out, start = {}, 0
+    for s in job.graph.sparse:
+        out[s.name] = start if fmt == "Parquet" and sizes else 0
+        start += sum(int(c or 0) for c in s.cardinalities)
+    return out
+
+
+def table_rows(collection: EmbeddingCollection) -> list[int]:
+    """Each table's max_vocabulary_size (-1: a dynamic hash table)."""
+    return [int(dict(t.args)["max_vocabulary_size"]) for t in collection.tables]  # type: ignore[call-overload]
+
+
+def collection_tables(job: TrainingJob, bottom: str) -> list[dict]:
+    """features.json's capacity of the static tables input ``bottom`` is looked up in (a slot sized from the data
+    must keep its ids below the table's rows: runtime/row_counts.py)."""
+    c = job.graph.collection
+    if c is None:
+        return []
+    rows = table_rows(c)
+    read = sorted({t for lk in c.lookups for t, b in zip(_tables(lk), lk.bottoms) if b == bottom and rows[t] >= 0})
+    return [{"name": table_label(c, t), "max_vocabulary_size": rows[t], "embedding_collection": True} for t in read]
+
+
+def table_label(c: EmbeddingCollection, i: int) -> str:
+    """A table's name (4.2+), id (3.8 - 4.1) or id space (3.7); its index where it has none."""
+    args = dict(c.tables[i].args)
+    return str(next((args[k] for k in ("name", "table_id", "id_space") if k in args), i))
+
+
+def torch_tables(job: TrainingJob) -> tuple[list[int | None], list[int]]:
+    """(rows, base) of each table's torch module: a static table's max_vocabulary_size rows from key 0; a dynamic
+    one's from the smallest key its inputs can hold to the largest (None: sized from the data at start-up, where the
+    reader adds no offsets and a cardinality is unknown)."""
+    c = job.graph.collection
+    assert c is not None
+    rows: list[int | None] = list(table_rows(c))
+    bases = [0] * len(c.tables)
+    offsets = key_offsets(job)
+    cards = {s.name: int(s.cardinalities[0] or 0) for s in job.graph.sparse}
+    for t in range(len(c.tables)):
+        if rows[t] >= 0:  # type: ignore[operator]
+            continue
+        bottoms = bottoms_of(c, t)
+        if all(cards[b] for b in bottoms):
+            bases[t] = min(offsets[b] for b in bottoms)
+            rows[t] = max(offsets[b] + cards[b] for b in bottoms) - bases[t]
+        else:
+            rows[t] = None
+    return rows, bases
+
+
+def bottoms_of(c: EmbeddingCollection, table: int) -> list[str]:
+    """The inputs looked up in ``table``, in lookup order."""
+    return [b for lk in c.lookups for t, b in zip(_tables(lk), lk.bottoms) if t == table]
+
+
+def _tables(lookup) -> tuple[int, ...]:
+    return lookup.table if isinstance(lookup.table, tuple) else (lookup.table,)
+
+
+def collection_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
+    """(spec location, message, fix) of what in the collection the torch target cannot translate exactly."""
+    c = job.graph.collection
+    if c is None:
+        return []
+    out: list[tuple[tuple, str, str]] = []
+    drop = "or drop 'torch' from targets"
+    for name, _ in c.args:
+        if name not in PLACEMENT_ARGS:
+            out.append(((*LOC, "args", name), f"the torch target does not translate EmbeddingCollectionConfig's "
+                        f"{name!r}", f"remove it, {drop}"))
+    rows = table_rows(c)
+    for i, t in enumerate(c.tables):
+        for name, _ in t.args:
+            if name not in TABLE_ARGS:
+                out.append(((*LOC, "tables", i, "args", name), f"the torch target does not translate {t.func}'s "
+                            f"{name!r}", f"remove it, {drop}"))
+    opt = job.optimizer.type
+    if opt not in ROW_EXACT_OPTIMIZERS:
+        why = f"HugeCTR updates a table of max_vocabulary_size > 0 with {' or '.join(ROW_EXACT_OPTIMIZERS)} only" \
+            if any(r > 0 for r in rows) else "the torch target's dense step of a dynamic table would move rows " \
+            "HugeCTR's hash table leaves alone"
+        out.append((("optimizer", "type"), f"{why}, not {opt}", f"use SGD or AdaGrad, {drop}"))
+    sparse = {s.name: s for s in job.graph.sparse}
+    offsets = key_offsets(job)
+    for i, lk in enumerate(c.lookups):
+        for table, bottom in zip(_tables(lk), lk.bottoms):
+            s = sparse[bottom]
+            if s.slot_num != 1:
+                out.append(((*LOC, "lookups", i, "bottom"), f"input {bottom!r} has {s.slot_num} slots: the torch "
+                            "target translates lookups of one-slot inputs", f"one sparse input per slot, {drop}"))
+                continue
+            top = offsets[bottom] + int(s.cardinalities[0] or 0)
+            if rows[table] >= 0 and top > rows[table]:
+                why = f" (the Parquet reader's slot_size_array offset {offsets[bottom]} + cardinality " \
+                      f"{s.cardinalities[0]})" if offsets[bottom] else " (its cardinality)"
+                out.append(((*LOC, "lookups", i, "table"), f"input {bottom!r}'s keys reach {top}{why}, past the "
+                            f"{rows[table]} rows of table {table}: HugeCTR's embedding collection adds no slot offset "
+                            "of its own and overflows", f"size the table to {top} rows, or read the data without "
+                            f"slot_size_array, {drop}"))
+    return out
