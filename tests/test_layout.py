@@ -47,7 +47,7 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
     }),
     ("model: codegen.model.build_model and what it holds", {
         "codegen.model": "__init__ build home_paths launch spec_rules torch_collection torch_rules types",
-        "codegen.graph": "__init__ build continuous embedding_collection ir layers preset_table presets"
+        "codegen.graph": "__init__ build context continuous embedding_collection ir layers preset_table presets"
                          " presets_multitask presets_ncf presets_seq reader_check shapes sparse unrunnable",
         "codegen.etl": "plan",
         "codegen.triton.plan": "repository",
@@ -323,17 +323,59 @@ def test_the_evaluator_knows_nothing_of_hugectr():
         "the check reads string constants"
 
 
-def test_no_importer_class_is_assembled_across_files():
-    """No class of codegen/importer/ derives from a class of another of its modules (issue 42: the Reader holds its
-    evaluator; expressions and poisoning are functions over it, not mixins)."""
-    bad = []
-    for path in sorted((CODEGEN / "importer").glob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        from_importer = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
-                         and n.level == 1 for a in n.names}
-        bad += [f"{path.name}: class {n.name}({ast.unparse(b)})" for n in ast.walk(tree) if isinstance(n, ast.ClassDef)
-                for b in n.bases if getattr(b.value if isinstance(b, ast.Attribute) else b, "id", None) in from_importer]
+# Classes of codegen/ that take a base from another codegen module, each with why it is no class split across files:
+# a class is written in one module, and its steps are functions over what it holds (issue 42: the importer's Reader
+# holds its evaluator; the graph builder's steps take one build context, graph/context.py).
+CROSS_MODULE_BASES = {
+    "codegen.spec.fields.Strict": "the spec sections' shared pydantic configuration (extra=forbid, frozen, strict)",
+    "codegen.spec.load.LoadedSpec": "the import's graph JSON check reads a spec whose problems have no line",
+    "codegen.render.script.Bindings": "model.py's bindings bind nothing; task.py's bind values to its arguments",
+}
+
+
+def cross_module_bases(source: str, module: str, is_package: bool = False) -> list[tuple[str, str]]:
+    """(class, base) for each base of a class of ``source`` (module ``module``) that another codegen module defines:
+    a name imported from one (``from .sparse import SparseParts``) or an attribute of one (``sparse.SparseParts``)."""
+    package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            names.update({a.asname or a.name: f"{target}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            names.update({a.asname: a.name for a in node.names if a.asname})
+            names.update({a.name.partition(".")[0]: a.name.partition(".")[0] for a in node.names if not a.asname})
+    found = []
+    for node in ast.walk(tree):
+        for b in node.bases if isinstance(node, ast.ClassDef) else ():
+            head, _, rest = ast.unparse(b.value if isinstance(b, ast.Subscript) else b).partition(".")
+            qualified = names.get(head, "") + (f".{rest}" if rest else "")
+            if qualified.startswith("codegen.") and qualified.rpartition(".")[0] != module:
+                found.append((node.name, qualified))
+    return found
+
+
+def test_no_class_is_assembled_across_files():
+    """No class of codegen/ derives from a class of another of its modules (issue 42: the importer's Reader and the
+    graph builder were mixins over three files each), except the bases CROSS_MODULE_BASES names and says why."""
+    found = {(_module_name(p), cls, base) for p in sorted(CODEGEN.rglob("*.py"))
+             for cls, base in cross_module_bases(p.read_text(encoding="utf-8"), _module_name(p), p.name == "__init__.py")}
+    bad = sorted(f"{module}: class {cls}({base})" for module, cls, base in found if base not in CROSS_MODULE_BASES)
     assert bad == [], "\n".join(bad)
+    unused = set(CROSS_MODULE_BASES) - {base for _, _, base in found}
+    assert unused == set(), f"CROSS_MODULE_BASES names bases no class takes: {sorted(unused)}"
+
+
+def test_cross_module_bases_see_imported_names_and_module_attributes():
+    source = ("from pydantic import BaseModel\nfrom . import layers\nfrom .sparse import SparseParts as S\n"
+              "import codegen.errors\n\nclass Local:\n    pass\n\nclass A(S, layers.DenseLayers, Local, BaseModel):\n"
+              "    pass\n\ndef f():\n    from ..spec.load import LoadedSpec\n\n    class B(LoadedSpec, codegen.errors.UserError):\n"
+              "        pass\n")
+    assert cross_module_bases(source, "codegen.graph.build") == [
+        ("A", "codegen.graph.sparse.SparseParts"), ("A", "codegen.graph.layers.DenseLayers"),
+        ("B", "codegen.spec.load.LoadedSpec"), ("B", "codegen.errors.UserError")]
 
 
 def _module_name(path: Path) -> str:

@@ -483,7 +483,7 @@ MUTANTS = (
            'return "uniform", math.sqrt(1.0 / fan_in)', 'return "uniform", math.sqrt(1.0 / fan_out)', "mlp",
            files=(INIT_TESTS,)),
     Mutant("shared-slots-imported-only", "only an imported script's column without a cardinality is a slot of size 0",
-           "codegen/graph/build.py", 'return self.features.source_kind == "imported" and bool(reader)',
+           "codegen/graph/build.py", 'return ctx.features.source_kind == "imported" and bool(reader)',
            "return bool(reader)", "imported_scripts", files=("tests/test_shared_slots.py",)),
     Mutant("collection-reader-offset", "a collection's keys carry the Parquet reader's slot offset, no other",
            "codegen/model/torch_collection.py", 'out[s.name] = start if fmt == "Parquet" and sizes else 0',

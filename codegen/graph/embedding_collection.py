@@ -21,6 +21,7 @@ from __future__ import annotations
 from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..hugectr.arg_types import arg_problem
+from .context import BuildContext
 from .ir import CONFIG, Args, CollectionTable, EmbeddingCollection, Enum, Lookup, SparseInput, enum_values
 from .shapes import Shape
 
@@ -48,7 +49,7 @@ def _enums_in(value: object):
             yield from _enums_in(v)
 
 
-def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection | None:
+def build_collection(builder: BuildContext, sparse: list[SparseInput]) -> EmbeddingCollection | None:
     """Check the spec's embedding_collection (problems go to ``builder.fail``); None when there is none or it
     cannot be built."""
     spec = builder.spec.embedding_collection
@@ -82,7 +83,7 @@ def build_collection(builder, sparse: list[SparseInput]) -> EmbeddingCollection 
     return EmbeddingCollection(api, ctor, tuple(tables), tuple(lookups), shard, table_arg)
 
 
-def _check_model(builder, sparse: list[SparseInput], release: str) -> None:
+def _check_model(builder: BuildContext, sparse: list[SparseInput], release: str) -> None:
     """What the rest of the spec must be for a model with an embedding collection."""
     from ..spec.graph import ExplicitGraph
 
@@ -106,7 +107,7 @@ def _check_model(builder, sparse: list[SparseInput], release: str) -> None:
                      fix="move these embeddings into embedding_collection, or remove it")
 
 
-def _checked(builder, release: str, func: str, where: tuple, args: dict) -> Args:
+def _checked(builder: BuildContext, release: str, func: str, where: tuple, args: dict) -> Args:
     """``args`` of ``func`` checked against ``release`` (problems go to ``builder.fail``), in the signature's order."""
     out = []
     for name, value in args.items():
@@ -133,7 +134,7 @@ def _checked(builder, release: str, func: str, where: tuple, args: dict) -> Args
     return tuple(sorted(out, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)))
 
 
-def _tables(builder, spec, release: str) -> list[CollectionTable]:
+def _tables(builder: BuildContext, spec, release: str) -> list[CollectionTable]:
     """The tables, each checked as the release's table call."""
     table_func = "EmbeddingTablePlaceHolder" if A.has("EmbeddingTablePlaceHolder", release) else "EmbeddingTableConfig"
     tables = []
@@ -148,7 +149,7 @@ def _tables(builder, spec, release: str) -> list[CollectionTable]:
     return tables
 
 
-def _lookups(builder, spec, sparse: list[SparseInput], release: str) -> list[Lookup]:
+def _lookups(builder: BuildContext, spec, sparse: list[SparseInput], release: str) -> list[Lookup]:
     """Each lookup with the shape of the tensor it writes."""
     by_input = {s.name: s for s in sparse}
     lookups = []
@@ -180,7 +181,7 @@ def _lookups(builder, spec, sparse: list[SparseInput], release: str) -> list[Loo
     return lookups
 
 
-def _shard(builder, spec, api: str, tables: list[CollectionTable],
+def _shard(builder: BuildContext, spec, api: str, tables: list[CollectionTable],
            release: str) -> Args:
     """The shard (or create_embedding_collection) arguments, whose shard_matrix names the tables."""
     shard_func = f"{api}.{'shard' if api == CONFIG else 'create_embedding_collection'}"

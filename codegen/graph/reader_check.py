@@ -4,11 +4,8 @@ model method with its arguments (required ones present, every keyword known)."""
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from ..hugectr import api as A
-from ..hugectr import versions as V
-from ..spec.model import Spec
+from .context import BuildContext
 from .ir import ReaderCheck, enum_values
 
 # The classes get_data_reader_train()/_eval() return, by key width: DataReader (up to 23.05), Core23DataReader
@@ -17,35 +14,25 @@ READER_CLASSES = ("DataReader32", "DataReader64", "Core23DataReader32", "Core23D
 LOC = ("reader_check",)
 
 
-class Builder(Protocol):
-    """What this module needs of graph.build's builder (no import of it: the builder imports this module)."""
-
-    spec: Spec
-    profile: V.Profile
-
-    def fail(self, loc: tuple, message: str, fix: str = "") -> None: ...
-
-
 def _reader_class(method: str, release: str) -> str | None:
     return next((c for c in READER_CLASSES if A.has(f"{c}.{method}", release)), None)
 
 
-def build_reader_check(b: Builder) -> ReaderCheck | None:
-
-    rc = b.spec.reader_check
+def build_reader_check(ctx: BuildContext) -> ReaderCheck | None:
+    rc = ctx.spec.reader_check
     if rc is None:
         return None
-    release = b.profile.name
-    for section, on in (("training", b.spec.training.model_fields_set), ("offline_inference",
-                                                                         b.spec.offline_inference),
-                        ("continuous_training", b.spec.continuous_training)):
+    release = ctx.profile.name
+    for section, on in (("training", ctx.spec.training.model_fields_set), ("offline_inference",
+                                                                           ctx.spec.offline_inference),
+                        ("continuous_training", ctx.spec.continuous_training)):
         if on:
-            b.fail((section,), "a reader_check spec reads batches only: it neither compiles nor trains",
-                   fix=f"remove {section}, or remove reader_check")
+            ctx.fail((section,), "a reader_check spec reads batches only: it neither compiles nor trains",
+                     fix=f"remove {section}, or remove reader_check")
     getter = f"Model.get_data_reader_{rc.reader}"
-    msg = b.profile.missing_function(getter)
+    msg = ctx.profile.missing_function(getter)
     if msg:
-        b.fail((*LOC, "reader"), msg, fix="target another release")
+        ctx.fail((*LOC, "reader"), msg, fix="target another release")
     calls = []
     for i, call in enumerate(rc.each_batch):
         loc = (*LOC, "each_batch", i)
@@ -54,26 +41,26 @@ def build_reader_check(b: Builder) -> ReaderCheck | None:
             if cls is None:
                 ever = [f"{c}.{call.method}" for c in READER_CLASSES if f"{c}.{call.method}" in A.functions_ever()]
                 why = A.describe(ever[0]) if ever else "no HugeCTR release has it"
-                b.fail((*loc, "method"), f"the data reader has no method {call.method!r} in HugeCTR {release} "
-                                         f"({why})", fix="remove it or target another release")
+                ctx.fail((*loc, "method"), f"the data reader has no method {call.method!r} in HugeCTR {release} "
+                                           f"({why})", fix="remove it or target another release")
                 continue
             func = f"{cls}.{call.method}"
         else:
             func = f"Model.{call.method}"
-            msg = b.profile.missing_function(func)
+            msg = ctx.profile.missing_function(func)
             if msg:
-                b.fail((*loc, "method"), msg, fix="remove it or target another release")
+                ctx.fail((*loc, "method"), msg, fix="remove it or target another release")
                 continue
         params = A.signature(func, release)
         known = {p.name for p in params}
         bad = sorted(set(call.args) - known)
         if bad:
-            b.fail((*loc, "args", bad[0]), f"{func} has no argument {bad[0]!r} in HugeCTR {release}",
-                   fix=f"use {sorted(known)}" if known else "remove args")
+            ctx.fail((*loc, "args", bad[0]), f"{func} has no argument {bad[0]!r} in HugeCTR {release}",
+                     fix=f"use {sorted(known)}" if known else "remove args")
             continue
         missing = [p.name for p in params if p.required and p.name not in call.args]
         if missing:
-            b.fail((*loc, "args"), f"{func} needs {missing[0]!r}", fix=f"add args: {{{missing[0]}: ...}}")
+            ctx.fail((*loc, "args"), f"{func} needs {missing[0]!r}", fix=f"add args: {{{missing[0]}: ...}}")
             continue
         args = tuple((k, enum_values(v)) for k, v in call.args.items())
         calls.append((call.of, call.method, args))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..features import Features
-from ..graph.build import Builder
+from ..graph.build import build_job
 from ..hugectr import api as A
 from ..spec.load import LoadedSpec
 from ..spec.model import Spec
@@ -111,8 +111,8 @@ def _family_candidates(layers: list[dict], types: list[str], hidden: list[int]) 
 
 def _job(spec: dict, features: Features):
     model = Spec.model_validate(spec)
-    return Builder(LoadedSpec(spec=model, path=__import__("pathlib").Path("<import>"), text="", tree=None),
-                   features, "<lock>").build()
+    return build_job(LoadedSpec(spec=model, path=__import__("pathlib").Path("<import>"), text="", tree=None),
+                     features, "<lock>")
 
 
 def compact(spec: dict, features: Features) -> dict:
