@@ -179,13 +179,13 @@ def test_epoch_mode_fit_keeps_max_iter_argument_for_argument(tmp_path: Path):
 def test_every_import_compares_the_generated_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The import renders model.py and compares its calls with the source's: a difference is an error, nothing is
     written (here: a generator that drops an argument)."""
-    from codegen.graph.build import Builder
+    from codegen.graph import build
 
     src = tmp_path / "epochs.py"
     src.write_text(EPOCHS, encoding="utf-8")
     result = import_source(src, "23.06")
-    original = Builder._fit_args
-    monkeypatch.setattr(Builder, "_fit_args", lambda self: tuple(a for a in original(self) if a[0] != "max_iter"))
+    original = build._fit_args
+    monkeypatch.setattr(build, "_fit_args", lambda ctx: tuple(a for a in original(ctx) if a[0] != "max_iter"))
     with pytest.raises(UserError, match=r"the generated model\.py would not make the source's calls: .*max_iter"):
         write_import(result, tmp_path / "specs")
     assert not (tmp_path / "specs").exists()
