@@ -48,9 +48,8 @@ def raw_layers(ctx: BuildContext, embeddings: list[Embedding], dense_dim: int,
         return out
     try:
         return expand_preset(m, embeddings, dense_dim, labels, ctx.spec.input.dense_name, ctx.profile)
-    except Located as exc:
-        loc = tuple(int(p) if p.isdigit() else p for p in exc.field.replace("[", ".").replace("]", "").split("."))
-        ctx.fail(loc, exc.message, fix=exc.fix)
+    except Located as exc:   # a preset stops at its first problem
+        ctx.fail(exc.loc, exc.message, fix=exc.fix)
         return []
 
 

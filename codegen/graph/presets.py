@@ -27,9 +27,9 @@ class RawLayer:
     group: tuple | None = None  # (type, bottoms, tops, num_outputs, last_act_type) of the GroupDenseLayer it expands
 
 
-def preset_error(field: str, message: str, fix: str = "") -> Located:
-    """A preset knob that cannot build the graph; ``field`` is its dotted spec path (``model.units[1]``)."""
-    return Located(message, fix=fix, field=field)
+def preset_error(loc: tuple, message: str, fix: str = "") -> Located:
+    """A preset knob that cannot build the graph; ``loc`` is its spec location (``("model", "units", 1)``)."""
+    return Located(message, fix=fix, loc=loc)
 
 
 @dataclass
@@ -50,11 +50,11 @@ class Ctx:
         self.layers.append(RawLayer(type_, bottoms, tops, params, ("model",)))
         return tops[0]
 
-    def embedding(self, name: str, field_name: str) -> Embedding:
+    def embedding(self, name: str, loc: tuple) -> Embedding:
         for e in self.embeddings:
             if e.name == name:
                 return e
-        raise preset_error(field_name, f"{name!r} is not an embedding of this spec",
+        raise preset_error(loc, f"{name!r} is not an embedding of this spec",
                           fix=f"use one of {[e.name for e in self.embeddings]}")
 
     def mlp(self, x: str, units: list[int], dropout: float | None, start: int = 1,
@@ -101,9 +101,10 @@ def _mlp(c: Ctx) -> None:
 
 def _wdl(c: Ctx) -> None:
     s = c.spec
-    deep, wide = c.embedding(s.deep, "model.deep"), c.embedding(s.wide, "model.wide")
+    deep, wide = c.embedding(s.deep, ("model", "deep")), c.embedding(s.wide, ("model", "wide"))
     if wide.vec_size != 1:
-        raise preset_error("model.wide", f"the wide embedding {wide.name!r} has embedding_vec_size {wide.vec_size}",
+        raise preset_error(("model", "wide"), f"the wide embedding {wide.name!r} has embedding_vec_size "
+                                              f"{wide.vec_size}",
                           fix="set its embedding_vec_size to 1 (a linear model over the wide slots)")
     c.reshape_flat(deep, "reshape1")
     wide_out = c.reshape_flat(wide, "reshape2")
@@ -119,7 +120,7 @@ def _wdl(c: Ctx) -> None:
 def _dcn(c: Ctx) -> None:
     s = c.spec
     if s.projection_dim is not None and not c.profile.has_arg("DenseLayer", "projection_dim"):
-        raise preset_error("model.projection_dim", f"DCNv2 (projection_dim) is not in HugeCTR {c.profile.name}",
+        raise preset_error(("model", "projection_dim"), f"DCNv2 (projection_dim) is not in HugeCTR {c.profile.name}",
                           fix="remove it (DCNv1), or target HugeCTR 4.3 or later")
     feeds = [c.reshape_flat(e, f"reshape{i}") for i, e in enumerate(c.embeddings, start=1)]
     if c.dense_dim:
@@ -140,14 +141,14 @@ def _dcn(c: Ctx) -> None:
 def _dlrm_checks(c: Ctx) -> Embedding:
     s = c.spec
     if len(c.embeddings) != 1:
-        raise preset_error("embeddings", "the dlrm preset interacts one embedding table with the bottom MLP",
+        raise preset_error(("embeddings",), "the dlrm preset interacts one embedding table with the bottom MLP",
                           fix="use a single embedding over all categorical slots")
     e = c.embeddings[0]
     if not c.dense_dim:
-        raise preset_error("features.continuous", "DLRM needs continuous features for its bottom MLP",
+        raise preset_error(("features", "continuous"), "DLRM needs continuous features for its bottom MLP",
                           fix="use the mlp or dcn preset for data without continuous columns")
     if s.bottom_units[-1] != e.vec_size:
-        raise preset_error("model.bottom_units",
+        raise preset_error(("model", "bottom_units"),
                           f"the bottom MLP ends at width {s.bottom_units[-1]} but embedding_vec_size is {e.vec_size} "
                           "(Interaction needs equal widths)",
                           fix=f"end bottom_units with {e.vec_size}")
@@ -181,12 +182,12 @@ def _dlrm_mlp(c: Ctx) -> None:
 def _deepfm(c: Ctx) -> None:
     s = c.spec
     if len(c.embeddings) != 1:
-        raise preset_error("embeddings", "the deepfm preset uses one embedding table over all categorical slots",
+        raise preset_error(("embeddings",), "the deepfm preset uses one embedding table over all categorical slots",
                           fix="use a single embedding")
     e = c.embeddings[0]
     k, slots, dense = e.vec_size - 1, e.slot_num, c.dense_dim
     if k < 1:
-        raise preset_error("embeddings[0].embedding_vec_size", "DeepFM needs embedding_vec_size >= 2 "
+        raise preset_error(("embeddings", 0, "embedding_vec_size"), "DeepFM needs embedding_vec_size >= 2 "
                           "(k factors plus one first-order weight)", fix="e.g. 11 for k = 10")
     # (B, S, k+1) -> rows of k+1 -> split factors / first-order weight -> back to per-sample (hugectr.md §3).
     c.add("Reshape", e.name, "reshape1", leading_dim=k + 1)

@@ -15,10 +15,10 @@ from .presets import Ctx, preset_error
 
 def _flat_input(c: Ctx, preset: str) -> tuple[Embedding, int]:
     if len(c.embeddings) != 1:
-        raise preset_error("embeddings", f"the {preset} preset reads one embedding over all categorical slots",
+        raise preset_error(("embeddings",), f"the {preset} preset reads one embedding over all categorical slots",
                           fix="use a single embedding")
     if not 2 <= len(c.labels) <= len(ascii_uppercase):
-        raise preset_error("features.label", f"{preset} trains one task per label and needs 2 to 26 labels, "
+        raise preset_error(("features", "label"), f"{preset} trains one task per label and needs 2 to 26 labels, "
                           f"got {len(c.labels)}", fix="list the task labels under features.label")
     e = c.embeddings[0]
     c.reshape_flat(e, "reshape_embedding")

@@ -12,11 +12,11 @@ from .presets import Ctx, preset_error
 
 def _user_item(c: Ctx, preset: str, min_vec: int = 1) -> Embedding:
     if len(c.embeddings) != 1 or c.embeddings[0].slot_num != 2:
-        raise preset_error("embeddings", f"the {preset} preset reads one embedding over two slots (user, item)",
+        raise preset_error(("embeddings",), f"the {preset} preset reads one embedding over two slots (user, item)",
                           fix="one sparse input of the user and item columns, one embedding over it")
     e = c.embeddings[0]
     if e.vec_size < min_vec:
-        raise preset_error("embeddings[0].embedding_vec_size", f"{preset} needs embedding_vec_size >= {min_vec}",
+        raise preset_error(("embeddings", 0, "embedding_vec_size"), f"{preset} needs embedding_vec_size >= {min_vec}",
                           fix=f"e.g. {max(16, min_vec)}")
     return e
 
@@ -60,7 +60,7 @@ def _neumf(c: Ctx) -> None:
     s = cast(NeuMFPreset, c.spec)
     e = _user_item(c, "neumf", min_vec=s.gmf_vec_size + 1)
     if s.gmf_vec_size < 2:
-        raise preset_error("model.gmf_vec_size", "the GMF part needs at least 2 numbers per vector", fix="e.g. 8")
+        raise preset_error(("model", "gmf_vec_size"), "the GMF part needs at least 2 numbers per vector", fix="e.g. 8")
     mlp_w = 2 * (e.vec_size - s.gmf_vec_size)
     c.add("Reshape", e.name, "reshape_embedding", leading_dim=2 * e.vec_size)
     c.add("Slice", "reshape_embedding", ["mlp_embedding", "gmf_embedding"],

@@ -23,9 +23,9 @@ def _dice_mlp(c: Ctx, x: str, units: list[int], stem: str, last: str) -> None:
     c.loss(last)
 
 
-def _same_slots(c: Ctx, items: Embedding, cats: Embedding, field: str, least: int) -> int:
+def _same_slots(c: Ctx, items: Embedding, cats: Embedding, loc: tuple, least: int) -> int:
     if items.slot_num != cats.slot_num or items.slot_num < least:
-        raise preset_error(field, f"{items.name!r} has {items.slot_num} slots and {cats.name!r} {cats.slot_num}: "
+        raise preset_error(loc, f"{items.name!r} has {items.slot_num} slots and {cats.name!r} {cats.slot_num}: "
                           f"the item and category histories need the same number of slots (at least {least})",
                           fix="one slot per history position in both sparse inputs")
     return items.slot_num
@@ -35,8 +35,8 @@ def _din(c: Ctx) -> None:
     """Attention of the target item over the history: FusedReshapeConcat splits the last slot (the target) from the
     history of (item, category) vectors; a small FC scores each position against the target."""
     s = cast(DINPreset, c.spec)
-    user, items, cats = (c.embedding(getattr(s, k), f"model.{k}") for k in ("user", "items", "categories"))
-    h = _same_slots(c, items, cats, "model.items", 2) - 1       # history positions (the last slot is the target)
+    user, items, cats = (c.embedding(getattr(s, k), ("model", k)) for k in ("user", "items", "categories"))
+    h = _same_slots(c, items, cats, ("model", "items"), 2) - 1  # history positions (the last slot is the target)
     w = items.vec_size + cats.vec_size                          # one (item, category) vector
     his, item = "FusedReshapeConcat_item_his_em", "FusedReshapeConcat_item"
     c.add("FusedReshapeConcat", [items.name, cats.name], [his, item])
@@ -69,12 +69,12 @@ def _bst(c: Ctx) -> None:
     column), pooled by mean (bst_avg_pooling.py) or flattened (bst_concat.py), then an MLP with the user and the
     target item."""
     s = cast(BSTPreset, c.spec)
-    user, items, target, cats, target_cat = (c.embedding(getattr(s, k), f"model.{k}") for k in
+    user, items, target, cats, target_cat = (c.embedding(getattr(s, k), ("model", k)) for k in
                                              ("user", "items", "target_item", "categories", "target_category"))
     if c.dense_dim != 1:
-        raise preset_error("features.continuous", f"BST reads the history length as its one dense column, "
+        raise preset_error(("features", "continuous"), f"BST reads the history length as its one dense column, "
                           f"got {c.dense_dim} continuous columns", fix="one continuous column: the history length")
-    h = _same_slots(c, items, cats, "model.items", 1)
+    h = _same_slots(c, items, cats, ("model", "items"), 1)
     d = items.vec_size + cats.vec_size
     c.add("SequenceMask", c.dense_name, "sequence_mask", max_sequence_len=h)
     c.add("Concat", [cats.name, items.name], "hist_emb_list", axis=2)
