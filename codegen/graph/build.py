@@ -95,19 +95,10 @@ def _columns(ctx: BuildContext) -> tuple[tuple[Column, ...], tuple[Column, ...],
     return cats, conts, labels
 
 
-# ---- build -----------------------------------------------------------------------------------------------------------
-def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> TrainingJob:
-    """The spec's checked job over ``features`` (``lock_path``: the lock as messages name it); the problems found
-    are reported together (UserError), each with its spec line."""
-    ctx = BuildContext(loaded, features, lock_path)
-    s, p = ctx.spec, ctx.profile
-    cats, conts, labels = _columns(ctx)
-    ctx.raise_if_failed()
-
-    if len(labels) > 1 and not p.has("multi_label"):
-        ctx.fail(("features", "label"), f"{len(labels)} labels, but HugeCTR {p.name} takes a single label",
-                 fix=f"use one label, or target {V.BEHAVIOUR['multi_label'].describe()}")
-
+def _key_width(ctx: BuildContext, cats: tuple[Column, ...]) -> bool:
+    """Whether the keys are 64-bit (CreateSolver's i64_input_key), with the checks that the ids are integers of one
+    width and that every key fits the key type."""
+    s = ctx.spec
     dtypes = {c.dtype for c in cats}
     bad = [c.name for c in cats if c.dtype not in CATEGORICAL_DTYPES]
     if bad:
@@ -134,6 +125,23 @@ def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> Trainin
         ctx.fail(("solver", "i64_input_key"),
                  f"is {s.solver.i64_input_key}, but the categorical columns are {sorted(dtypes)}",
                  fix=f"remove it (ctrgen derives {i64}) or change the workflow's dtypes")
+    return i64
+
+
+# ---- build -----------------------------------------------------------------------------------------------------------
+def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> TrainingJob:
+    """The spec's checked job over ``features`` (``lock_path``: the lock as messages name it); the problems found
+    are reported together (UserError), each with its spec line."""
+    ctx = BuildContext(loaded, features, lock_path)
+    s, p = ctx.spec, ctx.profile
+    cats, conts, labels = _columns(ctx)
+    ctx.raise_if_failed()
+
+    if len(labels) > 1 and not p.has("multi_label"):
+        ctx.fail(("features", "label"), f"{len(labels)} labels, but HugeCTR {p.name} takes a single label",
+                 fix=f"use one label, or target {V.BEHAVIOUR['multi_label'].describe()}")
+
+    i64 = _key_width(ctx, cats)
 
     gpu_count = sum(len(node) for node in s.solver.vvgpu)
     if gpu_count == 0:
