@@ -195,7 +195,7 @@ def summary(spec: Path) -> None:
     """
     from .lock import load_features
     from .model.build import build_job
-    from .spec.context import open_spec
+    from .specfile.context import open_spec
     from .render.summary import render_summary
 
     ctx = open_spec(spec)
@@ -236,7 +236,7 @@ def graph(spec: Path | None, workflow: Path | None, fmt: str) -> None:
     assert spec is not None
     from .lock import load_features
     from .model.build import build_job
-    from .spec.context import open_spec
+    from .specfile.context import open_spec
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx)
@@ -252,7 +252,7 @@ def schema() -> None:
     Example (VS Code YAML extension):
       ctrgen schema > .vscode/ctrgen.schema.json
     """
-    from .spec.model import Spec
+    from .specfile.model import Spec
 
     click.echo(json.dumps(Spec.model_json_schema(), indent=2, sort_keys=True))
 
@@ -273,7 +273,7 @@ def lock(specs: tuple[Path, ...], workflow: Path | None, check_only: bool) -> No
     from .features import read_lock
     from .output import replace_file
     from .lock import lock_drift, select_columns
-    from .spec.context import open_spec
+    from .specfile.context import open_spec
     from .stale import fresh_features
     from .workflow import read_workflow_features
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import UserError
 from .features import Features, describe_lock_drift, read_lock
-from .spec.context import SpecContext
+from .specfile.context import SpecContext
 
 
 def load_features(ctx: SpecContext, *, workflow_override: Path | None = None,

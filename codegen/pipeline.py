@@ -14,7 +14,7 @@ from .lock import load_features
 from .model.build import build_model
 from .model.types import Model
 from .render.targets import render_model
-from .spec.context import SpecContext, open_spec
+from .specfile.context import SpecContext, open_spec
 from .triton.plan.repository import RepositoryPlan
 
 __all__ = ["Rendered", "open_spec", "render_spec"]

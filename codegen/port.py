@@ -42,7 +42,7 @@ def port(spec_path: Path, to: str, out: Path | None = None) -> list[Path]:
     from .lock import load_features
     from .model.build import build_job as build
     from .render.script import render_model_py
-    from .spec.context import open_spec
+    from .specfile.context import open_spec
 
     ctx = open_spec(spec_path)           # the spec must be valid for its own release first
     if V.profile(to) is None:

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .features import Column, Features
-from .spec.context import SpecContext
+from .specfile.context import SpecContext
 from .workflow import WORKFLOW_PICKLE, WORKFLOW_SCHEMA, read_workflow_features, unreadable_table
 
 

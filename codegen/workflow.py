@@ -41,7 +41,7 @@ from .workflow_schema import (SchemaColumn, SchemaInfo, read_schema_json, read_s
                               schema_max_len)
 
 if TYPE_CHECKING:
-    from .spec.context import SpecContext
+    from .specfile.context import SpecContext
 
 WORKFLOW_PICKLE = "workflow.pkl"
 WORKFLOW_SCHEMA = "output_schema.pbtxt"      # written by ctrgen (codegen.demo.etl.save_workflow), not by NVTabular
@@ -55,7 +55,7 @@ MAX_PICKLE_BYTES = 1 << 30
 # Schema tag values (merlin.schema.Tags) that give a column its default role.
 TAG_CATEGORICAL, TAG_CONTINUOUS, TAG_TARGET = "categorical", "continuous", "target"
 ROLES = ("categorical", "continuous", "labels")
-# The spec fields that override each role (codegen/spec FeaturesSpec), for error messages.
+# The spec fields that override each role (codegen/specfile FeaturesSpec), for error messages.
 ROLE_FIELDS = {"categorical": "features.categorical", "continuous": "features.continuous", "labels": "features.label"}
 
 # ---- entry points --------------------------------------------------------------------------------------------------

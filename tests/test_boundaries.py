@@ -18,8 +18,8 @@ from codegen.errors import UserError
 from codegen.features import read_lock
 from codegen.lock import load_features
 from codegen.model.build import build_job as build
-from codegen.spec.context import open_spec
-from codegen.spec.load import load_spec
+from codegen.specfile.context import open_spec
+from codegen.specfile.load import load_spec
 from conftest import REPO
 
 BASE = yaml.safe_load((REPO / "specs" / "movielens.yaml").read_text())
@@ -80,7 +80,7 @@ def both_sides(tmp_path: Path, step, field: str, ok: dict, bad: dict, fragment: 
     refused(lambda: step(tmp_path / "bad", spec_with(bad)), field, fragment)
 
 
-# ---- the spec's own types (codegen/spec/model.py, pydantic) -------------------------------------------------------------
+# ---- the spec's own types (codegen/specfile/model.py, pydantic) -------------------------------------------------------------
 
 INT32 = 2**31 - 1
 FLT_MAX = 3.4028234663852886e38                 # the largest finite C++ float
@@ -850,7 +850,7 @@ def test_vertex_rule_on_both_sides(tmp_path, ok, bad, field, fragment):
     refused(lambda: check(tmp_path / "bad", bad), field, fragment)
 
 
-# ---- the embedding collection section (codegen/spec/embedding_collection.py) ------------------------------------------
+# ---- the embedding collection section (codegen/specfile/embedding_collection.py) ------------------------------------------
 
 @pytest.fixture(scope="module")
 def collection_spec(tmp_path_factory) -> tuple[dict, str]:

@@ -20,7 +20,7 @@ SPECS = sorted((REPO / "specs").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: p.stem)
 def test_fast_yaml_path_reads_each_example_spec_as_the_round_trip_reader(path):
-    from codegen.spec import load
+    from codegen.specfile import load
 
     text = path.read_text()
     fast = load._fast(text)
@@ -40,14 +40,14 @@ def test_fast_yaml_path_reads_each_example_spec_as_the_round_trip_reader(path):
 ], ids=["unknown-alias", "merge", "not-a-mapping", "syntax-error", "duplicate-key", "deep", "deeper-than-libyaml-can",
         "deep-block", "alias-bomb", "yaml-1.1", "explicit-tag", "local-tag"])
 def test_fast_yaml_path_leaves_doubtful_documents_to_the_round_trip_reader(text):
-    from codegen.spec import load
+    from codegen.specfile import load
 
     assert load._fast(text) is None
 
 
 def test_a_spec_error_found_after_the_fast_path_still_names_its_line(tmp_path):
     from codegen.errors import UserError
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
 
     text = (REPO / "specs" / "dcn.yaml").read_text()
     assert "\ntraining:\n" in text and "\n  display: 200\n" in text

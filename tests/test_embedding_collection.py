@@ -19,8 +19,8 @@ from codegen.importer import import_source
 from codegen.importer.compare import compare_texts
 from codegen.importer.write import write_import
 from codegen.pipeline import open_spec, render_spec
-from codegen.spec.load import load_spec
-from codegen.spec.write import write_spec
+from codegen.specfile.load import load_spec
+from codegen.specfile.write import write_spec
 
 REPO = Path(__file__).resolve().parents[1]
 

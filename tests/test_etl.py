@@ -511,8 +511,8 @@ def test_spec_problems_name_the_line(tmp_path, change, expect):
 
 
 def test_spec_writer_round_trips_the_etl_section(tmp_path):
-    from codegen.spec.load import load_spec
-    from codegen.spec.write import write_spec as dump_spec
+    from codegen.specfile.load import load_spec
+    from codegen.specfile.write import write_spec as dump_spec
 
     for etl in (ETL, LISTS):
         spec = load_spec(_spec(tmp_path, etl)).spec
@@ -540,7 +540,7 @@ def test_check_lock_reports_drift_with_exit_1(tmp_path, lists_etl):
 def test_data_defaults_to_the_etl_output(tmp_path):
     """Without data:, a spec with etl: trains on etl.output.dir's file lists; without either, data is required."""
     from codegen.errors import UserError
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
 
     model = {k: v for k, v in MODEL.items() if k != "data"}
     spec = load_spec(tmp_path / "s.yaml", json.dumps({**model, "etl": ETL})).spec
@@ -559,7 +559,7 @@ def test_data_defaults_to_the_etl_output(tmp_path):
 ])
 def test_unknown_spec_key_names_the_closest(tmp_path, where, key, expect):
     from codegen.errors import UserError
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
 
     doc = json.loads(json.dumps({**MODEL, "etl": ETL}))
     node = doc

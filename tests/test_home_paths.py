@@ -136,8 +136,8 @@ def test_a_home_data_path_is_refused_where_a_section_passes_it_on(spec_name: str
 
 def test_the_spec_form_survives_the_yaml_writer(tmp_path: Path):
     """A bare ``~`` is YAML's null: the writer quotes it, and a ~/ path reads back as the same string."""
-    from codegen.spec.load import load_spec
-    from codegen.spec.write import write_spec
+    from codegen.specfile.load import load_spec
+    from codegen.specfile.write import write_spec
 
     spec = load_spec(write_project(tmp_path, movielens(**{**HOME, "data__eval": "~"}), MOVIELENS_LOCK)).spec
     again = tmp_path / "again.yaml"

@@ -13,7 +13,7 @@ from codegen.importer import import_source
 from codegen.importer.argv import command_lines, notebook_command_lines, split
 from codegen.importer.calls import extract
 from codegen.importer.compare import compare_texts
-from codegen.spec.load import load_spec
+from codegen.specfile.load import load_spec
 from test_import import NORM_DCN, _roundtrip
 
 ARGPARSE = """import argparse

@@ -11,7 +11,7 @@ from codegen.errors import UserError
 from codegen.importer import import_source
 from codegen.importer.write import write_import
 from codegen.pipeline import open_spec, render_spec
-from codegen.spec.load import load_spec
+from codegen.specfile.load import load_spec
 from hugectr_run import run_with_standin
 from test_import import NORM_DCN, REPO, _roundtrip
 
@@ -247,7 +247,7 @@ def test_a_data_source_after_the_solver_is_refused(tmp_path: Path):
 
 def test_imported_specs_with_the_new_fields_are_fixed_points_of_the_writer(tmp_path: Path):
     """spec -> model -> spec is the identity for specs that use every field added here."""
-    from codegen.spec.write import write_spec
+    from codegen.specfile.write import write_spec
     seed = wdl_train_py()
     last = seed.rindex("updated_model = model.get_incremental_model()")
     sources = {

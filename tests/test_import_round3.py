@@ -11,7 +11,7 @@ import pytest
 from codegen.errors import UserError
 from codegen.importer import import_source
 from codegen.importer.calls import Reader
-from codegen.spec.load import load_spec
+from codegen.specfile.load import load_spec
 from codegen.importer.write import write_import
 from test_import import _roundtrip
 

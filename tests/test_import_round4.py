@@ -111,7 +111,7 @@ def test_notebook_that_writes_its_script_with_open_write(tmp_path: Path, write: 
                    "!python3 mlp_train.py --batch 1024 --hidden_units_num 2")
     result = import_source(nb, "23.06")
     from codegen.importer.write import write_import
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
 
     write_import(result, tmp_path / "specs")
     spec = load_spec(tmp_path / "specs" / "nb.yaml").spec
@@ -159,7 +159,7 @@ def test_sibling_module_builds_the_model(tmp_path: Path):
     src.write_text(MAIN, encoding="utf-8")
     result = import_source(src, "23.06")
     from codegen.importer.write import write_import
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
 
     write_import(result, tmp_path / "specs")
     spec = load_spec(tmp_path / "specs" / "train.yaml").spec

@@ -18,7 +18,7 @@ from codegen.atomic import clean_stale
 from codegen.errors import UserError
 from codegen.features import read_lock
 from codegen.inputs import check_yaml_tree
-from codegen.spec.load import load_spec
+from codegen.specfile.load import load_spec
 from schema_files import MOVIELENS, write_output_schema
 from conftest import REPO, run_ctrgen
 from specfactory import MOVIELENS_LOCK

@@ -11,7 +11,7 @@ import pytest
 from codegen.errors import UserError
 from codegen.lock import load_features
 from codegen.model.build import build_job as build
-from codegen.spec.context import open_spec
+from codegen.specfile.context import open_spec
 from conftest import REPO, run_ctrgen
 from specfactory import CRITEO_LOCK, dcn_spec, write_spec
 

@@ -337,7 +337,7 @@ def test_hostile_values_reach_programs_as_single_arguments(tmp_path):
     from codegen.lock import load_features
     from codegen.model.build import build_model
     from codegen.render.cluster import render_cluster
-    from codegen.spec.context import open_spec
+    from codegen.specfile.context import open_spec
 
     def edit(doc):
         doc["cluster"]["hosts"] = [HOSTILE, "node $(touch PWNED4)"]
@@ -367,7 +367,7 @@ def test_torchrun_launcher_arguments(tmp_path):
     from codegen.lock import load_features
     from codegen.model.build import build_model
     from codegen.render.cluster import render_cluster
-    from codegen.spec.context import open_spec
+    from codegen.specfile.context import open_spec
 
     ctx = open_spec(REPO / "specs" / "deepfm_multinode.yaml")
     model = build_model(ctx, *load_features(ctx, check_stale=False))
@@ -555,7 +555,7 @@ def test_torchrun_launcher_rendezvous_of_two_nodes(tmp_path):
 
     from codegen.render.cluster import render_cluster
 
-    from codegen.spec.context import open_spec
+    from codegen.specfile.context import open_spec
 
     ctx = open_spec(REPO / "specs" / "deepfm_multinode.yaml")
     model = build_model(ctx, *load_features(ctx, check_stale=False))

@@ -442,7 +442,7 @@ def test_gru_and_gather_are_refused_with_hugectr_s_reason(tmp_path, middle, reas
     from codegen.errors import UserError
     from codegen.lock import load_features
     from codegen.model.build import build_model
-    from codegen.spec.context import open_spec
+    from codegen.specfile.context import open_spec
 
     spec = spec_with({"triton.enabled": False}, spec_with(_layers(middle)))
     spec["hugectr_version"] = release

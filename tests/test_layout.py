@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
     }),
     ("front ends: the spec, features locks and workflows", {
         "codegen": "features lock stale workflow workflow_schema workflow_graph",
-        "codegen.spec": "__init__ context embedding_collection etl fields graph launch load model reader_check serving"
+        "codegen.specfile": "__init__ context embedding_collection etl fields graph launch load model reader_check serving"
                         " suggest write",
         "codegen.etl": "inputs",
     }),
@@ -219,7 +219,7 @@ def test_a_new_module_is_placed_by_no_folder_name():
             _layer(name)
     assert _layer("codegen.triton.plan.configs") == 3 and _layer("codegen.triton.plan.repository") == 2
     assert _layer("codegen.keysets.cli") == 5 and _layer("codegen.keysets.norm") == 4
-    assert _layer("codegen.hugectr.versions") == 0 and _layer("codegen.spec.context") == 1
+    assert _layer("codegen.hugectr.versions") == 0 and _layer("codegen.specfile.context") == 1
 
 
 def _doc_layer_rows() -> list[tuple[str, list[str]]]:
@@ -269,7 +269,7 @@ def test_the_architecture_doc_places_every_module_in_its_layer():
 def test_renderers_do_not_read_the_spec():
     """Every renderer takes the model (codegen.model.types.Model or a part of it), never the spec."""
     bad = [f"{name} imports {target}" for name, imported in sorted(package_graph().items()) if _layer(name) == 3
-           for target in sorted(imported) if _reaches(target, ("codegen.spec",))]
+           for target in sorted(imported) if _reaches(target, ("codegen.specfile",))]
     assert bad == [], "\n".join(bad)
 
 
@@ -327,8 +327,8 @@ def test_the_evaluator_knows_nothing_of_hugectr():
 # a class is written in one module, and its steps are functions over what it holds (issue 42: the importer's Reader
 # holds its evaluator; the graph builder's steps take one build context, graph/context.py).
 CROSS_MODULE_BASES = {
-    "codegen.spec.fields.Strict": "the spec sections' shared pydantic configuration (extra=forbid, frozen, strict)",
-    "codegen.spec.load.LoadedSpec": "the import's graph JSON check reads a spec whose problems have no line",
+    "codegen.specfile.fields.Strict": "the spec sections' shared pydantic configuration (extra=forbid, frozen, strict)",
+    "codegen.specfile.load.LoadedSpec": "the import's graph JSON check reads a spec whose problems have no line",
     "codegen.render.script.Bindings": "model.py's bindings bind nothing; task.py's bind values to its arguments",
 }
 
@@ -371,11 +371,11 @@ def test_no_class_is_assembled_across_files():
 def test_cross_module_bases_see_imported_names_and_module_attributes():
     source = ("from pydantic import BaseModel\nfrom . import layers\nfrom .sparse import SparseParts as S\n"
               "import codegen.errors\n\nclass Local:\n    pass\n\nclass A(S, layers.DenseLayers, Local, BaseModel):\n"
-              "    pass\n\ndef f():\n    from ..spec.load import LoadedSpec\n\n    class B(LoadedSpec, codegen.errors.UserError):\n"
+              "    pass\n\ndef f():\n    from ..specfile.load import LoadedSpec\n\n    class B(LoadedSpec, codegen.errors.UserError):\n"
               "        pass\n")
     assert cross_module_bases(source, "codegen.graph.build") == [
         ("A", "codegen.graph.sparse.SparseParts"), ("A", "codegen.graph.layers.DenseLayers"),
-        ("B", "codegen.spec.load.LoadedSpec"), ("B", "codegen.errors.UserError")]
+        ("B", "codegen.specfile.load.LoadedSpec"), ("B", "codegen.errors.UserError")]
 
 
 def _module_name(path: Path) -> str:

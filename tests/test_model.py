@@ -13,7 +13,7 @@ from codegen.lock import load_features
 from codegen.model.build import build_model
 from codegen.model.types import ClusterLaunch, StudyParameter
 from codegen.render.targets import render_model
-from codegen.spec.context import open_spec
+from codegen.specfile.context import open_spec
 
 REPO = Path(__file__).resolve().parents[1]
 

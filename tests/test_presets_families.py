@@ -16,7 +16,7 @@ from codegen.graph.ir import CallValue, Enum
 from codegen.hugectr import versions as V
 from codegen.lock import load_features
 from codegen.model.build import build_job
-from codegen.spec.context import open_spec
+from codegen.specfile.context import open_spec
 from conftest import REPO
 
 

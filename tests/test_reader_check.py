@@ -12,8 +12,8 @@ from codegen.errors import UserError
 from codegen.importer import import_source
 from codegen.importer.write import write_import
 from codegen.pipeline import open_spec, render_spec
-from codegen.spec.load import load_spec
-from codegen.spec.write import write_spec
+from codegen.specfile.load import load_spec
+from codegen.specfile.write import write_spec
 from hugectr_run import run_with_standin
 from test_import import _roundtrip
 

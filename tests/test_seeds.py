@@ -138,7 +138,7 @@ def test_seed003_norm_files_are_framed_as_the_reader_reads_them(tmp_path):
     """Both sides from one value: the check type of the Norm files etl.py writes (the ETL plan, which
     codegen/etl/run.py hands to the writer) and the one model.py's DataReaderParams reads them with."""
     from codegen.pipeline import render_spec
-    from codegen.spec.context import open_spec
+    from codegen.specfile.context import open_spec
 
     for reader, files, both in ((None, None, "Sum"), ("Non", None, "Non"), (None, "Non", "Non"), ("Sum", "Sum", "Sum")):
         rendered = render_spec(open_spec(_norm_spec(tmp_path, reader, files)))
@@ -163,7 +163,7 @@ def test_seed001_cluster_devices_alone_start_one_worker_per_gpu(tmp_path):
     gives etl.py two workers (it started none: workers stayed unset)."""
     from codegen.etl.plan import build_plan
     from codegen.etl.render import render_etl_py
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
 
     path = _norm_spec(tmp_path, None, None)
     text = path.read_text().replace("etl:\n", "etl:\n  cluster: {devices: [0, 1], device_memory_limit: 0.5}\n", 1)

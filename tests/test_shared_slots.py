@@ -48,7 +48,7 @@ def test_a_column_without_a_cardinality_shares_rows_only_in_an_imported_scripts_
     from codegen.errors import UserError
     from codegen.lock import load_features
     from codegen.model.build import build_model
-    from codegen.spec.context import open_spec
+    from codegen.specfile.context import open_spec
 
     spec, proc = _import(tmp_path, "[0, 7, 5]")
     assert proc.returncode == 0, proc.stderr

@@ -53,7 +53,7 @@ def test_generated_script_runs_on_standin(spec: Path, tmp_path: Path):
         return
     assert result.stdout == (out / "summary.txt").read_text(encoding="utf-8")  # the stand-in prints nothing else
     # The spec's statement order: the samples' solver, reader, optimizer unless script.setup says otherwise.
-    from codegen.spec.load import load_spec
+    from codegen.specfile.load import load_spec
     order = load_spec(spec).spec.script.setup
     names = {"solver": "hugectr.CreateSolver", "reader": "hugectr.DataReaderParams",
              "optimizer": "hugectr.CreateOptimizer"}

@@ -19,7 +19,7 @@ from codegen.errors import UserError
 from codegen.lock import load_features
 from codegen.model.build import build_model
 from codegen.model.torch_rules import LOSS_NAMES, torch_problems
-from codegen.spec.context import open_spec
+from codegen.specfile.context import open_spec
 from codegen.torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from conftest import REPO
 from test_boundaries import CRITEO_LOCK, LOCK, example, project, spec_with
@@ -132,7 +132,7 @@ def test_the_builder_refuses_before_any_renderer_is_imported(tmp_path):
         from codegen.errors import UserError
         from codegen.lock import load_features
         from codegen.model.build import build_model
-        from codegen.spec.context import open_spec
+        from codegen.specfile.context import open_spec
         ctx = open_spec(Path({str(path)!r}))
         try:
             build_model(ctx, *load_features(ctx, check_stale=False))

@@ -9,7 +9,7 @@ import pytest
 
 from codegen.errors import UserError
 from codegen.inputs import MAX_YAML_DEPTH, MAX_SPEC_BYTES, check_yaml_nesting, check_yaml_tree
-from codegen.spec.load import load_spec
+from codegen.specfile.load import load_spec
 
 
 def flow(depth: int) -> str:

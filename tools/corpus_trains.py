@@ -136,7 +136,7 @@ def train_unit(text: str, release: str, argv: list[str] | None, name: str = "uni
     from codegen.output import apply_write, plan_write
     from codegen.pipeline import open_spec, render_spec
     from codegen.runtime.contract import FEATURES_FILE
-    from codegen.spec.write import write_spec
+    from codegen.specfile.write import write_spec
     from codegen.train.launch import TRAINER, plan_launch
 
     with tempfile.TemporaryDirectory(prefix="ctrgen-trains-") as tmp:

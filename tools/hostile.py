@@ -140,7 +140,7 @@ def _preload() -> None:
     """The modules every case imports (no threads are started by them), imported once before forking."""
     import codegen.cli  # noqa: F401
     import codegen.pipeline  # noqa: F401
-    import codegen.spec.load  # noqa: F401
+    import codegen.specfile.load  # noqa: F401
     import codegen.triton.lint.validate  # noqa: F401
 
 

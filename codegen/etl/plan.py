@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..errors import Problem, UserError
-from ..spec.etl import CATEGORICAL_OPS, EtlSpec
-from ..spec.load import LoadedSpec
+from ..specfile.etl import CATEGORICAL_OPS, EtlSpec
+from ..specfile.load import LoadedSpec
 
 NUMERIC = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "bool")
 CONTINUOUS_OPS = ("FillMissing", "Clip", "LogOp", "Normalize")

@@ -22,7 +22,7 @@ from ..errors import UserError
 from ..features import Features, read_lock
 from ..output import owned_files, safe_target
 from ..lock import lock_drift
-from ..spec.context import SpecContext, open_spec
+from ..specfile.context import SpecContext, open_spec
 from .inputs import check_inputs, check_scheduler, check_split
 from .plan import EtlPlan, build_plan, output_dir
 from .render import render_etl_py
@@ -171,7 +171,7 @@ def run_script(script: str | Path, base: Path, out: Path, *, workers: int | None
 def run_section(spec_text: str, shown: Path, base: Path, *, progress: Callable[[str], None] | None = None) -> Path:
     """The ETL of a spec held in memory (``shown`` names it in messages; relative paths start at ``base``), without
     writing etl.py or a lock: the demo runs its ETL this way. Returns the output folder."""
-    from ..spec.load import load_spec
+    from ..specfile.load import load_spec
 
     loaded = load_spec(shown, spec_text)
     plan = build_plan(loaded)

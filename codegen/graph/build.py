@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
 from ..inputs import INT64_MAX, UINT32_MAX
-from ..spec.load import LoadedSpec
+from ..specfile.load import LoadedSpec
 from .context import BuildContext, extra_args
 from .continuous import build_continuous
 from .embedding_collection import build_collection

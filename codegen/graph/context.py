@@ -12,8 +12,8 @@ from ..errors import Problem, UserError, field_path
 from ..features import Features
 from ..hugectr import versions as V
 from ..hugectr.arg_types import arg_problem
-from ..spec.load import LoadedSpec
-from ..spec.model import Spec
+from ..specfile.load import LoadedSpec
+from ..specfile.model import Spec
 from .ir import enum_values
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..hugectr import versions as V
-from ..spec.model import ContinuousTrainingSpec, HMemCacheSpec, LowLevelSpec
+from ..specfile.model import ContinuousTrainingSpec, HMemCacheSpec, LowLevelSpec
 from .context import BuildContext
 from .ir import ContinuousTraining, DataPass
 

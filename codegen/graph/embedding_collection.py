@@ -85,7 +85,7 @@ def build_collection(builder: BuildContext, sparse: list[SparseInput]) -> Embedd
 
 def _check_model(builder: BuildContext, sparse: list[SparseInput], release: str) -> None:
     """What the rest of the spec must be for a model with an embedding collection."""
-    from ..spec.graph import ExplicitGraph
+    from ..specfile.graph import ExplicitGraph
 
     if not isinstance(builder.spec.model, ExplicitGraph):
         builder.fail(("model", "preset"), f"preset {builder.spec.model.preset!r} builds on SparseEmbedding outputs; "

@@ -8,7 +8,7 @@ from ..errors import Located
 from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..hugectr.arg_types import dense_layer_problem, dense_layer_type
-from ..spec.graph import ExplicitGraph
+from ..specfile.graph import ExplicitGraph
 from .context import BuildContext
 from .ir import CallValue, Embedding, Enum, Layer, dense_values, enum_values
 from .preset_table import expand_preset

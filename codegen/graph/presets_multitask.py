@@ -8,7 +8,7 @@ from string import ascii_uppercase
 
 from typing import cast
 
-from ..spec.graph import MMoEPreset, SharedBottomPreset
+from ..specfile.graph import MMoEPreset, SharedBottomPreset
 from .ir import Embedding
 from .presets import Ctx, preset_error
 

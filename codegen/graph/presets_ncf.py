@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..spec.graph import NCFPreset, NeuMFPreset
+from ..specfile.graph import NCFPreset, NeuMFPreset
 from .ir import Embedding
 from .presets import Ctx, preset_error
 

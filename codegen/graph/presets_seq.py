@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..spec.graph import BSTPreset, DINPreset
+from ..specfile.graph import BSTPreset, DINPreset
 from .ir import Embedding
 from .presets import Ctx, preset_error
 

@@ -217,7 +217,7 @@ def _regenerate(result: ImportResult, *, placed: bool) -> str:
     from ..inputs import decode
     from ..model.build import build_job
     from ..render.graph_json import render_graph_json
-    from ..spec.context import open_spec
+    from ..specfile.context import open_spec
 
     folder = Path(tempfile.gettempdir()) / "ctrgen-import"        # never created: nothing is read or written there
     spec, lock = folder / f"{result.name}.yaml", folder / f"{result.name}.features.lock.json"
@@ -235,7 +235,7 @@ def _regenerate(result: ImportResult, *, placed: bool) -> str:
 @functools.cache
 def _unplaced() -> type:
     """A LoadedSpec whose problems have no line and column (spec.load is imported on first use)."""
-    from ..spec.load import LoadedSpec
+    from ..specfile.load import LoadedSpec
 
     class Unplaced(LoadedSpec):
         def where(self, *loc: str | int) -> tuple[int | None, int | None]:

@@ -13,8 +13,8 @@ from typing import Any
 from ..features import Features
 from ..graph.build import build_job
 from ..hugectr import api as A
-from ..spec.load import LoadedSpec
-from ..spec.model import Spec
+from ..specfile.load import LoadedSpec
+from ..specfile.model import Spec
 
 
 def _layers(job) -> list[tuple]:

@@ -65,8 +65,8 @@ def _finish(path: Path, imported: Imported, label: str, notes: list[str],
             origin: tuple[Any, ...] | None = None) -> ImportResult:
     from pydantic import ValidationError
 
-    from ..spec.model import Spec
-    from ..spec.write import write_spec
+    from ..specfile.model import Spec
+    from ..specfile.write import write_spec
 
     spec = imported.spec
     if name := spec.get("name"):

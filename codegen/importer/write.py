@@ -36,7 +36,7 @@ def _write_checked(result: ImportResult, out: Path, spec_path: Path, lock_path: 
     from ..features import read_lock
     from ..model.build import build_job as build
     from ..render.script import render_model_py
-    from ..spec.context import open_spec
+    from ..specfile.context import open_spec
     from .release_facts import problems as release_problems
 
     with tempfile.TemporaryDirectory(prefix=".ctrgen-import-", dir=out) as tmp:
@@ -92,7 +92,7 @@ def _add_torch(result: ImportResult, tspec: Path, tlock: Path) -> None:
     from ..features import read_lock
     from ..model.build import build_job as build
     from ..model.torch_rules import torch_problems
-    from ..spec.context import open_spec
+    from ..specfile.context import open_spec
 
     tspec.write_text(result.torch_text, encoding="utf-8")
     try:

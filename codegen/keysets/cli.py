@@ -47,7 +47,7 @@ class Expectations:
 def _from_spec(spec: Path) -> tuple[Expectations, list[tuple[Path, Path]]]:
     from ..lock import load_features
     from ..model.build import build_job
-    from ..spec.context import open_spec
+    from ..specfile.context import open_spec
 
     ctx = open_spec(spec)
     features, _ = load_features(ctx, check_stale=False)

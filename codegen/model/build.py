@@ -11,7 +11,7 @@ from ..features import Features
 from ..graph.build import build_job as build_graph_job
 from ..graph.ir import TrainingJob
 from ..lock import load_features, select_columns
-from ..spec.context import SpecContext
+from ..specfile.context import SpecContext
 from ..template_files import templates_digest
 from ..triton.plan.repository import ModelStep, RepositoryPlan, TorchStep, plan_repository
 from .home_paths import check_home_paths

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ..errors import Problem, Problems, UserError, field_path
 from ..runtime.contract import env_path, under_home
-from ..spec.load import LoadedSpec
+from ..specfile.load import LoadedSpec
 
 EXPANDED = "data.train, data.eval and training.graph_json"
 # Path fields written or read as given: (section, field) -> the field's value(s).

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..graph.ir import TrainingJob
-from ..spec.load import LoadedSpec
-from ..spec.launch import ClusterSpec, StudySpec
+from ..specfile.load import LoadedSpec
+from ..specfile.launch import ClusterSpec, StudySpec
 from .types import ClusterLaunch, Study, StudyParameter, VertexLaunch
 
 # task.py arguments a study may tune, by the kind of value they take.

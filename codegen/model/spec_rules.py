@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import Problem, Problems, UserError, field_path
 from ..features import Features
-from ..spec.load import LoadedSpec
+from ..specfile.load import LoadedSpec
 
 
 def check_spec_rules(loaded: LoadedSpec, features: Features) -> None:

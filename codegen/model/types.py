@@ -15,7 +15,7 @@ from ..triton.plan.repository import RepositoryPlan
 class Provenance:
     """Where the model came from, as the headers, the model card and MANIFEST.json name it."""
 
-    spec: str                 # the spec's path relative to the project (codegen.spec.context.display_path)
+    spec: str                 # the spec's path relative to the project (codegen.specfile.context.display_path)
     spec_text: str
     lock: str                 # the features lock's path, the same way
     features: str             # what the features were read from (the lock's provenance, or its source kind)

@@ -41,7 +41,7 @@ def _columns(doc: dict, key: str, path: Path) -> list[tuple[int, str]]:
     if not isinstance(entries, list) or not all(
             isinstance(e, dict) and isinstance(e.get("col_name"), str) and isinstance(e.get("index"), int)
             and not isinstance(e.get("index"), bool) for e in entries):
-        raise DataError(f"{path}: \"{key}\" is not a list of {{\"col_name\": ..., \"index\": ...}} (fix: {FIX})")
+        raise DataError(f"{path}: \"{key}\" is not a list of objects with \"col_name\" and \"index\" (fix: {FIX})")
     out = sorted((e["index"], e["col_name"]) for e in entries)
     if len({i for i, _ in out}) != len(out):
         raise DataError(f"{path}: \"{key}\" gives two columns one index (fix: {FIX})")

@@ -117,7 +117,7 @@ def list_separators(spec: Path | None, given: tuple[str, ...]) -> tuple[dict[str
     seps: dict[str, str] = {}
     field_sep = None
     if spec is not None:
-        from ..spec.load import load_spec
+        from ..specfile.load import load_spec
 
         etl = load_spec(spec).spec.etl
         if etl is None:

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from ..errors import UserError
 from ..etl.plan import output_dir
 from ..runtime.contract import local_path
-from ..spec.context import SpecContext
+from ..specfile.context import SpecContext
 
 TRAINER = PurePosixPath("train_torch.py")
 CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt")

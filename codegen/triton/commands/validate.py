@@ -38,7 +38,7 @@ def spec_lock(spec: Path) -> tuple[Features, Path, bool | None]:
     generation's own messages), the lock's path relative to the working directory, and the key width of a Norm or
     Raw spec (whose files record none: the spec's i64_input_key, not the lock, decides it)."""
     from ...model.build import spec_features
-    from ...spec.context import open_spec
+    from ...specfile.context import open_spec
 
     ctx = open_spec(Path(spec))
     features = spec_features(ctx)

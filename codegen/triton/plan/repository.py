@@ -29,7 +29,7 @@ from ...features import Column, Features
 from ...graph.ir import TrainingJob
 from ...hugectr import api as A
 from ...hugectr import backend
-from ...spec.serving import TritonSpec
+from ...specfile.serving import TritonSpec
 from ...torch_target import LOSSES
 
 def PlanError(source: str, loc: tuple[str | int, ...], message: str, fix: str = "") -> Located:  # noqa: N802

@@ -15,7 +15,7 @@ InstanceKind = Literal["KIND_GPU", "KIND_CPU", "KIND_AUTO"]
 
 
 def _instance_count(value: Any) -> int | str:
-    """'auto' or a positive C++ int; the messages read like the other integer fields' (spec/load.py)."""
+    """'auto' or a positive C++ int; the messages read like the other integer fields' (specfile/load.py)."""
     if value == "auto":
         return value
     if type(value) is not int:
