@@ -31,8 +31,7 @@ class TaskBindings(Bindings):
     def __init__(self, job: TrainingJob):
         self.job = job
         g = job.graph
-        self.dropouts = [A.given_or_default(layer.params, "DenseLayer", "dropout_rate", job.hugectr_version)
-                         for layer in g.layers if layer.type == "Dropout"]
+        self.dropouts = [layer.values["dropout_rate"] for layer in g.layers if layer.type == "Dropout"]
         self.dropout_uniform, self.dropout = _uniform(self.dropouts)
         self.workspaces = [e.workspace_mb if e.workspace_mb is not None else 0 for e in g.embeddings]
         self.ws_uniform, self.ws = _uniform(self.workspaces)
@@ -75,7 +74,7 @@ class TaskBindings(Bindings):
     def layer(self, layer: Layer, args):
         if layer.type != "Dropout":
             return args
-        rate = A.given_or_default(layer.params, "DenseLayer", "dropout_rate", self.job.hugectr_version)
+        rate = layer.values["dropout_rate"]
         expr = Code("args.dropout_rate") if self.dropout_uniform else Code(f"pick(args.dropout_rate, {py(rate)})")
         out = [(k, v) for k, v in args if k != "dropout_rate"]
         return [*out, ("dropout_rate", expr)]
