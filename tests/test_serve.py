@@ -442,10 +442,8 @@ def test_sigterm_stops_the_server_and_leaves_nothing_running(deployed):
     tree = psutil.Process(proc.pid).children(recursive=True)
     assert any("tritonserver" in " ".join(_cmd(p)) for p in tree)
     assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree)
-    began = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=30) == 0, deployed["out"].read_text()
-    assert time.monotonic() - began < 15
+    assert proc.wait(timeout=30) == 0, deployed["out"].read_text()        # bounded, not timed: no load-dependent limit
     _, alive = psutil.wait_procs(tree, timeout=2)
     assert not alive, [(p.pid, _cmd(p)) for p in alive]
     assert "Server stopped." in deployed["out"].read_text()
