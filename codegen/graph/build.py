@@ -14,7 +14,7 @@ from ..specfile.load import LoadedSpec
 from .context import BuildContext, extra_args
 from .continuous import build_continuous
 from .embedding_collection import build_collection
-from .ir import Enum, Graph, OfflineInference, Optimizer, TrainingJob
+from .ir import Enum, Graph, OfflineInference, Optimizer, TrainingJob, call_values
 from .layers import graph_analysis, infer_layers, raw_layers
 from .reader_check import build_reader_check
 from .shapes import Shape
@@ -194,9 +194,9 @@ def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> Trainin
                   dense_name=s.input.dense_name, dense_dim=len(conts), sparse=tuple(sparse),
                   embeddings=tuple(embeddings), layers=tuple(layers), analysed=tuple(analysed),
                   collection=collection)
+    solver, reader, fit = _solver_args(ctx, i64), _reader_args(ctx, cats, continuous), _fit_args(ctx)
     job = TrainingJob(
-        name=s.name, profile=p, solver=_solver_args(ctx, i64), optimizer=optimizer,
-        reader=_reader_args(ctx, cats, continuous), graph=graph, fit=_fit_args(ctx),
+        name=s.name, profile=p, solver=solver, optimizer=optimizer, reader=reader, graph=graph, fit=fit,
         graph_json=s.training.graph_json or f"{s.name}.json",
         setup_order=tuple(s.script.setup), after_compile=tuple(s.script.after_compile),
         compile_args=extra_args(ctx, "Model.compile", ("training", "compile"), s.training.compile, ()),
@@ -212,7 +212,9 @@ def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> Trainin
         batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
         model_name=s.name if s.solver.model_name else "", continuous=continuous, nodes=len(s.solver.vvgpu),
         save_weights=s.training.save_weights, reader_check=build_reader_check(ctx),
-        labels_from_metadata=labels_from_metadata(ctx))
+        labels_from_metadata=labels_from_metadata(ctx),
+        solver_values=call_values("CreateSolver", solver, p.name),
+        reader_values=call_values("DataReaderParams", reader, p.name), fit_values=call_values("Model.fit", fit, p.name))
     ctx.raise_if_failed()   # the argument checks above (args: maps) must not drop anything silently
     return job
 

@@ -119,10 +119,15 @@ class Layer:
         return default
 
 
-def dense_values(params: Args | dict, release: str) -> dict:
-    """A DenseLayer call's arguments in effect in ``release``: the given ones over HugeCTR's defaults from the API
+def call_values(func: str, params: Args | dict, release: str) -> dict:
+    """A ``func`` call's arguments in effect in ``release``: the given ones over HugeCTR's defaults from the API
     table (enum defaults as :class:`Enum`). Arguments the release lacks are absent, never guessed."""
-    return {**{k: enum_values(v) for k, v in A.defaults("DenseLayer", release).items()}, **dict(params)}
+    return {**{k: enum_values(v) for k, v in A.defaults(func, release).items()}, **dict(params)}
+
+
+def dense_values(params: Args | dict, release: str) -> dict:
+    """A DenseLayer call's arguments in effect in ``release`` (:func:`call_values`)."""
+    return call_values("DenseLayer", params, release)
 
 
 # ---- the embedding collection API (codegen.graph.embedding_collection builds it) ----
@@ -285,6 +290,11 @@ class TrainingJob:
     # An imported script's Parquet reader with one label of label_dim > 1: the script names no label columns, which
     # HugeCTR reads from the data's _metadata.json at run time (and so does train_torch.py: runtime/label_names.py).
     labels_from_metadata: bool = False
+    # The arguments in effect of CreateSolver, DataReaderParams and Model.fit (call_values: the given ones over the
+    # release's defaults), for the renderers that print a value the script may leave to HugeCTR.
+    solver_values: dict = field(default_factory=dict, compare=False, repr=False)
+    reader_values: dict = field(default_factory=dict, compare=False, repr=False)
+    fit_values: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def hugectr_version(self) -> str:

@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass
 
 from ..graph.ir import Layer, TrainingJob
-from ..hugectr import api as A
 from .env import render
 from .literals import Code, py, py_str
 from .script import Bindings, build_context
@@ -107,22 +106,21 @@ class TaskDefaults:
 
 def task_defaults(job: TrainingJob, eval_batches: int | None = None) -> TaskDefaults:
     b = TaskBindings(job)
-    solver, fit, reader = dict(job.solver), dict(job.fit), dict(job.reader)
-    release = job.hugectr_version
+    solver, fit, reader = job.solver_values, job.fit_values, job.reader_values
     return TaskDefaults(
         per_gpu_batch_size=job.batchsize // job.gpu_count,
         gpus=json.dumps(solver["vvgpu"], separators=(",", ":")),
-        lr=float(solver.get("lr", A.default("CreateSolver", "lr", release))),
+        lr=float(solver["lr"]),
         dropout_rate=(float(b.dropout) if b.dropouts and b.dropout_uniform else None),
         # In epoch mode fit has no max_iter: 0 is task.py's "not given" (not HugeCTR's 2000), so --num_epochs=0
         # without --max_iter is refused rather than run for a number of iterations nobody chose.
-        max_iter=int(fit.get("max_iter", TASK_NOT_GIVEN)),
-        num_epochs=int(A.given_or_default(fit, "Model.fit", "num_epochs", release)),
+        max_iter=int(dict(job.fit).get("max_iter", TASK_NOT_GIVEN)),
+        num_epochs=int(fit["num_epochs"]),
         max_eval_batches=int(solver["max_eval_batches"]),
         eval_batches=int(eval_batches or solver["max_eval_batches"]),
         eval_interval=int(fit["eval_interval"]), display_interval=int(fit["display"]),
-        snapshot_interval=int(fit.get("snapshot", A.default("Model.fit", "snapshot", release))),
-        num_workers=int(reader.get("num_workers", A.default("DataReaderParams", "num_workers", release))),
+        snapshot_interval=int(fit["snapshot"]),
+        num_workers=int(reader["num_workers"]),
         workspace_size_per_gpu=b.ws if b.ws_uniform else None,
         nnz_per_slot=b.nnz if b.nnz_uniform else None,
         num_dense_features=job.graph.dense_dim,
@@ -195,7 +193,7 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
     g = job.graph
     slots = {s.name: list(s.columns) for s in g.sparse}
     cards = {c: n for s in g.sparse for c, n in zip(s.columns, s.cardinalities)}
-    prefix = A.given_or_default(job.fit, "Model.fit", "snapshot_prefix", job.hugectr_version)
+    prefix = job.fit_values["snapshot_prefix"]
     return render(
         "hugectr/task.py.j2",
         header=header,

@@ -21,8 +21,6 @@ from .. import __version__
 from ..features import Features
 from ..graph.ir import Layer, Profile, TrainingJob
 from ..graph.shapes import fmt_shape
-from ..hugectr import api as A
-from ..hugectr.api import given_or_default
 from ..runtime.contract import layout_of
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
@@ -354,11 +352,7 @@ def _passes_literal(passes: list[dict]) -> str:
 
 def _lr_schedule(job: TrainingJob) -> dict:
     """CreateSolver's learning-rate schedule: the spec's values, else HugeCTR's defaults in the job's release."""
-    solver = dict(job.solver)
-
-    def value(name: str) -> object:
-        given = solver.get(name)
-        return A.default("CreateSolver", name, job.hugectr_version) if given is None else given
+    value = job.solver_values.__getitem__
 
     return {"lr": float(value("lr")), "warmup_steps": int(value("warmup_steps")),
             "decay_start": int(value("decay_start")), "decay_steps": int(value("decay_steps")),
@@ -434,7 +428,6 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     if job.continuous is not None:
         passes = [{"train": list(p.source), "eval": p.eval_source} for p in job.continuous.passes]
         graph_safe = False   # continuous training runs eagerly (PassOptimizer reads its step count on the host)
-    release = job.hugectr_version
     solver, fit = dict(job.solver), dict(job.fit)
     defaults = {
         "train": list(dict(job.reader)["source"]),
@@ -446,8 +439,8 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         "num_epochs": int(fit["num_epochs"]) if "num_epochs" in fit else None,
         "display": int(fit["display"]),                       # the builder always passes both
         "eval_interval": int(fit["eval_interval"]),
-        "snapshot": int(given_or_default(fit, "Model.fit", "snapshot", release)),
-        "seed": int(given_or_default(solver, "CreateSolver", "seed", release)),
+        "snapshot": int(job.fit_values["snapshot"]),
+        "seed": int(job.solver_values["seed"]),
         "precision": _precision(solver),
         "loss_scale": float(solver["scaler"]) if solver.get("scaler") else GRAD_SCALER_DEFAULT,
     }

@@ -27,7 +27,6 @@ from typing import Protocol
 from ...errors import Located
 from ...features import Column, Features
 from ...graph.ir import TrainingJob
-from ...hugectr import api as A
 from ...hugectr import backend
 from ...specfile.serving import TritonSpec
 from ...torch_target import LOSSES
@@ -277,8 +276,7 @@ class HugeCTRStep:
             # (hugectr.md §1.9, §5), while the embedding cache writes the tables back into its sparse model folders
             # (Model::download_params_to_files with a cache: dump + update_sparse_model_file, HugeCTR v3.3 model.cpp).
             return f"{c.save_prefix}_dense_0.model", tuple(PurePosixPath(m).name for m in c.sparse_models)
-        prefix = h.snapshot_prefix if h.snapshot_prefix is not None else \
-            A.given_or_default(ctx.job.fit, "Model.fit", "snapshot_prefix", ctx.job.hugectr_version)
+        prefix = h.snapshot_prefix if h.snapshot_prefix is not None else ctx.job.fit_values["snapshot_prefix"]
         it = h.snapshot_iteration or last_snapshot(ctx.job)
         if it is None:
             raise PlanError("spec", ("triton", "hugectr", "snapshot_iteration"), "the weight file names need the "
