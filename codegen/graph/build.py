@@ -46,12 +46,17 @@ def _select(ctx: BuildContext, names: list[str] | None, default: tuple[Column, .
     return tuple(out)
 
 
+def reader_passes_slot_sizes(ctx: BuildContext) -> bool:
+    """DataReaderParams gets slot_size_array (data.slot_size_array, by default for Parquet): the reader then adds each
+    slot's offset, the exclusive prefix sum of the sizes (hugectr.md §1.2)."""
+    d = ctx.spec.data
+    return bool(d.slot_size_array if d.slot_size_array is not None else d.format == "parquet")
+
+
 def rows_from_data(ctx: BuildContext) -> bool:
     """Every table is sized by its workspace (no slot_size_array), or is an embedding collection's under a reader
     that adds no slot offsets (the keys are the ids as they are), so no slot needs a row count to generate."""
-    s, d = ctx.spec, ctx.spec.data
-    reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
-    return not reader and all(not e.slot_size_array for e in s.embeddings)
+    return not reader_passes_slot_sizes(ctx) and all(not e.slot_size_array for e in ctx.spec.embeddings)
 
 
 def labels_from_metadata(ctx: BuildContext) -> bool:
@@ -67,10 +72,9 @@ def zero_sized_slots(ctx: BuildContext) -> bool:
     its lock gives no cardinality is a slot of size 0 there, whose ids HugeCTR offsets into the key range of the
     next slot (add_input.cpp: the exclusive prefix sum of slot_size_array), e.g. DIN's behaviour sequences. A
     workflow's column without one stays refused (most often a column the workflow did not Categorify)."""
-    s, d = ctx.spec, ctx.spec.data
-    reader = d.slot_size_array if d.slot_size_array is not None else d.format == "parquet"
-    return ctx.features.source_kind == "imported" and bool(reader) and s.embedding_collection is None and \
-        all(not e.slot_size_array for e in s.embeddings)
+    s = ctx.spec
+    return ctx.features.source_kind == "imported" and reader_passes_slot_sizes(ctx) and \
+        s.embedding_collection is None and all(not e.slot_size_array for e in s.embeddings)
 
 
 def _columns(ctx: BuildContext) -> tuple[tuple[Column, ...], tuple[Column, ...], tuple[Column, ...]]:
@@ -359,8 +363,7 @@ def _reader_args(ctx: BuildContext, cats: tuple[Column, ...], continuous=None) -
         ("eval_source", d.eval),
         ("check_type", Enum("Check_t", ctx.spec.reader_check_type())),
     ]
-    if d.slot_size_array if d.slot_size_array is not None else d.format == "parquet":
-        # The reader adds per-slot offsets from these (hugectr.md §1.2); order = slot order.
+    if reader_passes_slot_sizes(ctx):          # order = slot order
         args.append(("slot_size_array", [int(c.cardinality or 0) for c in cats]))
     if d.num_workers is not None:
         args.append(("num_workers", d.num_workers))
