@@ -1,5 +1,6 @@
 """Served = offline for the sample families that tests/test_triton_torch_serving.py does not serve (issue 41 item 7):
-DCN, DeepFM, DLRM, NCF, DIN, BST and MMoE (WDL is served there, with the MovieLens models, through the whole ensemble).
+DCN, NCF, DIN, BST and MMoE, one per served path (WDL is served there, with the MovieLens models, through the whole
+ensemble).
 
 Each family's committed generated/<name>/triton_torch/<name>/ (config.pbtxt, model.py) goes into one repository with
 ctrgen's runtime at its root, as `ctrgen assemble --checkpoint` lays it out, and the version folder gets the committed
@@ -14,13 +15,14 @@ The model.pt each family serves went through HugeCTR's weight files (`ctrgen wei
 also through the generated model.py run by the stand-in (it loads the files and saves them again) and two iterations
 of `ctrgen train --resume` on the imported run folder (issue 47).
 
-One member per family whose served path is another's (each loaded model is a backend process importing torch, about
-2 s of CPU): the DLRM with Layer_t.MLP serves like DLRM (the same model.py configuration: one table of 27 one-hot
-slots, 13 continuous columns, one output), GMF and NeuMF like NCF (one table of userId and movieId, no continuous
-column, one output), shared-bottom like MMoE (one table of 32 slots, one output per label). What differs inside their
+One member per served path (each loaded model is a backend process importing torch, about 2 s of CPU): DeepFM, DLRM
+and the DLRM with Layer_t.MLP serve like DCN (their model.py configurations are DCN's but for the name: one table of
+27 one-hot slots of the same cardinalities, 13 continuous columns, one output), GMF and NeuMF like NCF (one table of
+userId and movieId, no continuous column, one output; only the table's name differs), shared-bottom like MMoE (one table of 32 slots, one output per label). What differs inside their
 Model is the forward that served and offline share, checked layer by layer against HugeCTR's arithmetic
 (tests/test_layer_parity*.py), trained (tests/test_families_train.py, tests/test_families_learn.py) and taken through
-HugeCTR's weight files bit for bit (tests/test_weights.py) for every family.
+HugeCTR's weight files bit for bit (tests/test_weights.py) for every family. test_the_others_serve_like_a_member
+checks each pair on the committed files.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ from synthetic_runs import trained
 from tests.triton_server import Server
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("families_served")]     # one worker, one server
-FAMILIES = ("dcn", "deepfm", "dlrm", "ncf", "din", "bst", "mmoe")      # one per served path (docstring)
+FAMILIES = ("dcn", "ncf", "din", "bst", "mmoe")      # one per served path (docstring)
+# family -> the member of FAMILIES whose served path it shares
+SERVES_LIKE = {"deepfm": "dcn", "dlrm": "dcn", "dlrm_mlp": "dcn", "gmf": "ncf", "neumf": "ncf", "shared_bottom": "mmoe"}
 STEPS = ("--device", "cpu", "--max-iter", "2", "--batch-size", "32", "--display", "2", "--eval-interval", "2",
          "--snapshot", "0", "--max-eval-batches", "1", "--eval-batch-size", "64", "--threads", "1",
          "--no-tensorboard")
@@ -165,8 +169,8 @@ def _infer(server: Server, model: str, tensors: dict, outputs: list[str]) -> dic
 
 @pytest.mark.parametrize("name", FAMILIES)
 def test_each_family_served_scores_like_the_offline_model(served, name):
-    """About 15 s of CPU, paid by the first case (the module's setup): seven two-step runs (2 s) and one server
-    loading seven python-backend models, each a process importing torch and the runtime (13 s in all): one server
+    """About 11 s of CPU, paid by the first case (the module's setup): five two-step runs (1.5 s) and one server
+    loading five python-backend models, each a process importing torch and the runtime (10 s in all): one server
     start for every family instead of one each."""
     server, repo = served
     version = repo / name / "1"
@@ -189,6 +193,22 @@ def test_each_family_served_scores_like_the_offline_model(served, name):
         assert got[output].shape == (1, BATCH) and got[output].dtype == np.float32, (output, got[output])
         np.testing.assert_allclose(got[output][0], want[:, j], rtol=0, atol=TOLERANCE)
     assert want.std() > 0                                     # scores differ by row: the ids reach the tables
+
+
+@pytest.mark.parametrize("name", sorted(SERVES_LIKE))
+def test_the_others_serve_like_a_member(name):
+    """A family not served here has its member's served path: the same config.pbtxt but for the model's name, and
+    model.py's same tables (but for a table's name), slots, offsets, cardinalities, continuous count and key dtype."""
+    like = SERVES_LIKE[name]
+    folder = {n: REPO / "generated" / n / "triton_torch" / n for n in (name, like)}
+    configs = {n: [line.replace(f'"{n}"', '"X"') for line in (f / "config.pbtxt").read_text().splitlines()
+                   if not line.startswith("#")] for n, f in folder.items()}      # the header names the spec
+    assert configs[name] == configs[like]
+    plans = {}
+    for n, f in folder.items():
+        module = _config(f / "1", f"like_{n}")
+        plans[n] = ([(table[1], table[2]) for table in module.TABLES], module.N_CONTINUOUS, module.KEY_DTYPE)
+    assert plans[name] == plans[like]
 
 
 def _config(version: Path, name: str):
