@@ -28,7 +28,25 @@ def test_fast_yaml_path_reads_each_example_spec_as_the_round_trip_reader(path):
     assert fast == load._plain(load._round_trip(path, text))
     loaded = load.load_spec(path)
     assert loaded._tree is load._UNPARSED                   # nothing needed a line number
-    assert loaded.where("model") == (load.locate(load._round_trip(path, text), ("model",)))
+    # A later check's line comes from libyaml's nodes (where) and is the round-trip tree's, at every key and item
+    # and one past each (the closest parent's line).
+    tree = load._round_trip(path, text)
+    locs = [("nope",)]
+
+    def walk(node, loc):
+        locs.extend([loc, (*loc, "nope")])
+        if isinstance(node, dict):
+            for key in node:
+                walk(node[key], (*loc, key))
+        elif isinstance(node, list):
+            locs.append((*loc, len(node)))
+            for i, item in enumerate(node):
+                walk(item, (*loc, i))
+
+    walk(tree, ())
+    assert len(locs) > 40
+    assert [loaded.where(*loc) for loc in locs] == [load.locate(tree, loc) for loc in locs]
+    assert loaded._tree is load._UNPARSED
 
 
 @pytest.mark.parametrize("text", [

@@ -519,6 +519,10 @@ MUTANTS = (
     Mutant("metadata-label-position", "a label column of _metadata.json is the Parquet file's column at its index",
            "codegen/runtime/label_names.py", "        if at != name:", "        if False:", "disagreeing",
            files=("tests/test_labels_metadata.py",)),
+    Mutant("where-node-value-mark", "a later check's line is the key's (libyaml's nodes, as the round-trip tree)",
+           "codegen/specfile/load.py", "line, col, node = entry[0].start_mark.line,",
+           "line, col, node = entry[1].start_mark.line,", "reads_each_example_spec",
+           files=("tests/test_check_speed.py",)),
 )
 
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
 from ..errors import Problem, UserError, field_path
 from ..inputs import (FLT_MAX, INT32_MAX, MAX_SPEC_BYTES, UINT64_MAX, check_yaml_nesting, check_yaml_tree, decode,
@@ -31,6 +32,7 @@ class LoadedSpec:
 
     def __init__(self, spec: Spec, path: Path, text: str, tree: Any = _UNPARSED):
         self.spec, self.path, self.text, self._tree = spec, path, text, tree
+        self._nodes: Any = None
 
     @property
     def tree(self) -> Any:
@@ -40,6 +42,10 @@ class LoadedSpec:
 
     def where(self, *loc: str | int) -> tuple[int | None, int | None]:
         """(line, col), 1-based, of the node at ``loc`` (or the closest existing parent)."""
+        if self._tree is _UNPARSED:      # a spec the fast path read: libyaml's nodes carry the same marks, ~6x faster
+            if self._nodes is None:
+                self._nodes = _nodes(self.text)
+            return locate_node(self._nodes, loc)
         return locate(self.tree, loc)
 
     def error(self, loc: tuple[str | int, ...], message: str, fix: str = "") -> UserError:
@@ -59,6 +65,31 @@ def locate(tree: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | Non
         else:
             break
     if line is None and hasattr(tree, "lc"):
+        return 1, 1
+    return (line + 1 if line is not None else None), (col + 1 if col is not None else None)
+
+
+def _nodes(text: str) -> Any:
+    """libyaml's node tree of a text the fast path read (so libyaml parses it: see ``_fast``)."""
+    return YAML(typ="safe", pure=False).compose(text)
+
+
+def locate_node(root: Any, loc: tuple[str | int, ...]) -> tuple[int | None, int | None]:
+    """``locate`` over a node tree: a key's mark for a mapping's entry, the item's for a list's (as ruamel's ``lc``)."""
+    construct = YAML(typ="safe", pure=False).constructor.construct_object
+    node, line, col = root, None, None
+    for key in loc:
+        if isinstance(node, MappingNode):
+            entry = next(((k, v) for k, v in node.value if isinstance(k, ScalarNode) and construct(k) == key), None)
+            if entry is None:
+                break
+            line, col, node = entry[0].start_mark.line, entry[0].start_mark.column, entry[1]
+        elif isinstance(node, SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+            node = node.value[key]
+            line, col = node.start_mark.line, node.start_mark.column
+        else:
+            break
+    if line is None and isinstance(root, MappingNode):
         return 1, 1
     return (line + 1 if line is not None else None), (col + 1 if col is not None else None)
 
