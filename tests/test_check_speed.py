@@ -77,6 +77,36 @@ def test_a_spec_error_found_after_the_fast_path_still_names_its_line(tmp_path):
     assert f"bad.yaml:{line}:3: training.display:" in err.value.format()
 
 
+# Invalid specs the fast path reads: (old, new) replacements of specs/dcn.yaml's text.
+INVALID = [("  display: 200\n", "  display: 0\n"), ("  batchsize: 16384\n", "  batchsize: many\n"),
+           ("  lr: 0.001\n", "  lr: 0.001\n  learning_rate: 0.1\n"), ("  type: Adam\n", "  type: Adamm\n"),
+           ("  units: [1024, 1024]\n", "  units: [1024, -3]\n"), ("  cross_layers: 6\n", "  cross_layers: [6]\n"),
+           ("  vvgpu: [[0]]\n", "  vvgpu: [[0, x]]\n"), ("  preset: dcn\n", "  preset: dcn\n  bogus: {a: 1}\n"),
+           ("  max_iter: 1500\n", "  max_iter: 1500\n  max_iter_x: 1\n  display_x: 2\n")]
+
+
+@pytest.mark.parametrize("old, new", INVALID, ids=[n.strip().split(":")[0] for _, n in INVALID])
+def test_a_spec_the_fast_path_reads_is_refused_with_the_round_trip_readers_message(tmp_path, monkeypatch, old, new):
+    """Problems found by validating the fast path's data are placed by libyaml's node marks: the same message, line
+    and column as when the round-trip reader reads the same text (every problem of the file, in order)."""
+    from codegen.errors import UserError
+    from codegen.specfile import load
+
+    text = (REPO / "specs" / "dcn.yaml").read_text()
+    assert text.count(old) == 1
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace(old, new))
+    assert load._fast(bad.read_text()) is not None
+    with pytest.raises(UserError) as fast:
+        load.load_spec(bad)
+    monkeypatch.setattr(load, "_fast", lambda text: None)
+    with pytest.raises(UserError) as careful:
+        load.load_spec(bad)
+    assert fast.value.format() == careful.value.format()
+    first = next(i for i, line in enumerate(new.splitlines()) if line not in old.splitlines())     # the new line
+    assert f"bad.yaml:{text.split(old)[0].count(chr(10)) + 1 + first}:" in fast.value.format()
+
+
 def _render_all(cache_home: Path) -> dict[str, dict]:
     code = ("import json, sys; from pathlib import Path; from codegen.pipeline import open_spec, render_spec\n"
             "out = {p.name: {str(k): v for k, v in render_spec(open_spec(p)).files.items()}"

@@ -170,30 +170,37 @@ def load_spec(path: Path, text: str | None = None) -> LoadedSpec:
     else:
         text = decode(text.encode("utf-8", "surrogatepass"), path, "spec")
     # Fast path (issue 16 item 7): libyaml's parser and plain containers, ~7x faster than the round-trip reader. Any
-    # doubt (a YAML error, a deep or aliased document, a validation error) takes the round-trip path below, whose
-    # tree gives every message its line; a valid spec parses that tree only if a later check needs a line.
+    # doubt (a YAML error, a deep or aliased document) takes the round-trip path below, whose tree gives every
+    # message its line; libyaml's node marks give the same lines (test_check_speed) to the fast path's problems, and
+    # to a valid spec's later checks (LoadedSpec.where).
     data = _fast(text)
     if data is not None:
         try:
             return LoadedSpec(spec=Spec.model_validate(data), path=path, text=text)
-        except ValidationError:
-            pass
+        except ValidationError as exc:
+            nodes = _nodes(text)
+            raise _invalid(path, exc, lambda loc: locate_node(nodes, loc)) from None
     tree = _round_trip(path, text)
     try:
         spec = Spec.model_validate(_plain(tree))
     except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            # Discriminated unions add the tag to the location ("model.mlp.units"); drop it for the YAML lookup.
-            yaml_loc = tuple(p for i, p in enumerate(loc) if not (i == 1 and loc[0] == "model" and p in ("mlp", "layers", "wdl", "dcn", "dlrm", "deepfm")))
-            yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "constrained-int",
-                                                              "list[constrained-int]"))
-            line, col = locate(tree, yaml_loc)
-            fix = unknown_field_fix(Spec, loc) if err["type"] == "extra_forbidden" else _fix(err)
-            problems.append(Problem(str(path), _message(err), field_path(yaml_loc), line, col, fix))
-        raise UserError(problems) from None
+        raise _invalid(path, exc, lambda loc: locate(tree, loc)) from None
     return LoadedSpec(spec=spec, path=path, text=text, tree=tree)
+
+
+def _invalid(path: Path, exc: ValidationError, where: Any) -> UserError:
+    """Every validation problem of a spec, each at its node's line and column (``where(loc)``)."""
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        # Discriminated unions add the tag to the location ("model.mlp.units"); drop it for the YAML lookup.
+        yaml_loc = tuple(p for i, p in enumerate(loc) if not (i == 1 and loc[0] == "model" and p in ("mlp", "layers", "wdl", "dcn", "dlrm", "deepfm")))
+        yaml_loc = tuple(p for p in yaml_loc if p not in ("int", "list[int]", "constrained-int",
+                                                          "list[constrained-int]"))
+        line, col = where(yaml_loc)
+        fix = unknown_field_fix(Spec, loc) if err["type"] == "extra_forbidden" else _fix(err)
+        problems.append(Problem(str(path), _message(err), field_path(yaml_loc), line, col, fix))
+    return UserError(problems)
 
 
 def _fast(text: str) -> dict | None:
