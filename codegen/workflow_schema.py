@@ -12,6 +12,9 @@ from typing import Any, Iterable, Sequence
 
 from .errors import Problems, UserError
 from .inputs import INT64_MAX, MAX_SCHEMA_BYTES, check_json_depth, read_text
+# The cardinality rule is the generated task.py's too: written once, in a module it includes verbatim.
+from .programs import cardinality
+from .programs.cardinality import int_or_none, schema_cardinality
 
 _INT_SIZES = {8: "int8", 16: "int16", 32: "int32", 64: "int64"}
 _FLOAT_SIZES = {16: "float16", 32: "float32", 64: "float64"}
@@ -119,8 +122,9 @@ def read_schema_pbtxt(path: Path, *, shown: Path | None = None, untyped: str | N
 # ---- parsed schemas kept between runs ------------------------------------------------------------------------------
 # Parsing a schema.pbtxt is pure-Python protobuf text parsing (protobuf 3.20 here): about 17 ms a file, the largest
 # part of `ctrgen check`'s stale-lock comparison. The columns of a schema that parsed are kept in the user's cache
-# (codegen/user_cache.py), keyed by the file's text and by this module's source and the protobuf version, so a change
-# to either parses again; a problem is never kept (it is reported from a fresh parse each time).
+# (codegen/user_cache.py), keyed by the file's text, by this module's source and the cardinality rule's
+# (codegen/programs/cardinality.py) and by the protobuf version, so a change to any of them parses again; a problem
+# is never kept (it is reported from a fresh parse each time).
 
 def _columns_key(text: str, untyped: str | None) -> str:
     import hashlib
@@ -128,8 +132,8 @@ def _columns_key(text: str, untyped: str | None) -> str:
     from google.protobuf import __version__ as protobuf_version
 
     h = hashlib.sha256()
-    for part in (b"ctrgen-schema-columns-1", Path(__file__).read_bytes(), protobuf_version.encode(),
-                 repr(untyped).encode(), text.encode("utf-8", "surrogatepass")):
+    for part in (b"ctrgen-schema-columns-1", Path(__file__).read_bytes(), Path(cardinality.__file__).read_bytes(),
+                 protobuf_version.encode(), repr(untyped).encode(), text.encode("utf-8", "surrogatepass")):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
 
@@ -228,7 +232,7 @@ def _column_from_parts(path: Path, name: str, ftype: str, domain_max: Any, value
         is_list = True
         is_ragged = any(lo != hi or hi is None for lo, hi in dims[1:])
     elif value_count is not None:   # merlin: a value_count with a positive bound means a list
-        lo, hi = _int_or_none(value_count.get("min")) or 0, _int_or_none(value_count.get("max")) or 0
+        lo, hi = int_or_none(value_count.get("min")) or 0, int_or_none(value_count.get("max")) or 0
         is_list, is_ragged = (lo > 0 or hi > 0), lo != hi
     else:
         is_list = is_ragged = False
@@ -256,30 +260,11 @@ def _whole(v: Any, path: Path, name: str, key: str, *, none: bool = False) -> An
                         fix="rewrite the schema with NVTabular")
 
 
-def _int_or_none(v: Any) -> int | None:
-    """int64 proto fields arrive as int (pbtxt), str (JSON) or float (Struct); None/0-as-unset stay as given."""
-    if v is None or isinstance(v, bool):
-        return None
-    if isinstance(v, float) and not v.is_integer():
-        raise ValueError(f"expected an integer, got {v!r}")
-    return int(v)
-
-
-def schema_cardinality(embedding_sizes: Any, domain_max: Any, name: str) -> int | None:
-    """``embedding_sizes.cardinality``, else ``int_domain.max + 1`` (environment.md §4); None when neither exists."""
-    card = _int_or_none((embedding_sizes or {}).get("cardinality")) if isinstance(embedding_sizes, dict) else None
-    if card is None and domain_max is not None:
-        card = _int_or_none(domain_max) + 1
-    if card is not None and card <= 0:
-        raise ValueError(f"cardinality of {name!r} must be positive, got {card}")
-    return card
-
-
 def schema_max_len(value_count: dict | None, dims: Sequence[tuple]) -> int | None:
-    vc_max = _int_or_none((value_count or {}).get("max"))
+    vc_max = int_or_none((value_count or {}).get("max"))
     if vc_max:
         return vc_max
     if len(dims) > 1:
-        hi = _int_or_none(dims[1][1])
+        hi = int_or_none(dims[1][1])
         return hi or None
     return None

@@ -34,6 +34,8 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
                            " layers losses metrics nvt_arrays nvt_categorify nvt_check nvt_import nvt_model nvt_values"
                            " optimizers precision progress"
                            " row_counts row_optim run_facts run_folder sharding shards startup threads torch_model trainer",
+        # the static parts of generated task.py, submit.py and etl.py, included verbatim by their templates
+        "codegen.programs": "__init__ cardinality etl submit task",
         "codegen.etl": "__init__",  # (empty package files of mixed packages)
         "codegen.triton.plan": "__init__",
         # pb: the protobuf loader; layout: where generated/<name>/ keeps each repository's files (render, deploy, lint)

@@ -39,3 +39,10 @@ def test_wheel_ships_templates_and_renders_from_them(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "Model Summary" in out.stdout
+    # The programs' static parts (codegen/programs/, read as package files): the install renders task.py, submit.py
+    # and etl.py as committed, headers' inputs hash included.
+    assert {f"codegen/programs/{m}.py" for m in ("cardinality", "etl", "submit", "task")} <= names
+    specs = [str(REPO / "specs" / f"{name}.yaml") for name in ("deepfm_vertex", "movielens_genres")]
+    out = subprocess.run([sys.executable, "-I", "-c", code, str(target), "check", "--out", str(REPO / "generated"),
+                          *specs], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr

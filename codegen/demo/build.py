@@ -53,7 +53,9 @@ def demo_paths(root: Path) -> dict[str, dict[str, Path]]:
 def _stamp(seed: int) -> dict:
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    etl_code = sorted((here.parent / "etl").glob("*.py")) + [here.parent.parent / "templates" / "etl" / "etl.py.j2"]
+    # etl.py's code: its template and the static parts it includes (codegen/programs/etl.py).
+    etl_code = sorted((here.parent / "etl").glob("*.py")) + [here.parent.parent / "templates" / "etl" / "etl.py.j2",
+                                                              here.parent / "programs" / "etl.py"]
     for f in sorted(here.glob("*.py")) + [here.parent / "workflow.py"] + [f for f in etl_code if f.is_file()]:
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     try:
