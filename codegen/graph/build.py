@@ -14,7 +14,8 @@ from ..specfile.load import LoadedSpec
 from .context import BuildContext, extra_args
 from .continuous import build_continuous
 from .embedding_collection import build_collection
-from .ir import Enum, Graph, OfflineInference, Optimizer, TrainingJob, call_values
+from .ir import (Enum, FitPlan, Graph, LrSchedule, OfflineInference, Optimizer, ReaderPlan, SolverSettings,
+                 TrainingJob, call_values)
 from .layers import graph_analysis, infer_layers, raw_layers
 from .reader_check import build_reader_check
 from .shapes import Shape
@@ -216,11 +217,37 @@ def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> Trainin
         batchsize=s.solver.batchsize, mixed_precision=s.solver.use_mixed_precision, i64_input_key=i64,
         model_name=s.name if s.solver.model_name else "", continuous=continuous, nodes=len(s.solver.vvgpu),
         save_weights=s.training.save_weights, reader_check=build_reader_check(ctx),
-        labels_from_metadata=labels_from_metadata(ctx),
-        solver_values=call_values("CreateSolver", solver, p.name),
-        reader_values=call_values("DataReaderParams", reader, p.name), fit_values=call_values("Model.fit", fit, p.name))
+        labels_from_metadata=labels_from_metadata(ctx), **_settings(solver, reader, fit, p.name))
     ctx.raise_if_failed()   # the argument checks above (args: maps) must not drop anything silently
     return job
+
+
+# ---- the settings in effect ------------------------------------------------------------------------------------------
+def _settings(solver: tuple, reader: tuple, fit: tuple, release: str) -> dict:
+    """The job's SolverSettings, ReaderPlan and FitPlan: each call's arguments as given over HugeCTR's defaults in
+    ``release`` (call_values), read here once by name so that no renderer does."""
+    s = call_values("CreateSolver", solver, release)
+    r = call_values("DataReaderParams", reader, release)
+    f = call_values("Model.fit", fit, release)
+    given_fit = dict(fit)
+    schedule = LrSchedule(lr=float(s["lr"]), warmup_steps=int(s["warmup_steps"]), decay_start=int(s["decay_start"]),
+                          decay_steps=int(s["decay_steps"]), decay_power=float(s["decay_power"]),
+                          end_lr=float(s["end_lr"]))
+    given_solver = dict(solver)
+    settings = SolverSettings(
+        vvgpu=tuple(tuple(node) for node in s["vvgpu"]), batchsize=int(s["batchsize"]),
+        batchsize_eval=int(s["batchsize_eval"]), max_eval_batches=int(s["max_eval_batches"]), seed=int(s["seed"]),
+        schedule=schedule, use_mixed_precision=bool(s["use_mixed_precision"]),
+        enable_tf32_compute=bool(s["enable_tf32_compute"]),
+        scaler=float(given_solver["scaler"]) if given_solver.get("scaler") else None)
+    return {"settings": settings, "reader_plan": ReaderPlan(
+        data_reader_type=r["data_reader_type"], source=tuple(r["source"]), eval_source=str(r["eval_source"]),
+        check_type=r["check_type"], slot_sizes="slot_size_array" in dict(reader), num_workers=int(r["num_workers"])),
+        "fit_plan": FitPlan(
+            by_epochs="num_epochs" in given_fit, num_epochs=int(f["num_epochs"]),
+            max_iter=None if given_fit.get("max_iter") is None else int(given_fit["max_iter"]),
+            display=int(f["display"]), eval_interval=int(f["eval_interval"]), snapshot=int(f["snapshot"]),
+            snapshot_prefix=str(f["snapshot_prefix"]))}
 
 
 # ---- solver ----------------------------------------------------------------------------------------------------------

@@ -81,7 +81,8 @@ class Embedding:
     embedding_type: str
     vec_size: int
     combiner: str
-    workspace_mb: int | None
+    workspace_mb: int | None          # as given (model.py passes it only then)
+    workspace_in_effect: int          # the given one, else the release's default (graph/sparse.py resolves it)
     slot_size_array: tuple[int, ...] | None
     explicit_optimizer: bool          # model.py passes optimizer=optimizer
     optimizer: Optimizer
@@ -256,6 +257,61 @@ class ReaderCheck:
     calls: tuple[tuple[str, str, Args], ...]
 
 
+# ---- the settings in effect, resolved once by the builder (graph/build.py's _settings: the spec's values over the
+# release's defaults from the API table); the renderers read these fields, never a call's arguments by name ----
+
+@dataclass(frozen=True)
+class LrSchedule:
+    """CreateSolver's learning-rate schedule in effect."""
+
+    lr: float
+    warmup_steps: int
+    decay_start: int
+    decay_steps: int
+    decay_power: float
+    end_lr: float
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """What the renderers read of CreateSolver's arguments, in effect."""
+
+    vvgpu: tuple[tuple[int, ...], ...]
+    batchsize: int
+    batchsize_eval: int
+    max_eval_batches: int
+    seed: int
+    schedule: LrSchedule
+    use_mixed_precision: bool
+    enable_tf32_compute: bool
+    scaler: float | None              # the spec's loss scaler; None: not given (each target keeps its own)
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """Model.fit's arguments in effect."""
+
+    by_epochs: bool                   # epoch mode (solver.repeat_dataset false): fit runs num_epochs
+    num_epochs: int
+    max_iter: int | None              # as given (None in epoch mode unless given; HugeCTR then ignores it)
+    display: int
+    eval_interval: int
+    snapshot: int
+    snapshot_prefix: str
+
+
+@dataclass(frozen=True)
+class ReaderPlan:
+    """DataReaderParams' arguments in effect that the renderers read."""
+
+    data_reader_type: Enum
+    source: tuple[str, ...]           # the training file lists
+    eval_source: str
+    check_type: Enum
+    slot_sizes: bool                  # slot_size_array is passed (the Parquet reader then adds per-slot offsets)
+    num_workers: int
+
+
 @dataclass(frozen=True)
 class TrainingJob:
     """Everything model.py does, in call order."""
@@ -281,6 +337,11 @@ class TrainingJob:
     mixed_precision: bool
     i64_input_key: bool
     model_name: str                   # "" unless CreateSolver(model_name=...) is passed
+    # CreateSolver's, DataReaderParams' and Model.fit's settings in effect, resolved once by the builder; solver,
+    # reader and fit above are the calls' arguments as given, which only the script renderer prints.
+    settings: SolverSettings
+    reader_plan: ReaderPlan
+    fit_plan: FitPlan
     continuous: ContinuousTraining | None = None
     model_class: str = "Model"        # or "ModelPerfExt" (3.3 up to 3.8)
     data_source: tuple[Args, bool] | None = None   # DataSourceParams keywords, move_to_local (3.4 up to 3.9)
@@ -290,11 +351,6 @@ class TrainingJob:
     # An imported script's Parquet reader with one label of label_dim > 1: the script names no label columns, which
     # HugeCTR reads from the data's _metadata.json at run time (and so does train_torch.py: runtime/label_names.py).
     labels_from_metadata: bool = False
-    # The arguments in effect of CreateSolver, DataReaderParams and Model.fit (call_values: the given ones over the
-    # release's defaults), for the renderers that print a value the script may leave to HugeCTR.
-    solver_values: dict = field(default_factory=dict, compare=False, repr=False)
-    reader_values: dict = field(default_factory=dict, compare=False, repr=False)
-    fit_values: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def hugectr_version(self) -> str:
@@ -311,18 +367,17 @@ class TrainingJob:
     def last_snapshot(self) -> int | None:
         """The iteration of fit's last snapshot (written when ``snapshot > 0 and iter % snapshot == 0 and iter != 0``
         for iter < max_iter, hugectr.md §1.9); 0 when fit writes none; None when fit runs by epochs."""
-        fit: dict[str, Any] = dict(self.fit)
-        if fit.get("max_iter") is None or "num_epochs" in fit:     # max_iter beside num_epochs is ignored
+        fit = self.fit_plan
+        if fit.max_iter is None or fit.by_epochs:     # max_iter beside num_epochs is ignored
             return None
-        snapshot = int(A.given_or_default(fit, "Model.fit", "snapshot", self.hugectr_version))
-        return (int(fit["max_iter"]) - 1) // snapshot * snapshot if snapshot else 0
+        return (fit.max_iter - 1) // fit.snapshot * fit.snapshot if fit.snapshot else 0
 
     @property
     def weights_iteration(self) -> int | None:
         """The iteration in the names of the weight files that serving loads: fit's last snapshot, else max_iter
         (the training script then saves them itself, see ``final_save``); None when fit runs by epochs."""
         last = self.last_snapshot
-        return None if last is None else (last or int(dict(self.fit)["max_iter"]))  # type: ignore[call-overload]
+        return None if last is None else (last or self.fit_plan.max_iter)
 
     @property
     def final_save(self) -> tuple[str, int] | None:
@@ -332,5 +387,5 @@ class TrainingJob:
             return None
         if any(method == "save_params_to_files" for method, _ in self.then):
             return None
-        fit: dict[str, Any] = dict(self.fit)
-        return str(A.given_or_default(fit, "Model.fit", "snapshot_prefix", self.hugectr_version)), int(fit["max_iter"])
+        assert self.fit_plan.max_iter is not None      # (last_snapshot is 0 in iteration mode only)
+        return self.fit_plan.snapshot_prefix, self.fit_plan.max_iter

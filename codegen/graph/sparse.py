@@ -5,7 +5,9 @@ the release's formula), as functions over the build context (graph/context.py)."
 from __future__ import annotations
 
 from ..features import Column
+from ..hugectr import api as A
 from ..hugectr import versions as V
+from ..hugectr.versions import Profile
 from .context import BuildContext, extra_args
 from .ir import Embedding, Optimizer, SparseInput
 
@@ -120,7 +122,7 @@ def sparse_embeddings(ctx: BuildContext, sparse: list[SparseInput], optimizer: O
                                                   optimizer.update_type) * gpu_count
         out.append(Embedding(
             name=e.name, bottom=e.input, embedding_type=e.embedding_type, vec_size=e.embedding_vec_size,
-            combiner=e.combiner, workspace_mb=ws,
+            combiner=e.combiner, workspace_mb=ws, workspace_in_effect=_workspace(ws, p),
             slot_size_array=si.cardinalities if e.slot_size_array else None,
             explicit_optimizer=e.optimizer == "model", optimizer=optimizer,
             max_vocabulary_size_global=vocab, slot_num=si.slot_num,
@@ -128,3 +130,12 @@ def sparse_embeddings(ctx: BuildContext, sparse: list[SparseInput], optimizer: O
     if len({e.name for e in out}) != len(out):
         ctx.fail(("embeddings",), "embedding names must be unique")
     return out
+
+
+def _workspace(given: int | None, p: Profile) -> int:
+    """workspace_size_per_gpu_in_mb in effect: the given one, else the release's default (a release that requires it
+    has it given: embeddings refuses a spec without it there, and 0 stands in until the build stops)."""
+    if given is not None:
+        return given
+    return int(A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name)) if p.has("workspace_optional") \
+        else 0

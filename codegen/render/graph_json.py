@@ -10,7 +10,6 @@ import json
 import struct
 
 from ..graph.ir import Embedding, Enum, Graph, Layer, Optimizer, Profile, TrainingJob
-from ..hugectr import api as A
 
 
 def f32(x: float) -> float:
@@ -62,15 +61,12 @@ def optimizer_block(o: Optimizer) -> dict:
     return block
 
 
-def _embedding_layer(e: Embedding, p: Profile) -> dict:
-    # (a release that requires the workspace has it given: the builder refuses a spec without it there)
-    workspace = e.workspace_mb if e.workspace_mb is not None else \
-        A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name)
+def _embedding_layer(e: Embedding) -> dict:
     hparam: dict = {
         "combiner": e.combiner,
         "embedding_vec_size": e.vec_size,
         "max_vocabulary_size_global": e.max_vocabulary_size_global,
-        "workspace_size_per_gpu_in_mb": workspace,
+        "workspace_size_per_gpu_in_mb": e.workspace_in_effect,
     }
     if e.slot_size_array:
         hparam["slot_size_array"] = list(e.slot_size_array)
@@ -192,7 +188,7 @@ def graph_document(job: TrainingJob) -> dict:
     p = job.profile
     g = job.graph
     layers = [_data_layer(g, p)]
-    layers += [_embedding_layer(e, p) for e in g.embeddings]
+    layers += [_embedding_layer(e) for e in g.embeddings]
     layers += [_dense_layer(layer, p) for layer in g.analysed]
     doc: dict = {"layers": layers}
     if job.model_name and p.has("model_name"):

@@ -97,7 +97,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
 
     reader_comments = []
     slot_cols = [c for s in g.sparse for c in s.columns]
-    if any(k == "slot_size_array" for k, _ in job.reader):
+    if job.reader_plan.slot_sizes:
         reader_comments.extend(bind.reader_comments(slot_cols))
 
     cache = cache_context(job)   # continuous training: CreateMOS / CreateETC, passed as Model's fourth argument
@@ -150,9 +150,7 @@ def _reader_path(key: str, value: object) -> object:
 
 def home_paths(job: TrainingJob) -> list[str]:
     """The spec paths under the home folder that model.py writes as os.path.expanduser(...) (it then imports os)."""
-    reader: dict[str, object] = dict(job.reader)
-    source = reader.get("source", [])
-    paths = [*(source if isinstance(source, list) else [source]), reader.get("eval_source", "")]
+    paths = [*job.reader_plan.source, job.reader_plan.eval_source]
     if "graph_to_json" in (*job.before_compile, *job.after_compile):
         paths.append(job.graph_json)
     if job.offline_inference is not None:

@@ -32,14 +32,13 @@ class TaskBindings(Bindings):
         g = job.graph
         self.dropouts = [layer.values["dropout_rate"] for layer in g.layers if layer.type == "Dropout"]
         self.dropout_uniform, self.dropout = _uniform(self.dropouts)
-        self.workspaces = [e.workspace_mb if e.workspace_mb is not None else 0 for e in g.embeddings]
+        self.workspaces = [e.workspace_in_effect for e in g.embeddings]
         self.ws_uniform, self.ws = _uniform(self.workspaces)
         nnz = [s.nnz_arg if isinstance(s.nnz_arg, int) else list(s.nnz_arg) for s in g.sparse]
         self.nnz_uniform, self.nnz = _uniform(nnz)
         if not isinstance(self.nnz, int):
             self.nnz_uniform = False
-        solver = dict(job.solver)
-        self.eval_is_train = solver.get("batchsize_eval") == solver.get("batchsize")
+        self.eval_is_train = job.settings.batchsize_eval == job.settings.batchsize
 
     def solver(self, key, value):
         bound = {"vvgpu": "gpus", "batchsize": "batchsize", "max_eval_batches": "args.max_eval_batches",
@@ -57,7 +56,7 @@ class TaskBindings(Bindings):
         return Code("args.nnz_per_slot") if self.nnz_uniform else Code(f"pick(args.nnz_per_slot, {py(value)})")
 
     def embedding(self, e, args):
-        ws = e.workspace_mb if e.workspace_mb is not None else 0
+        ws = e.workspace_in_effect
         expr = Code("args.workspace_size_per_gpu") if self.ws_uniform else Code(f"pick(args.workspace_size_per_gpu, {py(ws)})")
         out = []
         for k, v in args:
@@ -106,21 +105,21 @@ class TaskDefaults:
 
 def task_defaults(job: TrainingJob, eval_batches: int | None = None) -> TaskDefaults:
     b = TaskBindings(job)
-    solver, fit, reader = job.solver_values, job.fit_values, job.reader_values
+    solver, fit = job.settings, job.fit_plan
     return TaskDefaults(
         per_gpu_batch_size=job.batchsize // job.gpu_count,
-        gpus=json.dumps(solver["vvgpu"], separators=(",", ":")),
-        lr=float(solver["lr"]),
+        gpus=json.dumps(solver.vvgpu, separators=(",", ":")),
+        lr=solver.schedule.lr,
         dropout_rate=(float(b.dropout) if b.dropouts and b.dropout_uniform else None),
         # In epoch mode fit has no max_iter: 0 is task.py's "not given" (not HugeCTR's 2000), so --num_epochs=0
         # without --max_iter is refused rather than run for a number of iterations nobody chose.
-        max_iter=int(dict(job.fit).get("max_iter", TASK_NOT_GIVEN)),
-        num_epochs=int(fit["num_epochs"]),
-        max_eval_batches=int(solver["max_eval_batches"]),
-        eval_batches=int(eval_batches or solver["max_eval_batches"]),
-        eval_interval=int(fit["eval_interval"]), display_interval=int(fit["display"]),
-        snapshot_interval=int(fit["snapshot"]),
-        num_workers=int(reader["num_workers"]),
+        max_iter=fit.max_iter if fit.max_iter is not None else TASK_NOT_GIVEN,
+        num_epochs=fit.num_epochs,
+        max_eval_batches=solver.max_eval_batches,
+        eval_batches=int(eval_batches or solver.max_eval_batches),
+        eval_interval=fit.eval_interval, display_interval=fit.display,
+        snapshot_interval=fit.snapshot,
+        num_workers=job.reader_plan.num_workers,
         workspace_size_per_gpu=b.ws if b.ws_uniform else None,
         nnz_per_slot=b.nnz if b.nnz_uniform else None,
         num_dense_features=job.graph.dense_dim,
@@ -140,12 +139,12 @@ def _arg(flags: tuple[str, ...], type_: str | None, default: object, help_: str,
 
 
 def _arguments(job: TrainingJob, d: TaskDefaults) -> list[dict]:
-    train = list(dict(job.reader)["source"])
+    train = list(job.reader_plan.source)
     varied = "per-layer spec values"
     return [
         _arg(("--model_name",), "str", job.name, "model name: prefix of the saved model files"),
         _arg(("-t", "--train_data"), "str", train, "training file list(s) (_file_list.txt)", nargs="+"),
-        _arg(("-v", "--valid_data"), "str", dict(job.reader)["eval_source"], "validation file list (_file_list.txt)"),
+        _arg(("-v", "--valid_data"), "str", job.reader_plan.eval_source, "validation file list (_file_list.txt)"),
         _arg(("--schema",), "str", None, "the transformed dataset's schema.pbtxt (or .merlin/schema.json): "
                                          "cardinalities by column name instead of the features lock's"),
         _arg(("--dropout_rate",), "float", d.dropout_rate,
@@ -193,7 +192,7 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
     g = job.graph
     slots = {s.name: list(s.columns) for s in g.sparse}
     cards = {c: n for s in g.sparse for c, n in zip(s.columns, s.cardinalities)}
-    prefix = job.fit_values["snapshot_prefix"]
+    prefix = job.fit_plan.snapshot_prefix
     return render(
         "hugectr/task.py.j2",
         header=header,
@@ -210,11 +209,11 @@ def render_task_py(job: TrainingJob, header: str, *, lock: str, eval_batches: in
         model_name=py_str(job.name),
         sparse_files=len(g.embeddings),
         i64_input_key=py(job.i64_input_key),
-        reader_type=py(dict(job.reader)["data_reader_type"]),
-        check_type=py(dict(job.reader)["check_type"]),
-        reader_slot_sizes="slot_size_array" in dict(job.reader),
+        reader_type=py(job.reader_plan.data_reader_type),
+        check_type=py(job.reader_plan.check_type),
+        reader_slot_sizes=job.reader_plan.slot_sizes,
         snapshot_prefix=py(prefix),
-        weights_prefix=py_str(posixpath.basename(str(prefix))),
+        weights_prefix=py_str(posixpath.basename(prefix)),
         weights_iteration=job.weights_iteration or 0,
         **build_context(job, TaskBindings(job)),
     )

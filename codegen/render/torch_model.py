@@ -13,13 +13,14 @@ what it cannot translate, from the same facts (``codegen.torch_target``) this mo
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import re
 from dataclasses import dataclass, field
 
 from .. import __version__
 from ..features import Features
-from ..graph.ir import Layer, Profile, TrainingJob
+from ..graph.ir import Layer, Profile, SolverSettings, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..runtime.contract import layout_of
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
@@ -74,11 +75,11 @@ def _floats(value: object) -> object:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
-def _precision(solver: dict) -> str:
+def _precision(solver: SolverSettings) -> str:
     """The spec's precision: use_mixed_precision -> mixed (bf16, or fp16 where the GPU has no bf16)."""
-    if solver.get("use_mixed_precision"):
+    if solver.use_mixed_precision:
         return "mixed"
-    return "tf32" if solver.get("enable_tf32_compute") else "fp32"
+    return "tf32" if solver.enable_tf32_compute else "fp32"
 
 
 def _identifier(tensor: str) -> str:
@@ -351,12 +352,8 @@ def _passes_literal(passes: list[dict]) -> str:
 
 
 def _lr_schedule(job: TrainingJob) -> dict:
-    """CreateSolver's learning-rate schedule: the spec's values, else HugeCTR's defaults in the job's release."""
-    value = job.solver_values.__getitem__
-
-    return {"lr": float(value("lr")), "warmup_steps": int(value("warmup_steps")),
-            "decay_start": int(value("decay_start")), "decay_steps": int(value("decay_steps")),
-            "decay_power": float(value("decay_power")), "end_lr": float(value("end_lr"))}
+    """CreateSolver's learning-rate schedule in effect (the builder's: the spec's values over HugeCTR's defaults)."""
+    return dataclasses.asdict(job.settings.schedule)
 
 
 def module_attrs(job: TrainingJob) -> dict[str, str]:
@@ -428,21 +425,21 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     if job.continuous is not None:
         passes = [{"train": list(p.source), "eval": p.eval_source} for p in job.continuous.passes]
         graph_safe = False   # continuous training runs eagerly (PassOptimizer reads its step count on the host)
-    solver, fit = dict(job.solver), dict(job.fit)
+    solver, fit = job.settings, job.fit_plan
     defaults = {
-        "train": list(dict(job.reader)["source"]),
-        "eval": dict(job.reader)["eval_source"],
+        "train": list(job.reader_plan.source),
+        "eval": job.reader_plan.eval_source,
         "batch_size": job.batchsize,
-        "eval_batch_size": int(solver["batchsize_eval"]),       # the builder always passes both
-        "max_eval_batches": int(solver["max_eval_batches"]),
-        "max_iter": int(fit["max_iter"]) if "max_iter" in fit and "num_epochs" not in fit else None,
-        "num_epochs": int(fit["num_epochs"]) if "num_epochs" in fit else None,
-        "display": int(fit["display"]),                       # the builder always passes both
-        "eval_interval": int(fit["eval_interval"]),
-        "snapshot": int(job.fit_values["snapshot"]),
-        "seed": int(job.solver_values["seed"]),
+        "eval_batch_size": solver.batchsize_eval,
+        "max_eval_batches": solver.max_eval_batches,
+        "max_iter": None if fit.by_epochs else fit.max_iter,
+        "num_epochs": fit.num_epochs if fit.by_epochs else None,
+        "display": fit.display,
+        "eval_interval": fit.eval_interval,
+        "snapshot": fit.snapshot,
+        "seed": solver.seed,
         "precision": _precision(solver),
-        "loss_scale": float(solver["scaler"]) if solver.get("scaler") else GRAD_SCALER_DEFAULT,
+        "loss_scale": solver.scaler if solver.scaler is not None else GRAD_SCALER_DEFAULT,
     }
     row_update, _ = _row_update(job)
     continuous = passes is not None

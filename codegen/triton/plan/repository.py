@@ -173,10 +173,9 @@ def plan_preprocessing(job: TrainingJob, features: Features) -> Preprocessing:
     g = job.graph
     by_col = {c.name: c for c in features.categorical}
     slot_order = [c for s in g.sparse for c in s.columns]
-    reader = dict(job.reader)
     # The Parquet reader adds per-slot offsets (exclusive prefix sums of slot_size_array, hugectr.md §1.3); serving
     # must send the same shifted keys (triton.md §3, R3). Other readers read the keys as they are.
-    shifted = reader.get("slot_size_array") is not None
+    shifted = job.reader_plan.slot_sizes
     offsets, total = {}, 0
     for col in slot_order:
         offsets[col] = total if shifted else 0
@@ -276,7 +275,7 @@ class HugeCTRStep:
             # (hugectr.md §1.9, §5), while the embedding cache writes the tables back into its sparse model folders
             # (Model::download_params_to_files with a cache: dump + update_sparse_model_file, HugeCTR v3.3 model.cpp).
             return f"{c.save_prefix}_dense_0.model", tuple(PurePosixPath(m).name for m in c.sparse_models)
-        prefix = h.snapshot_prefix if h.snapshot_prefix is not None else ctx.job.fit_values["snapshot_prefix"]
+        prefix = h.snapshot_prefix if h.snapshot_prefix is not None else ctx.job.fit_plan.snapshot_prefix
         it = h.snapshot_iteration or last_snapshot(ctx.job)
         if it is None:
             raise PlanError("spec", ("triton", "hugectr", "snapshot_iteration"), "the weight file names need the "
