@@ -21,9 +21,29 @@ Err = Callable[..., None]   # err(loc under etl, message, fix=""): one problem, 
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """LambdaOp's one accepted form, ``(col <compare> value).astype(dtype)``: the spec's values, its defaults in."""
+
+    compare: str
+    value: float
+    dtype: str
+
+
+@dataclass(frozen=True)
+class CategorifyLimits:
+    """What a Categorify keeps: the spec's values, its defaults in."""
+
+    freq_threshold: int                 # 0: every category
+    max_size: int                       # 0: no limit
+    num_buckets: int | None             # None: no hashing of the infrequent ones
+
+
+@dataclass(frozen=True)
 class OpStep:
     name: str                           # NVTabular operator class
     args: tuple[tuple[str, object], ...]  # keyword arguments that differ from NVTabular's defaults, in field order
+    comparison: Comparison | None = None    # LambdaOp's, for the renderer to read (args is only printed)
+    limits: CategorifyLimits | None = None  # Categorify's
 
 
 @dataclass(frozen=True)
@@ -143,9 +163,13 @@ def _format(paths: list[str], given: str | None) -> str | None:
     return None
 
 
-def _op_args(op) -> tuple[tuple[str, object], ...]:
+def _op_step(op) -> OpStep:
     args = op.args
-    return tuple((k, getattr(args, k)) for k in type(args).model_fields if k in args.model_fields_set)
+    given = tuple((k, getattr(args, k)) for k in type(args).model_fields if k in args.model_fields_set)
+    comparison = Comparison(args.compare, float(args.value), args.dtype) if op.name == "LambdaOp" else None
+    limits = CategorifyLimits(args.freq_threshold, args.max_size, args.num_buckets) if op.name == "Categorify" \
+        else None
+    return OpStep(op.name, given, comparison, limits)
 
 
 def build_plan(loaded: LoadedSpec) -> EtlPlan:
@@ -161,7 +185,7 @@ def build_plan(loaded: LoadedSpec) -> EtlPlan:
     groups = _plan_groups(etl, err, {**raw, **joined_cols}, joined_cols, multi_hot, used)
     crosses = _plan_crosses(etl, err, raw, multi_hot, groups, used)
     hashing = [("cross", xi) for xi, x in enumerate(crosses) if x.num_buckets] + [
-        ("groups", gi) for gi, g in enumerate(groups) for op in g.ops if dict(op.args).get("num_buckets")]
+        ("groups", gi) for gi, g in enumerate(groups) for op in g.ops if op.limits and op.limits.num_buckets]
     _check_coverage(etl, err, raw, multi_hot, hashing, used)
     norm_check = _norm_check(loaded, err)
     if problems:
@@ -253,7 +277,7 @@ def _plan_groups(etl: EtlSpec, err: Err, known: Mapping[str, str], joined_cols: 
             if role == "categorical" and g.role != "categorical":
                 err(("groups", gi, "role"), "a Categorify group is categorical")
             role = g.role
-        groups.append(GroupPlan(columns=tuple(g.columns), ops=tuple(OpStep(op.name, _op_args(op)) for op in g.ops),
+        groups.append(GroupPlan(columns=tuple(g.columns), ops=tuple(_op_step(op) for op in g.ops),
                                 role=role, joined=any(c in joined_cols for c in g.columns),
                                 multi_hot=tuple(c for c in g.columns if c in multi_hot)))
     return groups

@@ -62,6 +62,8 @@ def block(value, indent: int = 0, width: int = WIDTH) -> str:
 
 
 def _call(name: str, args: tuple[tuple[str, object], ...], extra: str = "") -> str:
+    # Prints an NVTabular operator's call with the arguments the spec gave (printing, not reading: what a value means
+    # is read from the plan's typed fields, OpStep.comparison and OpStep.limits).
     parts = [f"{ident(k)}={py(v)}" for k, v in args]
     if extra:
         parts.append(extra)
@@ -72,11 +74,12 @@ def _op(op, group: GroupPlan) -> str:
     if op.name == "Categorify":
         return _call("Categorify", op.args, "out_path=cat_dir")
     if op.name == "LambdaOp":
-        a = dict(op.args)
+        c = op.comparison
+        assert c is not None
         # compare / dtype are members of fixed sets (the spec's schema); value is a finite number.
-        dtype = py(a.get("dtype", "int8"))
+        dtype = py(c.dtype)
         # dtype= as well: with a Dask client NVTabular would otherwise record the input's dtype in the schema.
-        return f"ops.LambdaOp(lambda col: (col {a['compare']} {py(float(a['value']))}).astype({dtype}), dtype={dtype})"
+        return f"ops.LambdaOp(lambda col: (col {c.compare} {py(c.value)}).astype({dtype}), dtype={dtype})"
     return _call(op.name, op.args)
 
 
@@ -85,21 +88,22 @@ def _comments(group: GroupPlan, plan: EtlPlan) -> tuple[str, ...]:
     names = [op.name for op in group.ops]
     if group.role == "categorical":
         out.append("Ids from 3 up in order of frequency (0 padding, 1 null, 2 out of vocabulary in NVTabular 23.8).")
-        args = dict(group.ops[0].args)
-        if args.get("freq_threshold"):
-            out.append(f"Values seen fewer than {args['freq_threshold']} times in training share the "
-                       "out-of-vocabulary id" + (" buckets." if args.get("num_buckets") else "."))
-        if args.get("max_size"):
-            out.append(f"At most {args['max_size']} categories per column are kept, the most frequent.")
+        limits = group.ops[0].limits
+        if limits and limits.freq_threshold:
+            out.append(f"Values seen fewer than {limits.freq_threshold} times in training share the "
+                       "out-of-vocabulary id" + (" buckets." if limits.num_buckets else "."))
+        if limits and limits.max_size:
+            out.append(f"At most {limits.max_size} categories per column are kept, the most frequent.")
         if group.multi_hot:
             out.append(f"{', '.join(group.multi_hot)}: list column(s), every id of a row's list is a key of the "
                        "same slot (multi-hot).")
         if group.joined:
             out.append("Joined columns are categorified with the input's, as seed 001 does.")
     elif group.role == "label" and names == ["LambdaOp"]:
-        a = dict(group.ops[0].args)
-        out.append(f"The label: {', '.join(group.columns)} {a['compare']} {a['value']:g} as "
-                   f"{a.get('dtype', 'int8')} (the comparison is written by ctrgen from the spec).")
+        c = group.ops[0].comparison
+        assert c is not None
+        out.append(f"The label: {', '.join(group.columns)} {c.compare} {c.value:g} as "
+                   f"{c.dtype} (the comparison is written by ctrgen from the spec).")
     elif group.role == "label":
         out.append("The label, tagged as the target.")
     else:

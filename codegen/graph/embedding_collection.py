@@ -145,7 +145,10 @@ def _tables(builder: BuildContext, spec, release: str) -> list[CollectionTable]:
         if both:
             builder.fail((*where, "args", both[0]), f"{both[0]!r} has its own field; give it there, not under args",
                          fix=f"move it to tables[{i}].{both[0]}")
-        tables.append(CollectionTable(table_func, _checked(builder, release, table_func, where, {**given, **t.args})))
+        args = _checked(builder, release, table_func, where, {**given, **t.args})
+        given_args = dict(args)
+        label = next((given_args[k] for k in ("name", "table_id", "id_space") if k in given_args), i)
+        tables.append(CollectionTable(table_func, args, rows=t.max_vocabulary_size, ev_size=t.ev_size, label=str(label)))
     return tables
 
 

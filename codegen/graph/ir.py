@@ -139,7 +139,10 @@ CONFIG = "EmbeddingCollectionConfig"
 @dataclass(frozen=True)
 class CollectionTable:
     func: str                     # EmbeddingTableConfig | EmbeddingTablePlaceHolder
-    args: Args                    # in the release's parameter order
+    args: Args                    # in the release's parameter order (as model.py prints them)
+    rows: int                     # max_vocabulary_size (-1: a dynamic hash table)
+    ev_size: int
+    label: str                    # its name (4.2+), id (3.8 - 4.1) or id space (3.7); its index where it has none
 
 
 @dataclass(frozen=True)

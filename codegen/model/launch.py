@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from ..graph.ir import TrainingJob
 from ..specfile.load import LoadedSpec
@@ -55,7 +54,7 @@ def vertex_launch(loaded: LoadedSpec, job: TrainingJob) -> VertexLaunch:
     if len(s.solver.vvgpu) != 1:
         raise loaded.error(("solver", "vvgpu"), f"{len(s.solver.vvgpu)} nodes: a Vertex AI custom job runs HugeCTR on "
                                                 "one node (seed 004)", fix="use one vvgpu row, or the cluster target")
-    v, reader = s.vertex, dict[str, Any](job.reader)
+    v, reader = s.vertex, job.reader_plan
     if not v.image_uri.isprintable() or any(c.isspace() for c in v.image_uri):
         raise loaded.error(("vertex", "image_uri"), "an image reference has no spaces or control characters",
                            fix='e.g. "gcr.io/{project}/hugectr-training"')
@@ -72,8 +71,8 @@ def vertex_launch(loaded: LoadedSpec, job: TrainingJob) -> VertexLaunch:
     return VertexLaunch(display_name=v.display_name or f"hugectr-{job.name}", image_uri=v.image_uri,
                         base_image=v.base_image,
                         machine_type=v.machine_type, accelerator_type=v.accelerator_type, command=tuple(v.command),
-                        train_data=tuple(v.train_data or reader["source"]),
-                        valid_data=v.valid_data or str(reader["eval_source"]), schema_path=v.schema_path,
+                        train_data=tuple(v.train_data or reader.source),
+                        valid_data=v.valid_data or reader.eval_source, schema_path=v.schema_path,
                         eval_batches=v.eval_batches, study=study)
 
 

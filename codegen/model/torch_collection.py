@@ -27,9 +27,7 @@ LOC = ("embedding_collection",)
 
 def key_offsets(job: TrainingJob) -> dict[str, int]:
     """Sparse input -> the offset HugeCTR's reader adds to its (first) slot's keys."""
-    reader = dict(job.reader)
-    sizes = reader.get("slot_size_array")
-    fmt = getattr(reader.get("data_reader_type"), "member", None)
+    sizes, fmt = job.reader_plan.slot_sizes, job.reader_plan.data_reader_type.member
     out, start = {}, 0
     for s in job.graph.sparse:
         out[s.name] = start if fmt == "Parquet" and sizes else 0
@@ -39,7 +37,7 @@ def key_offsets(job: TrainingJob) -> dict[str, int]:
 
 def table_rows(collection: EmbeddingCollection) -> list[int]:
     """Each table's max_vocabulary_size (-1: a dynamic hash table)."""
-    return [int(dict(t.args)["max_vocabulary_size"]) for t in collection.tables]  # type: ignore[call-overload]
+    return [t.rows for t in collection.tables]
 
 
 def collection_tables(job: TrainingJob, bottom: str) -> list[dict]:
@@ -55,8 +53,7 @@ def collection_tables(job: TrainingJob, bottom: str) -> list[dict]:
 
 def table_label(c: EmbeddingCollection, i: int) -> str:
     """A table's name (4.2+), id (3.8 - 4.1) or id space (3.7); its index where it has none."""
-    args = dict(c.tables[i].args)
-    return str(next((args[k] for k in ("name", "table_id", "id_space") if k in args), i))
+    return c.tables[i].label
 
 
 def torch_tables(job: TrainingJob) -> tuple[list[int | None], list[int]]:

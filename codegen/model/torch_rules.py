@@ -47,7 +47,7 @@ def shared_slots(job: TrainingJob) -> dict[str, str]:
     HugeCTR offsets its ids by the sizes before it (add_input.cpp), so they are keys of the next slot of a size in its
     input. A run of them ending its input shares the rows of its last slot, which no size counts: that slot's rows
     come from the data (HugeCTR hashes the run's keys into its workspace-sized table) and it maps to itself."""
-    if not any(k == "slot_size_array" for k, _ in job.reader):
+    if not job.reader_plan.slot_sizes:
         return {}
     out: dict[str, str] = {}
     for s in job.graph.sparse:

@@ -24,13 +24,13 @@ def collection_lines(job: TrainingJob, attr: Callable[[str], str], var: Callable
     table_rows, bases = torch_tables(job)   # a dynamic table from its smallest key (base): row = key - base
     attrs = []
     for i, (t, n) in enumerate(zip(c.tables, table_rows)):
-        args, label = dict(t.args), table_label(c, i)
+        label = table_label(c, i)
         attrs.append(attr(f"table {label}"))   # (a space: no tensor has this name)
         # None: a dynamic table over slots sized from the data at start-up (the reader adds no offsets)
         rows = str(n) if n is not None else \
             f"max([{', '.join(f'cardinalities[{py_str(b)}][0]' for b in bottoms_of(c, i))}])"
-        dynamic = ", bound=0.05" if args["max_vocabulary_size"] == -1 else ""   # its initial rows
-        init.append(f"self.{attrs[-1]} = CollectionTable({rows}, {args['ev_size']}, name={py_str(label)}{dynamic})")
+        dynamic = ", bound=0.05" if t.rows == -1 else ""   # its initial rows
+        init.append(f"self.{attrs[-1]} = CollectionTable({rows}, {t.ev_size}, name={py_str(label)}{dynamic})")
     for lk in c.lookups:
         tables = lk.table if isinstance(lk.table, tuple) else (lk.table,)
         combiners = lk.combiner if isinstance(lk.combiner, tuple) else (lk.combiner,)
