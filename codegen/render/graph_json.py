@@ -79,9 +79,9 @@ def _names(names: tuple[str, ...]) -> str | list[str]:
 
 
 def _with_inits(block: dict, layer: Layer, weight: bool = True, bias: bool = True) -> dict:
-    if weight and (w := _init(layer.param("weight_init_type"))):
+    if weight and (w := _init(layer.values["weight_init_type"])):
         block["weight_init"] = w
-    if bias and (b := _init(layer.param("bias_init_type"))):
+    if bias and (b := _init(layer.values["bias_init_type"])):
         block["bias_init"] = b
     return block
 
