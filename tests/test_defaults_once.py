@@ -136,3 +136,98 @@ def test_every_mutant_s_text_is_where_tools_mutate_py_looks():
     import mutate
 
     assert mutate.check_texts(mutate.MUTANTS) == []
+
+
+# ---- renderers print resolved settings; they read no call's arguments by name (issue 42) ----------------------------
+
+# The modules that turn the model into text (and the commands beside them that read a built model).
+RENDERERS = ("codegen/render", "codegen/triton", "codegen/etl", "codegen/export")
+# Resolving a HugeCTR default is the builder's work (graph/build.py, graph/sparse.py, graph/ir.py's call_values):
+# these functions, and hugectr/api.py's default and defaults (as A.default, api.defaults).
+RESOLVERS = frozenset({"given_or_default", "call_values", "dense_values"})
+
+
+def _raw_argument_fields() -> frozenset[str]:
+    """The model's fields that hold a call's arguments as given, ``(name, value)`` pairs (ir.Args): derived from the
+    dataclasses of graph/ir.py and etl/plan.py, so a new such field is covered without editing this list."""
+    import dataclasses
+
+    from codegen.etl import plan
+    from codegen.graph import ir
+
+    return frozenset(f.name for module in (ir, plan) for c in vars(module).values()
+                     if isinstance(c, type) and dataclasses.is_dataclass(c) for f in dataclasses.fields(c)
+                     if "Args" in str(f.type) or "tuple[tuple[str, object], ...]" in str(f.type))
+
+
+def raw_argument_reads(source: str, fields: frozenset[str]) -> list[str]:
+    """Where ``source`` reads a call's arguments by name instead of a typed field the builder resolved:
+
+    - ``dict(x.F)`` (also ``dict[...](x.F)``) for a raw-argument field F: a map to index by HugeCTR's names;
+    - ``for k, v in x.F`` (a loop or comprehension) whose body compares ``k`` with a string: a lookup by name;
+    - ``x.param(...)``: Layer.param, a given argument by name;
+    - ``x.solver_values`` / ``reader_values`` / ``fit_values``: the maps of arguments in effect that the typed
+      SolverSettings, ReaderPlan and FitPlan replaced;
+    - a call of a resolver (``A.default``, ``given_or_default``, ``call_values``, ...): a default resolved here.
+
+    Printing a call is not reading it: ``kwargs(x.F)``, ``[(k, bind(k, v)) for k, v in x.F]`` pass the pairs on as
+    they are. Layer.values and Optimizer.values are not raw: the builder resolved them (graph/ir.py's dense_values),
+    and their names are the API table's, typed per layer there."""
+    tree = ast.parse(source)
+    found = []
+
+    def raw(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr in fields
+
+    for node in ast.walk(tree):
+        hit = False
+        if isinstance(node, ast.Call):
+            func = node.func.value if isinstance(node.func, ast.Subscript) else node.func   # dict[str, Any](...)
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            hit = (name == "dict" and len(node.args) == 1 and raw(node.args[0])) or \
+                (isinstance(node.func, ast.Attribute) and name == "param") or name in RESOLVERS or \
+                (name in ("default", "defaults") and isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                 and func.value.id in ("A", "api"))
+        elif isinstance(node, ast.Attribute):
+            hit = node.attr in ("solver_values", "reader_values", "fit_values")
+        elif isinstance(node, (ast.For, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            loops = [node] if isinstance(node, ast.For) else node.generators
+            keys = {loop.target.elts[0].id for loop in loops if raw(loop.iter) and isinstance(loop.target, ast.Tuple)
+                    and isinstance(loop.target.elts[0], ast.Name)}
+            hit = any(isinstance(c, ast.Compare) and {x.id for x in [c.left, *c.comparators] if isinstance(x, ast.Name)}
+                      & keys and any(isinstance(x, ast.Constant) and isinstance(x.value, str)
+                                     for x in [c.left, *c.comparators]) for c in ast.walk(node))
+        if hit:
+            found.append(f"{node.lineno}: {ast.unparse(node).splitlines()[0]}")
+    return found
+
+
+def test_no_renderer_reads_a_call_s_arguments_by_name():
+    """The builder resolves what a renderer needs of a call once, into typed fields (TrainingJob.settings, fit_plan,
+    reader_plan, Embedding.workspace_in_effect, CollectionTable.rows, OpStep.comparison, ...); a renderer that read
+    ``dict(job.fit)["snapshot"]`` or ``job.solver_values["lr"]`` again would resolve a value a second time, and could
+    disagree with the other targets (train_torch.py's warmup_steps 0 against the table's 1, issue 42)."""
+    fields = _raw_argument_fields()
+    assert {"solver", "reader", "fit", "params", "args"} <= fields
+    found = [f"{path.relative_to(REPO)}:{hit}" for folder in RENDERERS for path in sorted((REPO / folder).rglob("*.py"))
+             for hit in raw_argument_reads(path.read_text(encoding="utf-8"), fields)]
+    assert found == [], "read a typed field the builder resolved (graph/ir.py, etl/plan.py):\n" + "\n".join(found)
+
+
+def test_the_raw_argument_finder_sees_each_form():
+    """Each form the renderers used before issue 42 (task.py, train_torch.py, model.py, graph JSON, the Triton plan,
+    etl.py's label) is found; printing a call and reading a resolved field are not."""
+    fields = _raw_argument_fields()
+    old = ['solver = dict(job.solver)', 'reader = dict[str, Any](job.reader)', 'a = dict(op.args)',
+           'args, label = dict(t.args), table_label(c, i)',
+           'if any(k == "slot_size_array" for k, _ in job.reader):\n    pass',
+           'for k, v in job.fit:\n    if k == "snapshot":\n        pass',
+           'w = _init(layer.param("weight_init_type"))', 'prefix = job.fit_values["snapshot_prefix"]',
+           'ws = A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name)']
+    for snippet in old:
+        assert raw_argument_reads(snippet, fields), snippet
+    printing = ['solver = kwargs([(k, bind.solver(k, v)) for k, v in job.solver])', 'x = _call(op.name, op.args)',
+                'lr = job.settings.schedule.lr', 'eps = layer.values["eps"]', 'r = dict(job.graph.collection)',
+                'out = [(k, v) for k, v in args if k != "dropout_rate"]', 'wanted = [spec.default(t) for t in tables]']
+    for snippet in printing:
+        assert raw_argument_reads(snippet, fields) == [], snippet

@@ -191,6 +191,9 @@ def _shard(builder: BuildContext, spec, api: str, tables: list[CollectionTable],
     shard: tuple[tuple[str, object], ...] = ()
     if spec.shard or api == PLANNER:
         shard = _checked(builder, release, shard_func, (*LOC, "shard"), spec.shard)
+        # shard_strategy entries are (strategy, tables) pairs: kept as tuples, as the samples write them
+        shard = tuple((k, [tuple(x) if isinstance(x, list) and len(x) == 2 else x for x in v]
+                       if k == "shard_strategy" and isinstance(v, list) else v) for k, v in shard)
     names = [dict(t.args).get("name") for t in tables]
     if api == CONFIG and all(isinstance(n, str) for n in names):
         matrix = dict(shard).get("shard_matrix")  # type: ignore[call-overload]

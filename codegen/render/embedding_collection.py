@@ -24,13 +24,10 @@ def collection_context(c: EmbeddingCollection | None) -> dict | None:
     lookups = [kwargs([(c.table_arg, [table(i) for i in lk.table] if isinstance(lk.table, tuple) else table(lk.table)),
                        ("bottom_name", listed(lk.bottom)), ("top_name", lk.top), ("combiner", listed(lk.combiner))])
                for lk in c.lookups]
-    # shard_strategy entries are (strategy, tables) pairs: written as tuples, as the samples write them
-    shard = [(k, [tuple(x) if isinstance(x, list) and len(x) == 2 else x for x in v]
-              if k == "shard_strategy" and isinstance(v, list) else v) for k, v in c.shard]
     return dict(
         tables=[(t.func, kwargs(t.args)) for t in c.tables],
         api=c.api, var=var, args=kwargs(c.args), lookups=lookups,
-        shard_method=c.shard_method, shard=kwargs(shard) if shard or c.api != CONFIG else None,
+        shard_method=c.shard_method, shard=kwargs(c.shard) if c.shard or c.api != CONFIG else None,
         # EmbeddingPlanner.create_embedding_collection returns what model.add takes; the config itself is added.
         added="embedding_collection" if c.api != CONFIG else var,
     )

@@ -14,8 +14,9 @@ from .env import render
 from .literals import ident, kwargs, path_py, py, py_str
 
 
-def _layer_comment(layer) -> str:
-    if layer.type == "Reshape" and layer.param("leading_dim") is not None and layer.in_shapes:
+def _layer_comment(layer, printed: list) -> str:
+    """A comment beside a DenseLayer call whose ``printed`` arguments pass leading_dim (explaining the number)."""
+    if layer.type == "Reshape" and dict(printed).get("leading_dim") is not None and layer.in_shapes:
         src = layer.in_shapes[0]
         if len(src.dims) == 2:
             return f"leading_dim = {src.dims[0]} slots x {src.dims[1]} (embedding_vec_size)"
@@ -93,7 +94,7 @@ def build_context(job: TrainingJob, bind: Bindings | None = None) -> dict:
         args = [("layer_type", Enum("Layer_t", layer.type)), ("bottom_names", list(layer.bottoms)),
                 ("top_names", list(layer.tops)), *layer.params]
         args = bind.layer(layer, args)
-        layers.append({"args": kwargs(args), "comment": _layer_comment(layer), "call": "DenseLayer"})
+        layers.append({"args": kwargs(args), "comment": _layer_comment(layer, args), "call": "DenseLayer"})
 
     reader_comments = []
     slot_cols = [c for s in g.sparse for c in s.columns]
