@@ -5,6 +5,7 @@ the shape rules, the renderers and the model's rules read those values and keep 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,20 @@ def test_the_raw_argument_finder_sees_each_form():
                 'out = [(k, v) for k, v in args if k != "dropout_rate"]', 'wanted = [spec.default(t) for t in tables]']
     for snippet in printing:
         assert raw_argument_reads(snippet, fields) == [], snippet
+
+
+def test_a_workspace_left_out_is_the_table_s_default_in_every_output(tmp_path):
+    """An embedding sized by slot_size_array alone: model.py passes no workspace (HugeCTR takes its default), and the
+    graph JSON and task.py's --workspace_size_per_gpu write the value in effect, which the builder resolved once from
+    the API table (graph/sparse.py; the graph JSON renderer resolved it itself before issue 42)."""
+    from test_facts import movielens, render
+
+    spec = movielens(hugectr_version="23.06", targets=["hugectr", "task"])
+    del spec["embeddings"][0]["workspace_size_per_gpu_in_mb"]
+    spec["embeddings"][0]["slot_size_array"] = True
+    files = render(tmp_path, spec)
+    default = A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", "23.06")
+    emb = next(x for x in json.loads(files["m.json"])["layers"] if "sparse_embedding_hparam" in x)
+    assert emb["sparse_embedding_hparam"]["workspace_size_per_gpu_in_mb"] == default
+    assert "workspace_size_per_gpu_in_mb" not in files["model.py"]
+    assert f'"--workspace_size_per_gpu", type=int, default={default},' in files["task.py"]

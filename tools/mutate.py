@@ -169,6 +169,11 @@ MUTANTS = (
            "(one default read otherwise: eps 0)", "codegen/graph/ir.py",
            'A.defaults(func, release).items()', '{**A.defaults(func, release), "eps": 0.0}.items()',
            "default", files=("tests/test_defaults_once.py",)),
+    Mutant("workspace-default-from-the-table", "an embedding's workspace left out is the API table's default in the "
+           "graph JSON and task.py (resolved once by the builder)", "codegen/graph/sparse.py",
+           'int(A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name))',
+           '1 + int(A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name))', "workspace_left_out",
+           files=("tests/test_defaults_once.py",)),
     Mutant("task-lr-default", "task.py's lr default is HugeCTR's, from the API table", "codegen/render/task.py",
            'lr=solver.schedule.lr,', 'lr=float(dict(job.solver).get("lr", 0.01)),', "hugectrs_default",
            files=("tests/test_lr_schedule_rules.py",)),
