@@ -164,7 +164,8 @@ def _raw_argument_fields() -> frozenset[str]:
 def raw_argument_reads(source: str, fields: frozenset[str]) -> list[str]:
     """Where ``source`` reads a call's arguments by name instead of a typed field the builder resolved:
 
-    - ``dict(x.F)`` (also ``dict[...](x.F)``) for a raw-argument field F: a map to index by HugeCTR's names;
+    - ``dict(x.F)`` (also ``dict[...](x.F)``, ``{k: v for k, v in x.F}``) for a raw-argument field F: a map to
+      index by HugeCTR's names;
     - ``for k, v in x.F`` (a loop or comprehension) whose body compares ``k`` with a string: a lookup by name;
     - ``x.param(...)``: Layer.param, a given argument by name;
     - ``x.solver_values`` / ``reader_values`` / ``fit_values``: the maps of arguments in effect that the typed
@@ -173,7 +174,7 @@ def raw_argument_reads(source: str, fields: frozenset[str]) -> list[str]:
 
     Printing a call is not reading it: ``kwargs(x.F)``, ``[(k, bind(k, v)) for k, v in x.F]`` pass the pairs on as
     they are. Layer.values and Optimizer.values are not raw: the builder resolved them (graph/ir.py's dense_values),
-    and their names are the API table's, typed per layer there."""
+    and their names and types are the API table's."""
     tree = ast.parse(source)
     found = []
 
@@ -195,9 +196,10 @@ def raw_argument_reads(source: str, fields: frozenset[str]) -> list[str]:
             loops = [node] if isinstance(node, ast.For) else node.generators
             keys = {loop.target.elts[0].id for loop in loops if raw(loop.iter) and isinstance(loop.target, ast.Tuple)
                     and isinstance(loop.target.elts[0], ast.Name)}
-            hit = any(isinstance(c, ast.Compare) and {x.id for x in [c.left, *c.comparators] if isinstance(x, ast.Name)}
-                      & keys and any(isinstance(x, ast.Constant) and isinstance(x.value, str)
-                                     for x in [c.left, *c.comparators]) for c in ast.walk(node))
+            compares = [[c.left, *c.comparators] for c in ast.walk(node) if isinstance(c, ast.Compare)]
+            hit = (isinstance(node, ast.DictComp) and any(raw(loop.iter) for loop in loops)) or any(
+                {x.id for x in sides if isinstance(x, ast.Name)} & keys
+                and any(isinstance(x, ast.Constant) and isinstance(x.value, str) for x in sides) for sides in compares)
         if hit:
             found.append(f"{node.lineno}: {ast.unparse(node).splitlines()[0]}")
     return found
@@ -222,7 +224,7 @@ def test_the_raw_argument_finder_sees_each_form():
     old = ['solver = dict(job.solver)', 'reader = dict[str, Any](job.reader)', 'a = dict(op.args)',
            'args, label = dict(t.args), table_label(c, i)',
            'if any(k == "slot_size_array" for k, _ in job.reader):\n    pass',
-           'for k, v in job.fit:\n    if k == "snapshot":\n        pass',
+           'for k, v in job.fit:\n    if k == "snapshot":\n        pass', 'fit = {k: v for k, v in job.fit}',
            'w = _init(layer.param("weight_init_type"))', 'prefix = job.fit_values["snapshot_prefix"]',
            'ws = A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name)']
     for snippet in old:
