@@ -7,6 +7,8 @@ written; failures name the spec field (with its line) and the layer.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..features import CATEGORICAL_DTYPES, Column, Features
 from ..hugectr import versions as V
 from ..inputs import INT64_MAX, UINT32_MAX
@@ -14,7 +16,7 @@ from ..specfile.load import LoadedSpec
 from .context import BuildContext, extra_args
 from .continuous import build_continuous
 from .embedding_collection import build_collection
-from .ir import (Enum, FitPlan, Graph, LrSchedule, OfflineInference, Optimizer, ReaderPlan, SolverSettings,
+from .ir import (Args, Enum, FitPlan, Graph, LrSchedule, OfflineInference, Optimizer, ReaderPlan, SolverSettings,
                  TrainingJob, call_values)
 from .layers import graph_analysis, infer_layers, raw_layers
 from .reader_check import build_reader_check
@@ -223,17 +225,17 @@ def build_job(loaded: LoadedSpec, features: Features, lock_path: str) -> Trainin
 
 
 # ---- the settings in effect ------------------------------------------------------------------------------------------
-def _settings(solver: tuple, reader: tuple, fit: tuple, release: str) -> dict:
+def _settings(solver: Args, reader: Args, fit: Args, release: str) -> dict:
     """The job's SolverSettings, ReaderPlan and FitPlan: each call's arguments as given over HugeCTR's defaults in
     ``release`` (call_values), read here once by name so that no renderer does."""
     s = call_values("CreateSolver", solver, release)
     r = call_values("DataReaderParams", reader, release)
     f = call_values("Model.fit", fit, release)
-    given_fit = dict(fit)
+    given_solver: dict[str, Any] = dict(solver)
+    given_fit: dict[str, Any] = dict(fit)
     schedule = LrSchedule(lr=float(s["lr"]), warmup_steps=int(s["warmup_steps"]), decay_start=int(s["decay_start"]),
                           decay_steps=int(s["decay_steps"]), decay_power=float(s["decay_power"]),
                           end_lr=float(s["end_lr"]))
-    given_solver = dict(solver)
     settings = SolverSettings(
         vvgpu=tuple(tuple(node) for node in s["vvgpu"]), batchsize=int(s["batchsize"]),
         batchsize_eval=int(s["batchsize_eval"]), max_eval_batches=int(s["max_eval_batches"]), seed=int(s["seed"]),

@@ -134,7 +134,7 @@ def sparse_embeddings(ctx: BuildContext, sparse: list[SparseInput], optimizer: O
 
 def _workspace(given: int | None, p: Profile) -> int:
     """workspace_size_per_gpu_in_mb in effect: the given one, else the release's default (a release that requires it
-    has it given: embeddings refuses a spec without it there, and 0 stands in until the build stops)."""
+    has it given: sparse_embeddings refuses a spec without it there, and 0 stands in until the build stops)."""
     if given is not None:
         return given
     return int(A.default("SparseEmbedding", "workspace_size_per_gpu_in_mb", p.name)) if p.has("workspace_optional") \
