@@ -9,7 +9,9 @@ value: its torch table holds the keys its inputs' cardinalities allow, from the 
 the largest, row = key - base.
 
 The tables train with the dense step, which leaves the rows a batch does not look up as they are for SGD and AdaGrad
-(a zero gradient moves neither): HugeCTR's update of either kind of table. Other optimizers are refused.
+(a zero gradient moves neither): HugeCTR's update of either kind of table. Ftrl updates the looked-up rows only
+(runtime/ftrl.py), as HugeCTR does from 23.06 for static tables and from its first Ftrl (4.3) for dynamic ones.
+Other optimizers are refused.
 """
 
 from __future__ import annotations
@@ -108,11 +110,15 @@ def collection_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
                 out.append(((*LOC, "tables", i, "args", name), f"the torch target does not translate {t.func}'s "
                             f"{name!r}", f"remove it, {drop}"))
     opt = job.optimizer.type
-    if opt not in ROW_EXACT_OPTIMIZERS:
+    if opt == "Ftrl" and any(r > 0 for r in rows) and not job.profile.has("collection_static_ftrl"):
+        out.append((("optimizer", "type"), f"HugeCTR {job.hugectr_version}'s embedding collection has no Ftrl update "
+                    "for a table of max_vocabulary_size > 0 (ragged_static_embedding.cu throws 'optimizer not "
+                    "implemented'; 23.06 adds it)", f"use SGD or AdaGrad, or hugectr_version 23.06 or later, {drop}"))
+    elif opt not in (*ROW_EXACT_OPTIMIZERS, "Ftrl"):
         why = f"HugeCTR updates a table of max_vocabulary_size > 0 with {' or '.join(ROW_EXACT_OPTIMIZERS)} only" \
             if any(r > 0 for r in rows) else "the torch target's dense step of a dynamic table would move rows " \
             "HugeCTR's hash table leaves alone"
-        out.append((("optimizer", "type"), f"{why}, not {opt}", f"use SGD or AdaGrad, {drop}"))
+        out.append((("optimizer", "type"), f"{why}, not {opt}", f"use SGD, AdaGrad or Ftrl, {drop}"))
     sparse = {s.name: s for s in job.graph.sparse}
     offsets = key_offsets(job)
     for i, lk in enumerate(c.lookups):

@@ -43,6 +43,7 @@ MODULE_ATTRS = frozenset({
 # SGD and AdaGrad under every update_type; Adam only where HugeCTR updates just the looked-up rows (Global Adam moves
 # every row with moment state, so its tables keep the dense step).
 ROW_UPDATE_TYPES = {"SGD": None, "AdaGrad": None, "Adam": ("Local", "LazyGlobal")}
+FLT_EPSILON = 1.1920928955078125e-07   # <float.h>'s, which HugeCTR's Ftrl adds under its square roots (from 23.04)
 GRAD_SCALER_DEFAULT = 65536.0   # torch's GradScaler initial scale, used for fp16 when the solver sets no scaler
 
 
@@ -446,8 +447,10 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     }
     row_update, _ = _row_update(job)
     continuous = passes is not None
-    optimizer = [py_str(job.optimizer.type), f"dense={py_str(opt_class)}",
-                 f"dense_hyper={py({k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)})}"]
+    hyper = {k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)}
+    if job.optimizer.type == "Ftrl":
+        hyper["eps"] = FLT_EPSILON if job.profile.has("ftrl_epsilon") else 0.0
+    optimizer = [py_str(job.optimizer.type), f"dense={py_str(opt_class)}", f"dense_hyper={py(hyper)}"]
     if row_update is not None:
         optimizer.append(f"rows={py_str(row_update)}")
     if row_update is not None or continuous:
@@ -459,8 +462,11 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     tables_note = (f"the embedding tables row by row with {SPARSE_OPTIMIZERS[job.optimizer.type]}'s step (only the "
                    "rows a pass looks up)." if continuous else
                    f"the embedding tables row by row where rows={py_str(row_update)} (--embedding-update)."
-                   if row_update is not None else "the embedding tables with the dense step (its update_type moves "
-                   "every row).")
+                   if row_update is not None else "the embedding collection's tables on the rows a batch looks up "
+                   "(runtime/ftrl.py)." if job.optimizer.type == "Ftrl" else "the embedding tables with the dense step "
+                   "(its update_type moves every row).")
+    # (torch.optim has no Ftrl: the template's "the dense step as torch.optim's <class>" names the runtime's instead)
+    dense_class = "(none: HugeCTR's Ftrl kernel, runtime/ftrl.py)" if opt_class == "Ftrl" else opt_class
     return render(
         "torch/train_torch.py.j2",
         header=header,
@@ -470,7 +476,7 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         layout=_layout_literal(layout_of(doc)),
         defaults=[(k, py(v)) for k, v in defaults.items()],
         schedule=[(k, py(v)) for k, v in _lr_schedule(job).items()],
-        optimizer_class=opt_class,
+        optimizer_class=dense_class,
         optimizer_name=job.optimizer.type,
         optimizer_args=optimizer,
         tables_note=tables_note,

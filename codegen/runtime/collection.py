@@ -30,6 +30,8 @@ class CollectionTable(nn.Module):
     def __init__(self, rows: int, ev_size: int, name: str = "", bound: float | None = None):
         super().__init__()
         self.rows, self.ev_size, self.name = int(rows), int(ev_size), name
+        self.record = False      # set by the trainer for Ftrl: keep the keys each training forward looks up
+        self.looked_up: torch.Tensor | None = None   # those keys, until the step (runtime/ftrl.py's LookedUpRows)
         self.weight = nn.Parameter(torch.empty(self.rows + 1, self.ev_size))
         with torch.no_grad():
             if not self.weight.is_meta:
@@ -42,6 +44,9 @@ class CollectionTable(nn.Module):
         or nnz * ev_size with concat."""
         batch, slots, nnz = ids.shape
         keys = torch.where(ids >= 0, ids + offset, self.rows).reshape(batch, slots * nnz)
+        if self.record and torch.is_grad_enabled():
+            flat = keys.reshape(-1)
+            self.looked_up = flat if self.looked_up is None else torch.cat([self.looked_up, flat])
         if combiner == "concat":
             return F.embedding(keys, self.weight, padding_idx=self.rows).reshape(batch, -1)
         pooled = F.embedding_bag(keys, self.weight, mode=COMBINER_MODES[combiner], padding_idx=self.rows)
