@@ -9,9 +9,10 @@ value: its torch table holds the keys its inputs' cardinalities allow, from the 
 the largest, row = key - base. In 3.7 - 4.0 a static table is its key range instead: it holds the keys min_key ..
 max_key - 1 (ragged_static_embedding.cu builds its rows from them; max_vocabulary_size only tells static from
 dynamic), key k in row k - min_key (the lookup's binary_search_index_lower_bound, embedding/view.hpp, finds the last
-key <= k), so its rows are max_key - min_key and its base min_key. A key past max_key would read the last row and one
-below min_key the row before the table (index -1): a spec whose inputs can hold such keys is refused. A dynamic
-table never reads the range.
+key <= k), so its rows are max_key - min_key and its base min_key. A key past max_key would read the last key's row
+of the shard it is routed to (mp_index_calculation.cu: k % shards; the plan decides which row, and the update kernel's
+non-atomic += races where several keys share it), one below min_key the row before the table (index -1): a spec
+whose inputs can hold such keys is refused. A dynamic table never reads the range.
 
 The tables train with the dense step, which leaves the rows a batch does not look up as they are for SGD and AdaGrad
 (a zero gradient moves neither): HugeCTR's update of either kind of table. Ftrl updates the looked-up rows only
@@ -159,8 +160,9 @@ def collection_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
             if keys is not None and (offsets[bottom] < keys[0] or top > keys[1]):
                 out.append(((*LOC, "lookups", i, "table"), f"input {bottom!r}'s keys run from {offsets[bottom]} to "
                             f"{top - 1}, outside table {table}'s keys {keys[0]} .. {keys[1] - 1} (min_key, max_key): "
-                            "HugeCTR's lookup reads the last row for a key past max_key and outside the table below "
-                            "min_key", f"set min_key <= {offsets[bottom]} and max_key >= {top}, {drop}"))
+                            "HugeCTR reads a key past max_key from the last row of the shard it routes to (which "
+                            "row depends on the shard plan; their updates race) and one below min_key from outside "
+                            "the table", f"set min_key <= {offsets[bottom]} and max_key >= {top}, {drop}"))
             elif keys is None and rows[table] >= 0 and top > rows[table]:
                 why = f" (the Parquet reader's slot_size_array offset {offsets[bottom]} + cardinality " \
                       f"{s.cardinalities[0]})" if offsets[bottom] else " (its cardinality)"
