@@ -22,6 +22,7 @@ from ..features import Features
 from ..graph.ir import Layer, Profile, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..runtime.contract import layout_of
+from ..runtime.job import FLT_EPSILON
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
 from .literals import py, py_str
@@ -43,7 +44,6 @@ MODULE_ATTRS = frozenset({
 # SGD and AdaGrad under every update_type; Adam only where HugeCTR updates just the looked-up rows (Global Adam moves
 # every row with moment state, so its tables keep the dense step).
 ROW_UPDATE_TYPES = {"SGD": None, "AdaGrad": None, "Adam": ("Local", "LazyGlobal")}
-FLT_EPSILON = 1.1920928955078125e-07   # <float.h>'s, which HugeCTR's Ftrl adds under its square roots (from 23.04)
 GRAD_SCALER_DEFAULT = 65536.0   # torch's GradScaler initial scale, used for fp16 when the solver sets no scaler
 
 

@@ -1,8 +1,9 @@
 """HugeCTR's embedding collection (EmbeddingTableConfig + embedding_lookup, 3.7 - 25.x) as torch modules.
 
 A table is one EmbeddingTableConfig: ``max_vocabulary_size`` rows of ``ev_size`` (in 3.7 - 4.0 ``max_key - min_key``
-rows, key min_key in row 0: model/torch_collection.py), shared by every lookup that names it. A key is its table's row itself: KeysToIndicesConverter (HugeCTR/embedding/operators/keys_to_indices.cu, 23.06,
-keys_to_indices_kernel) maps key k of a table to ``start of the table + k``, with no per-slot offset of its own (the
+rows, key min_key in row 0: model/torch_collection.py), shared by every lookup that names it. A key is its table's
+row itself: KeysToIndicesConverter (HugeCTR/embedding/operators/keys_to_indices.cu, 23.06, keys_to_indices_kernel)
+maps key k of a table to ``start of the table + k``, with no per-slot offset of its own (the
 old SparseEmbedding's). The only offset a key carries is the Parquet reader's (add_input.cpp: slot_size_array sums,
 added to every key of slot s), which the generated model passes as ``offset``. The initial rows are uniform in
 (-sqrt(1 / max_vocabulary_size), +sqrt(1 / max_vocabulary_size)) (ragged_static_embedding.cu, Initializer_t::Default);

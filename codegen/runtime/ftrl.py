@@ -21,8 +21,6 @@ import torch
 from .distributed import all_reduce, settle
 from .errors import DataError
 
-FLT_EPSILON = 1.1920928955078125e-07
-
 
 def ftrl_(w: torch.Tensor, n: torch.Tensor, z: torch.Tensor, g: torch.Tensor, lr, hyper: dict) -> None:
     """HugeCTR's Ftrl step, in place, on weights ``w`` and their accumulators ``n``, ``z`` (float32, w's shape) with
