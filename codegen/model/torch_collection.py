@@ -27,8 +27,8 @@ from ..graph.ir import EmbeddingCollection, TrainingJob
 # EmbeddingCollectionConfig arguments that place or exchange keys and vectors but leave the arithmetic as it is.
 PLACEMENT_ARGS = frozenset({"use_exclusive_keys", "comm_strategy", "output_layout"})
 TABLE_ARGS = frozenset({"name", "table_id", "id_space", "max_vocabulary_size", "ev_size", "min_key", "max_key"})
-# ragged_static_embedding.cu (23.06) updates a static table (max_vocabulary_size > 0) with these only; they are also
-# the optimizers whose dense step leaves untouched rows as they are.
+# ragged_static_embedding.cu (23.06) updates a static table (max_vocabulary_size > 0) with these and Ftrl only; these
+# are the optimizers whose dense step leaves untouched rows as they are (Ftrl steps the looked-up rows: runtime/ftrl.py).
 ROW_EXACT_OPTIMIZERS = ("SGD", "AdaGrad")
 LOC = ("embedding_collection",)
 
