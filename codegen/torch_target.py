@@ -16,6 +16,8 @@ OPTIMIZERS: dict[str, tuple[str, Callable[[Any], list[tuple[str, Any]]], bool]] 
     "AdaGrad": ("Adagrad", lambda v: [("initial_accumulator_value", v["initial_accu_value"]),
                                       ("eps", v["epsilon"])], False),
     "RMSProp": ("RMSprop", lambda v: [("alpha", v["beta"] or 0.9), ("eps", v["epsilon"])], False),
+    # HugeCTR's own step (runtime/ftrl.py; its eps, FLT_EPSILON or 0, is the release's: render/torch_model.py)
+    "Ftrl": ("Ftrl", lambda v: [("beta", v["beta"]), ("lambda1", v["lambda1"]), ("lambda2", v["lambda2"])], False),
 }
 # Continuous training: the embedding tables train with sparse gradients and an optimizer that updates only the rows
 # a batch looks up (HugeCTR's embedding cache holds only a pass's keyset, so rows outside it stay as they were).

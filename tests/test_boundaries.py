@@ -775,7 +775,8 @@ def _multi_loss(weights: list | None) -> dict:
 
 TORCH_RULES = [
     ("optimizer", {"optimizer.type": "RMSProp", "hugectr_version": "23.06"},
-     {"optimizer.type": "Ftrl", "hugectr_version": "23.06"}, "optimizer.type", "the torch target has no Ftrl optimizer"),
+     {"optimizer.type": "Ftrl", "hugectr_version": "23.06"}, "optimizer.type",
+     "HugeCTR's SparseEmbedding has no Ftrl update"),
     # MultiCrossEntropyLoss translates; without a target weight per input column HugeCTR's constructor throws
     ("loss-target-weights", _multi_loss([0.5]), _multi_loss(None), "model.layers.2",
      "layer 'loss': the torch target cannot translate this MultiCrossEntropyLoss (its target_weight_vec holds 0"),

@@ -10,6 +10,7 @@ slot_size_array before a slot (src/pybind/add_input.cpp), average divides a samp
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import yaml
 from codegen.errors import UserError
 from codegen.pipeline import open_spec, render_spec
 from codegen.runtime.collection import CollectionTable
-from test_embedding_collection import CONFIG, PLANNER_38, _import
+from test_embedding_collection import CONFIG, PLACEHOLDER, PLANNER_38, _import
 
 REPO = Path(__file__).resolve().parents[1]
 # One table for all keys: the reader's offsets (1000, 1200, 4200) keep every input's keys below its rows.
@@ -133,19 +134,65 @@ def test_a_dynamic_table_holds_the_keys_its_inputs_can_hold(tmp_path):
     assert 'CollectionTable(4250, 16, name="t0")' in text                               # static: unchanged
 
 
-def test_untranslatable_table_arguments_and_optimizers_are_refused(tmp_path):
-    """3.8's key range (min_key, max_key) is not translated; a static table takes SGD or AdaGrad only."""
-    _, spec = _import(tmp_path, PLANNER_38, "3.8")
+def _ranged(tmp_path: Path, text: str, version: str, optimizer: str | None = None) -> Path:
+    _, spec = _import(tmp_path, text, version)
     data = yaml.safe_load(spec.read_text(encoding="utf-8"))
     data.update(targets=["hugectr", "torch"])
-    data["optimizer"]["type"] = "Adam"
+    if optimizer:
+        data["optimizer"]["type"] = optimizer
     spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return spec
+
+
+def test_keys_outside_a_tables_key_range_and_other_optimizers_are_refused(tmp_path):
+    """3.8's tables of keys 0 .. SIZES[i] - 1 read through the Parquet reader's offsets (1000, 1200, 4200): HugeCTR's
+    lookup would read the last row (past max_key); refused, naming the range. A static table takes SGD, AdaGrad or
+    Ftrl only."""
     with pytest.raises(UserError) as exc:
-        render_spec(open_spec(spec))
+        render_spec(open_spec(_ranged(tmp_path, PLANNER_38, "3.8", "Adam")))
     msg = str(exc.value)
-    assert "embedding_collection.tables[0].args.min_key" in msg
-    assert "the torch target does not translate EmbeddingTableConfig's 'min_key'" in msg
+    assert "embedding_collection.lookups[1].table" in msg
+    assert "input 's1''s keys run from 1000 to 1199, outside table 1's keys 0 .. 199 (min_key, max_key)" in msg
     assert "HugeCTR updates a table of max_vocabulary_size > 0 with SGD or AdaGrad only, not Adam" in msg
+
+
+def _hugectr_row(key: int, min_key: int, max_key: int) -> int:
+    """The row HugeCTR 3.7 - 4.0 reads for ``key`` in a table of one shard: its keys min_key .. max_key - 1 in order
+    (ragged_static_embedding.cu), the index of the last one <= key (embedding/view.hpp,
+    binary_search_index_lower_bound)."""
+    keys = list(range(min_key, max_key))
+    return sum(1 for k in keys if k <= key) - 1
+
+
+@pytest.mark.parametrize("text,version", [(PLANNER_38, "3.8"), (PLACEHOLDER, "3.7")], ids=["3.8", "3.7"])
+def test_a_tables_key_range_maps_key_to_row_as_hugectr(tmp_path, text, version):
+    """Each table holds exactly its slot's keys (min_key = the reader's offset, max_key = offset + size): its rows are
+    max_key - min_key (not max_vocabulary_size) and key k is row k - min_key. The generated lookups against the
+    reference row of each key (exact: a gather)."""
+    ranged = text.replace("min_key=0,", "min_key=sum(SIZES[:i]),").replace(
+        "min_key=0, max_key=SIZES[i]", "min_key=sum(SIZES[:i]), max_key=sum(SIZES[:i + 1])").replace(
+        "max_key=SIZES[i])", "max_key=sum(SIZES[:i + 1]))")
+    ranged = ranged.replace("max_vocabulary_size=SIZES[i]", "max_vocabulary_size=5")   # only static vs dynamic
+    assert ranged.count("sum(SIZES[:i + 1])") == 1
+    rendered = render_spec(open_spec(_ranged(tmp_path, ranged, version)))
+    train = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
+    sizes, starts = [1000, 200, 3000, 50], [0, 1000, 1200, 4200]
+    for i, (size, start) in enumerate(zip(sizes, starts)):
+        assert f"CollectionTable({size}, 16, " in train
+        offset = int(re.search(rf'\(s{i}, (-?\d+), "sum"\)', train).group(1))   # reader offset - min_key
+        table = CollectionTable(size, 2, name=str(i))
+        ids = torch.tensor([[[0]], [[size - 1]], [[size // 2]]])
+        got = table(ids, offset, "sum").detach().numpy()
+        want = table.weight.detach().numpy()[[_hugectr_row(int(k) + start, start, start + size)
+                                              for k in ids.reshape(-1)]]
+        assert np.array_equal(got, want)
+        assert np.sqrt(1 / size) >= np.abs(table.weight.detach().numpy()[:size]).max()   # sqrt(1 / keys) bound
+    if version == "3.8":   # and it trains: two steps of its generated train_torch.py in this process (about 0.5 s)
+        sys.path.insert(0, str(REPO))
+        from tools.corpus_trains import train_unit
+
+        assert train_unit(ranged, version, None, name="ebc_ranged") == {"status": "trained", "stage": "train",
+                                                                       "torch_added": True}
 
 
 def test_a_dynamic_table_under_a_moving_optimizer_is_refused(tmp_path):

@@ -30,8 +30,8 @@ LAYERS: tuple[tuple[str, dict[str, str]], ...] = (
         "codegen.hugectr": "__init__ api arg_types backend graph_reader versions",
         # what generated files import (torch, numpy, pyarrow only): nothing of ctrgen above
         "codegen.runtime": "__init__ attention checkpoint checks cli collection compiled contract data dense_optim"
-                           " distributed early_stop errors evaluation feature_order initializers job kernels label_names"
-                           " layers losses metrics nvt_arrays nvt_categorify nvt_check nvt_import nvt_model nvt_values"
+                           " distributed early_stop errors evaluation feature_order ftrl initializers job kernels"
+                           " label_names layers losses metrics nvt_arrays nvt_categorify nvt_check nvt_import nvt_model nvt_values"
                            " optimizers precision progress"
                            " row_counts row_optim run_facts run_folder sharding shards startup threads torch_model trainer",
         # the static parts of generated task.py, submit.py and etl.py, included verbatim by their templates

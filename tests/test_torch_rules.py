@@ -65,7 +65,9 @@ DROP = "drop 'torch' from targets"
 RULES = [
     ("optimizer", spec_with({"optimizer.type": "RMSProp", "hugectr_version": "23.06"}),
      spec_with({"optimizer.type": "Ftrl", "hugectr_version": "23.06"}), None, "optimizer.type",
-     "the torch target has no Ftrl optimizer", f"use one of AdaGrad, Adam, MomentumSGD, Nesterov, RMSProp, SGD, or {DROP}"),
+     "HugeCTR's SparseEmbedding has no Ftrl update (sparse_optimizer.cu's update_params throws 'Invalid optimizer "
+     "type'; only the embedding collection's tables train with Ftrl)",
+     f"look the tables up through embedding_collection, use another optimizer, or {DROP}"),
     ("loss-target-weights", spec_with(_ending_with("MultiCrossEntropyLoss", [0.5])),
      spec_with(_ending_with("MultiCrossEntropyLoss")), None, "model.layers[2]",
      "layer 'loss': the torch target cannot translate this MultiCrossEntropyLoss (its target_weight_vec holds 0 "
@@ -142,7 +144,7 @@ def test_the_builder_refuses_before_any_renderer_is_imported(tmp_path):
                                                               "codegen.triton.plan.configs"))))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
-    assert "optimizer.type: the torch target has no Ftrl optimizer" in out
+    assert "optimizer.type: HugeCTR's SparseEmbedding has no Ftrl update" in out
     assert out.splitlines()[-1] == "[]"
 
 

@@ -249,9 +249,11 @@ WHY = (("no cardinality in the workflow schema", "the slot has no size, and the 
         "leaves alone"),
        ("HugeCTR's embedding collection adds no slot offset", "tables sized per slot under a Parquet reader whose "
         "slot_size_array offsets the keys past them: HugeCTR overflows, so the torch target refuses"),
-       ("'min_key'", "a 3.7 - 4.0 table's key range (min_key, max_key): not translated by the torch target"),
-       ("has no Ftrl optimizer", "torch has no FTRL optimizer; the torch target refuses it"),
-       ("with SGD or AdaGrad only", "HugeCTR's static collection tables take SGD or AdaGrad only"),
+       ("(min_key, max_key)", "a 3.7 - 4.0 table's key range leaves out keys its input holds: HugeCTR reads its "
+        "last row (or outside the table) for them, so the torch target refuses"),
+       ("SparseEmbedding has no Ftrl update", "HugeCTR's SparseEmbedding cannot update with Ftrl (it throws)"),
+       ("embedding collection has no Ftrl update", "HugeCTR's static collection tables take Ftrl from 23.06"),
+       ("with SGD or AdaGrad only", "HugeCTR's static collection tables take SGD, AdaGrad or (23.06+) Ftrl only"),
        ("reader_check renders model.py only", "a script that only checks its data reader has no model to train"),
        ("the torch target reads one Parquet label column per label", "a label of several dimensions: the torch "
         "target refuses it (the features name labels of dimension 1)"),

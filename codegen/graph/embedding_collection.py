@@ -148,7 +148,9 @@ def _tables(builder: BuildContext, spec, release: str) -> list[CollectionTable]:
         args = _checked(builder, release, table_func, where, {**given, **t.args})
         given_args = dict(args)
         label = next((given_args[k] for k in ("name", "table_id", "id_space") if k in given_args), i)
-        tables.append(CollectionTable(table_func, args, rows=t.max_vocabulary_size, ev_size=t.ev_size, label=str(label)))
+        keys = (int(given_args["min_key"]), int(given_args["max_key"])) if "min_key" in given_args else None  # type: ignore[call-overload]
+        tables.append(CollectionTable(table_func, args, rows=t.max_vocabulary_size, ev_size=t.ev_size, label=str(label),
+                                      key_range=keys))
     return tables
 
 

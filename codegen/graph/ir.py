@@ -143,6 +143,7 @@ class CollectionTable:
     rows: int                     # max_vocabulary_size (-1: a dynamic hash table)
     ev_size: int
     label: str                    # its name (4.2+), id (3.8 - 4.1) or id space (3.7); its index where it has none
+    key_range: tuple[int, int] | None = None    # (min_key, max_key) of a 3.7 - 4.0 table; None where it has none
 
 
 @dataclass(frozen=True)

@@ -124,6 +124,11 @@ BEHAVIOUR.update({
     # Layer_t.Gather is built as a Select of dimension 0 from 23.08 (add_dense_layer_helpers.cpp), which SelectLayer
     # rejects; before, as a GatherLayer whose output no model builder allocates
     "gather_is_select": _s((23, 8)),
+    # Ftrl's kernels take sqrt(n + FLT_EPSILON) from 23.04 (src/optimizers/ftrl_optimizer.cu, embedding_storage/
+    # optimizers.cuh), sqrt(n) before; the embedding collection's static tables update with Ftrl from 23.06
+    # (ragged_static_embedding.cu's FtrlOptimizer; before, its update throws "optimizer not implemented")
+    "ftrl_epsilon": _s((23, 4)),
+    "collection_static_ftrl": _s((23, 6)),
 })
 
 

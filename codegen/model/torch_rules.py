@@ -79,6 +79,10 @@ def torch_problems(job: TrainingJob) -> list[tuple[tuple, str, str]]:
     if kind not in OPTIMIZERS:
         out.append((("optimizer", "type"), f"the torch target has no {kind} optimizer",
                     "use one of " + ", ".join(sorted(OPTIMIZERS)) + f", or {DROP}"))
+    elif kind == "Ftrl" and g.embeddings:
+        out.append((("optimizer", "type"), "HugeCTR's SparseEmbedding has no Ftrl update (sparse_optimizer.cu's "
+                    "update_params throws 'Invalid optimizer type'; only the embedding collection's tables train "
+                    "with Ftrl)", f"look the tables up through embedding_collection, use another optimizer, or {DROP}"))
     elif job.continuous is not None and kind not in SPARSE_OPTIMIZERS:
         out.append((("optimizer", "type"), "continuous training with the torch target updates only the embedding "
                     f"rows of each pass, which needs a sparse {kind} (torch has none)",

@@ -23,6 +23,7 @@ from ..features import Features
 from ..graph.ir import Layer, Profile, SolverSettings, TrainingJob
 from ..graph.shapes import fmt_shape
 from ..runtime.contract import layout_of
+from ..runtime.job import FLT_EPSILON
 from ..torch_target import LAYER_TYPES, LOSS, LOSSES, OPTIMIZERS, SPARSE_OPTIMIZERS
 from .env import render
 from .literals import py, py_str
@@ -443,8 +444,10 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     }
     row_update, _ = _row_update(job)
     continuous = passes is not None
-    optimizer = [py_str(job.optimizer.type), f"dense={py_str(opt_class)}",
-                 f"dense_hyper={py({k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)})}"]
+    hyper = {k: _floats(v) for k, v in opt_kwargs(job.optimizer.values)}
+    if job.optimizer.type == "Ftrl":
+        hyper["eps"] = FLT_EPSILON if job.profile.has("ftrl_epsilon") else 0.0
+    optimizer = [py_str(job.optimizer.type), f"dense={py_str(opt_class)}", f"dense_hyper={py(hyper)}"]
     if row_update is not None:
         optimizer.append(f"rows={py_str(row_update)}")
     if row_update is not None or continuous:
@@ -456,8 +459,11 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
     tables_note = (f"the embedding tables row by row with {SPARSE_OPTIMIZERS[job.optimizer.type]}'s step (only the "
                    "rows a pass looks up)." if continuous else
                    f"the embedding tables row by row where rows={py_str(row_update)} (--embedding-update)."
-                   if row_update is not None else "the embedding tables with the dense step (its update_type moves "
-                   "every row).")
+                   if row_update is not None else "the embedding collection's tables on the rows a batch looks up "
+                   "(runtime/ftrl.py)." if job.optimizer.type == "Ftrl" else "the embedding tables with the dense step "
+                   "(its update_type moves every row).")
+    # (torch.optim has no Ftrl: the template's "the dense step as torch.optim's <class>" names the runtime's instead)
+    dense_class = "(none: HugeCTR's Ftrl kernel, runtime/ftrl.py)" if opt_class == "Ftrl" else opt_class
     return render(
         "torch/train_torch.py.j2",
         header=header,
@@ -467,7 +473,7 @@ def render_train_torch(job: TrainingJob, features: Features, header: str) -> str
         layout=_layout_literal(layout_of(doc)),
         defaults=[(k, py(v)) for k, v in defaults.items()],
         schedule=[(k, py(v)) for k, v in _lr_schedule(job).items()],
-        optimizer_class=opt_class,
+        optimizer_class=dense_class,
         optimizer_name=job.optimizer.type,
         optimizer_args=optimizer,
         tables_note=tables_note,

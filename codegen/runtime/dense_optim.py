@@ -6,13 +6,15 @@ import torch
 
 from .distributed import settle
 from .errors import DataError
+from .ftrl import ftrl_
 
 
 class DenseOptimizer:
     """The spec's optimizer over whole tensors, as torch.optim computes it, without torch.optim: its first use
     imports torch._dynamo, seconds of start-up. SGD (momentum, Nesterov) and Adam call the fused kernels
     torch.optim's fused=True calls (torch._fused_sgd_, torch._fused_adam_; on the CPU too); AdaGrad and RMSprop are
-    its foreach steps (tensors of one device). lr may be a tensor on the device (a captured CUDA graph reads it)."""
+    its foreach steps (tensors of one device); Ftrl is HugeCTR's (runtime/ftrl.py), which torch.optim has not. lr
+    may be a tensor on the device (a captured CUDA graph reads it)."""
 
     def __init__(self, params, lr, kind: str, hyper: dict):
         self.params = [p for p in params if p.requires_grad]
@@ -30,6 +32,9 @@ class DenseOptimizer:
         elif kind == "RMSprop":
             self.state = {"step": [torch.zeros(()) for _ in self.params],
                           "square_avg": [torch.zeros_like(p) for p in self.params]}
+        elif kind == "Ftrl":
+            self.state = {"n": [torch.zeros_like(p) for p in self.params],
+                          "z": [torch.zeros_like(p) for p in self.params]}
         else:   # SGD: torch.optim makes the momentum buffers at the first step
             self.state = {"momentum_buffer": [None] * len(self.params) if hyper.get("momentum") else []}
 
@@ -66,6 +71,9 @@ class DenseOptimizer:
             std = torch._foreach_sqrt(sums)
             torch._foreach_add_(std, h["eps"])
             torch._foreach_addcdiv_(params, torch._foreach_mul(grads, [-float(lr)] * len(grads)), std)
+        elif self.kind == "Ftrl":
+            for i, g in zip(have, grads):
+                ftrl_(self.params[i], s["n"][i], s["z"][i], g, lr, h)
         else:   # RMSprop
             torch._foreach_add_([s["step"][i] for i in have], 1)
             squares = [s["square_avg"][i] for i in have]

@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+# <float.h>'s FLT_EPSILON, which HugeCTR's Ftrl adds under its square roots from 23.04 (Ftrl's dense_hyper["eps"]:
+# the renderer writes it or 0, runtime/ftrl.py reads it)
+FLT_EPSILON = 2.0 ** -23
+
+
 @dataclass(frozen=True)
 class Optimizer:
     """The spec's optimizer as the runtime runs it.
