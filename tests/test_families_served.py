@@ -1,6 +1,6 @@
 """Served = offline for the sample families that tests/test_triton_torch_serving.py does not serve (issue 41 item 7):
-DCN, NCF, DIN, BST and MMoE, one per served path (WDL is served there, with the MovieLens models, through the whole
-ensemble).
+DCN, NCF, DIN, BST and MMoE, one per served path (WDL is served there, with the multi-hot MovieLens model, through the
+whole ensemble).
 
 Each family's committed generated/<name>/triton_torch/<name>/ (config.pbtxt, model.py) goes into one repository with
 ctrgen's runtime at its root, as `ctrgen assemble --checkpoint` lays it out, and the version folder gets the committed
