@@ -288,6 +288,8 @@ def report_section(index: dict, results: dict, trained: dict, releases_of, relea
            "trained once).\n\n"
            f"Of {n} units that import, **{ok} train** ({100.0 * ok / n:.1f}%)" +
            "".join(f", {counts[k]} {k}" for k in ("refused", "too large here", "crashed") if counts.get(k)) +
+           (f"; of the {held} this machine holds, {100.0 * ok / held:.1f}% train" if (held := n - counts.get(
+               "too large here", 0)) and held != n else "") +
            ".\n\n### Exceptions (distinct units)\n\n| units | outcome | cause | why |\n|---:|---|---|---|\n"]
     groups: dict[tuple[str, str], list] = {}
     for u in single:
