@@ -283,6 +283,18 @@ def test_query_of_a_repository_folder_starts_and_stops_a_private_server(deployed
     assert [line.split(":")[0] for line in lines[51:]] == ["served = offline (clicked)", "served = offline (liked)"]
 
 
+def still_running(procs: list) -> list:
+    """Those of ``procs`` not ended within 2 s. A killed python stub whose server ended first is reaped by init, on
+    init's schedule: as a zombie it runs nothing and holds no memory, and counts as ended."""
+    _, alive = psutil.wait_procs(procs, timeout=2)
+    out = []
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc)
+    return out
+
+
 def _cmd(proc) -> list[str]:
     with contextlib.suppress(psutil.Error):
         return proc.cmdline()
@@ -432,8 +444,7 @@ def test_ctrl_c_stops_a_second_server_on_other_ports(deployed, tmp_path):
         assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=30) == 0, out.read_text()
-        _, alive = psutil.wait_procs(tree, timeout=2)
-        assert not alive
+        assert not still_running(tree)
 
 
 def test_sigterm_stops_the_server_and_leaves_nothing_running(deployed):
@@ -444,6 +455,73 @@ def test_sigterm_stops_the_server_and_leaves_nothing_running(deployed):
     assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0, deployed["out"].read_text()        # bounded, not timed: no load-dependent limit
-    _, alive = psutil.wait_procs(tree, timeout=2)
+    alive = still_running(tree)
     assert not alive, [(p.pid, _cmd(p)) for p in alive]
     assert "Server stopped." in deployed["out"].read_text()
+
+
+# A python model whose request is in flight until the test lets it go: it writes STARTED, then waits for RELEASE.
+SLOW_MODEL = {"slow/config.pbtxt": 'name: "slow"\nbackend: "python"\nmax_batch_size: 8\n'
+                                   'input [{name: "X", data_type: TYPE_FP32, dims: [1]}]\n'
+                                   'output [{name: "Y", data_type: TYPE_FP32, dims: [1]}]\n'
+                                   'instance_group [{kind: KIND_CPU, count: 1}]\n',
+              "slow/1/model.py": "import os, time\n"
+                                 "import triton_python_backend_utils as pb\n\n\n"
+                                 "class TritonPythonModel:\n"
+                                 "    def execute(self, requests):\n"
+                                 "        here = os.path.dirname(__file__)\n"
+                                 "        open(os.path.join(here, 'STARTED'), 'w').close()\n"
+                                 "        while not os.path.exists(os.path.join(here, 'RELEASE')):\n"
+                                 "            time.sleep(0.01)\n"
+                                 "        out = []\n"
+                                 "        for r in requests:\n"
+                                 "            x = pb.get_input_tensor_by_name(r, 'X').as_numpy()\n"
+                                 "            out.append(pb.InferenceResponse([pb.Tensor('Y', x * 2)]))\n"
+                                 "        return out\n"}
+
+
+def test_stop_lets_a_request_in_flight_finish_then_ends_the_server_and_its_stubs(tmp_path):
+    """Server.stop (what `ctrgen serve` runs on Ctrl-C or SIGTERM) waits for a request in flight, then ends the
+    server and its python stubs without their unload (ctrgen's models keep nothing), and removes their shared
+    memory. The request is held in the model until the server has been told to stop (a handshake by files)."""
+    import threading
+
+    import tritonclient.http as client
+
+    from tests.triton_server import SHM_GLOB, Server
+
+    repo = tmp_path / "repo"
+    for rel, text in SLOW_MODEL.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    version = repo / "slow" / "1"
+    server = Server(repos=[repo], scratch=tmp_path / "scratch")
+    server.start(load=["slow"])
+    tree = psutil.Process(server.proc.pid).children(recursive=True)
+    regions = {m.path for p in tree for m in p.memory_maps(grouped=True) if m.path.startswith(SHM_GLOB[:-1])}
+    assert any("triton_python_backend_stub" in " ".join(_cmd(p)) for p in tree) and regions
+    answer: dict = {}
+
+    def ask() -> None:
+        with server.http() as conn:
+            x = client.InferInput("X", [1, 1], "FP32")
+            x.set_data_from_numpy(np.array([[21.0]], np.float32))
+            answer["y"] = conn.infer("slow", [x]).as_numpy("Y")
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    deadline = time.monotonic() + 60
+    while not (version / "STARTED").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert (version / "STARTED").exists()
+    stopping = threading.Thread(target=server.stop)
+    stopping.start()
+    while "Timeout" not in server.log_text() and time.monotonic() < deadline:     # the server counts in-flight requests
+        time.sleep(0.01)
+    (version / "RELEASE").touch()
+    asking.join(timeout=60)
+    stopping.join(timeout=60)
+    assert answer["y"].tolist() == [[42.0]]
+    assert server.proc.poll() is not None and not still_running(tree)
+    assert "successfully unloaded" not in server.log_text()        # ended, not unloaded
+    assert not any(os.path.exists(r) for r in regions)

@@ -558,6 +558,9 @@ MUTANTS = (
     Mutant("ftrl-sparse-embedding", "Ftrl over a SparseEmbedding is refused (HugeCTR's update has no Ftrl case)",
            "codegen/model/torch_rules.py", 'elif kind == "Ftrl" and g.embeddings:', "elif False:",
            "build_model_refuses", files=("tests/test_torch_rules.py",)),
+    Mutant("stop-cuts-requests-in-flight", "a stopping server is ended only once no request is in flight",
+           "codegen/serve/server.py", "            if UNLOADING in self._log_since(offset):", "            if True:",
+           "stop_lets", files=("tests/test_serve.py",)),
 )
 
 
