@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..features import CATEGORICAL_DTYPES, Column, Features
+from ..hugectr import api as A
 from ..hugectr import versions as V
 from ..inputs import INT64_MAX, UINT32_MAX
 from ..specfile.load import LoadedSpec
@@ -419,9 +420,8 @@ def _optimizer(ctx: BuildContext) -> Optimizer:
         hparams.append((name, value))
     hparams += extra_args(ctx, "CreateOptimizer", ("optimizer", "args"), o.args,
                           ("optimizer_type", "update_type", *OPTIMIZER_FIELDS))
-    defaults = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-7, "initial_accu_value": 0.0, "momentum_factor": 0.0,
-                "atomic_update": True, "beta": 0.0, "lambda1": 0.0, "lambda2": 0.0}
-    values = {**defaults, **{k: v for k, v in hparams if k != "update_type"}}
+    table = {k: v for k, v in A.defaults("CreateOptimizer", p.name).items() if k not in ("optimizer_type", "update_type")}
+    values = {**V.FTRL_STRUCT_DEFAULTS, **table, **{k: v for k, v in hparams if k != "update_type"}}
     return Optimizer(type=o.type, update_type=o.update_type or "Global", hparams=tuple(hparams), values=values)
 
 

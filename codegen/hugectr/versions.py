@@ -173,6 +173,9 @@ OPTIMIZERS: dict[str, Span] = _enum("Optimizer_t")
 # A label's loss weight where Model.compile(loss_names, loss_weights) does not name it: Input's constructors set 1.0
 # in the C++ body (HugeCTR/src/pybind/model.cpp, Input::Input, 3.5 - 25.03), so the API table has no default for it.
 LABEL_WEIGHT = 1.0
+# FtrlOptHyperParams' in-class defaults (include/optimizer.hpp, v4.3 - v23.02.00): what Ftrl reads in the releases
+# whose CreateOptimizer takes no beta, lambda1 or lambda2 (from 23.04 the API table has them, with the same values).
+FTRL_STRUCT_DEFAULTS = {"beta": 0.0, "lambda1": 0.0, "lambda2": 0.0}
 OPTIMIZER_STATES = {"Adam": 2, "AdaGrad": 1, "MomentumSGD": 1, "Nesterov": 1, "SGD": 0, "Ftrl": 2, "RMSProp": 1}
 
 # ---- Keyword arguments by function (from the API table) ---------------------------------------------------------
