@@ -76,8 +76,10 @@ def test_lookups_equal_hugectrs_definition(combiner):
     np.testing.assert_allclose(grad, counts, atol=1e-6)
 
 
-def _spec(tmp_path: Path, text: str, edit=None) -> Path:
-    _, spec = _import(tmp_path, text, "23.06")
+def torch_spec(tmp_path: Path, text: str, edit=None, version: str = "23.06") -> Path:
+    """The spec `ctrgen import` writes for the script ``text`` at ``version``, with the torch target added and
+    ``edit(data)`` applied to it."""
+    _, spec = _import(tmp_path, text, version)
     data = yaml.safe_load(spec.read_text(encoding="utf-8"))
     data["targets"] = ["hugectr", "torch"]
     if edit:
@@ -87,7 +89,7 @@ def _spec(tmp_path: Path, text: str, edit=None) -> Path:
 
 
 def test_generated_model_reads_each_lookup_with_its_reader_offset(tmp_path):
-    rendered = render_spec(open_spec(_spec(tmp_path, SHARED)))
+    rendered = render_spec(open_spec(torch_spec(tmp_path, SHARED)))
     text = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
     assert text.count("CollectionTable(4250, 16") == 3              # one module per EmbeddingTableConfig
     assert 'e1 = self.table_t1(s1, 1000, "sum").reshape(-1, 1, 16)' in text   # t1 read by s1 and s2
@@ -108,7 +110,7 @@ def test_a_collection_spec_trains_through_its_trainer():
 
 def _refusal(tmp_path: Path, text: str, edit=None) -> str:
     with pytest.raises(UserError) as exc:
-        render_spec(open_spec(_spec(tmp_path, text, edit)))
+        render_spec(open_spec(torch_spec(tmp_path, text, edit)))
     lines = [line for line in str(exc.value).splitlines() if line.strip()]
     return "\n".join(lines)
 
@@ -127,21 +129,11 @@ def test_a_dynamic_table_holds_the_keys_its_inputs_can_hold(tmp_path):
     def edit(d):
         d["embedding_collection"]["tables"][1]["max_vocabulary_size"] = -1
 
-    rendered = render_spec(open_spec(_spec(tmp_path, SHARED, edit)))
+    rendered = render_spec(open_spec(torch_spec(tmp_path, SHARED, edit)))
     text = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
     assert 'self.table_t1 = CollectionTable(3200, 16, name="t1", bound=0.05)' in text   # cuco's U(-0.05, 0.05)
     assert 'self.table_t1(s1, 0, "sum")' in text and 'self.table_t1(s2, 200, "average")' in text
     assert 'CollectionTable(4250, 16, name="t0")' in text                               # static: unchanged
-
-
-def _ranged(tmp_path: Path, text: str, version: str, optimizer: str | None = None) -> Path:
-    _, spec = _import(tmp_path, text, version)
-    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
-    data.update(targets=["hugectr", "torch"])
-    if optimizer:
-        data["optimizer"]["type"] = optimizer
-    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return spec
 
 
 def test_keys_outside_a_tables_key_range_and_other_optimizers_are_refused(tmp_path):
@@ -149,7 +141,7 @@ def test_keys_outside_a_tables_key_range_and_other_optimizers_are_refused(tmp_pa
     lookup would read the last row (past max_key); refused, naming the range. A static table takes SGD, AdaGrad or
     Ftrl only."""
     with pytest.raises(UserError) as exc:
-        render_spec(open_spec(_ranged(tmp_path, PLANNER_38, "3.8", "Adam")))
+        render_spec(open_spec(torch_spec(tmp_path, PLANNER_38, lambda d: d["optimizer"].update(type="Adam"), "3.8")))
     msg = str(exc.value)
     assert "embedding_collection.lookups[1].table" in msg
     assert "input 's1''s keys run from 1000 to 1199, outside table 1's keys 0 .. 199 (min_key, max_key)" in msg
@@ -174,7 +166,7 @@ def test_a_tables_key_range_maps_key_to_row_as_hugectr(tmp_path, text, version):
         "max_key=SIZES[i])", "max_key=sum(SIZES[:i + 1]))")
     ranged = ranged.replace("max_vocabulary_size=SIZES[i]", "max_vocabulary_size=5")   # only static vs dynamic
     assert ranged.count("sum(SIZES[:i + 1])") == 1
-    rendered = render_spec(open_spec(_ranged(tmp_path, ranged, version)))
+    rendered = render_spec(open_spec(torch_spec(tmp_path, ranged, version=version)))
     train = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
     sizes, starts = [1000, 200, 3000, 50], [0, 1000, 1200, 4200]
     for i, (size, start) in enumerate(zip(sizes, starts)):
@@ -220,7 +212,7 @@ def test_without_reader_offsets_the_slots_are_sized_from_the_data(tmp_path):
 
     text = SHARED.replace(", slot_size_array=SIZES", "").replace(
         "max_vocabulary_size=sum(SIZES)", "max_vocabulary_size=-1 if i == 1 else SIZES[i]")
-    rendered = render_spec(open_spec(_spec(tmp_path, text)))
+    rendered = render_spec(open_spec(torch_spec(tmp_path, text)))
     files = {str(k): v for k, v in rendered.files.items()}
     assert 'CollectionTable(max([cardinalities["s1"][0], cardinalities["s2"][0]]), 16, name="t1", bound=0.05)' \
         in files["train_torch.py"]
@@ -248,7 +240,7 @@ def test_the_grouped_lookup_writes_its_parts_side_by_side(tmp_path):
             {"type": "InnerProduct", "bottom": "all", "top": "fc", "num_output": 1},
             {"type": "BinaryCrossEntropyLoss", "bottom": ["fc", "label"], "top": "loss"}]
 
-    rendered = render_spec(open_spec(_spec(tmp_path, SHARED, edit)))
+    rendered = render_spec(open_spec(torch_spec(tmp_path, SHARED, edit)))
     text = rendered.files[next(k for k in rendered.files if str(k) == "train_torch.py")]
     assert 'emb_all = torch.cat([self.table_t0(s0, 0, "sum"), self.table_t1(s1, 1000, "sum"), ' \
         'self.table_t1(s2, 1200, "average"), self.table_t2(s3, 4200, "concat")], dim=1)  # (B, 96)' in text

@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-import yaml
 
 from codegen.errors import UserError
 from codegen.pipeline import open_spec, render_spec
@@ -32,8 +31,7 @@ from codegen.runtime.dense_optim import DenseOptimizer
 from codegen.runtime.errors import DataError
 from codegen.runtime.job import Optimizer
 from codegen.runtime.optimizers import make_optimizer
-from test_collection_torch import SHARED
-from test_embedding_collection import _import
+from test_collection_torch import SHARED, torch_spec
 
 FLT_EPSILON = float(np.finfo(np.float32).eps)   # <float.h>'s, as the kernels add it (the reference's own)
 HYPER = {"beta": 0.9, "lambda1": 0.02, "lambda2": 0.1, "eps": FLT_EPSILON}   # lambda1: some elements hit zero
@@ -161,16 +159,10 @@ def test_collection_rows_equal_hugectrs_update_and_resume():
         opt2.load_state_dict([saved[1][0], {"kind": "Adam", "state": []}])
 
 
-def _ftrl_spec(tmp_path, version: str, edit=None):
+def _ftrl_spec(tmp_path, version: str):
     """SHARED (one static table over three inputs and one more) with Ftrl, imported at ``version``."""
     tmp_path.mkdir()
-    _, spec = _import(tmp_path, SHARED.replace(FTRL_SGD, FTRL), version)
-    data = yaml.safe_load(spec.read_text(encoding="utf-8"))
-    data["targets"] = ["hugectr", "torch"]
-    if edit:
-        edit(data)
-    spec.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return spec
+    return torch_spec(tmp_path, SHARED.replace(FTRL_SGD, FTRL), version=version)
 
 
 def test_a_collection_spec_with_ftrl_renders_hugectrs_step(tmp_path):
